@@ -1,0 +1,47 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "TopChrome",
+    products: [
+        .executable(name: "topchrome", targets: ["topchrome"]),
+        .library(name: "TopChromeCore", targets: ["TopChromeCore"]),
+        .library(name: "MicroHTTPD", targets: ["MicroHTTPD"]),
+    ],
+    targets: [
+        // The domain: state, rules, session store. No HTTP, no C, no I/O.
+        .target(name: "TopChromeCore"),
+
+        // Debian's libmicrohttpd, seen from Swift through a few C shims.
+        .systemLibrary(
+            name: "CMicroHTTPD",
+            pkgConfig: "libmicrohttpd",
+            providers: [.apt(["libmicrohttpd-dev"])]
+        ),
+
+        // A small general HTTP/1.1 server over libmicrohttpd; knows nothing of TopChrome.
+        .target(name: "MicroHTTPD", dependencies: ["CMicroHTTPD"]),
+
+        // The v1 API: routing, JSON in and out, problem details, configuration.
+        .target(
+            name: "TopChromeHTTP",
+            dependencies: ["TopChromeCore", "MicroHTTPD"],
+            plugins: ["EmbedOpenAPI"]
+        ),
+
+        // Build-time only: compiles the top-level openapi.yaml into TopChromeHTTP.
+        .executableTarget(name: "EmbedFile"),
+        .plugin(name: "EmbedOpenAPI", capability: .buildTool(), dependencies: ["EmbedFile"]),
+
+        // The executable: read configuration, start, wait for a signal, stop.
+        .executableTarget(name: "topchrome", dependencies: ["TopChromeHTTP"]),
+
+        .testTarget(name: "TopChromeCoreTests", dependencies: ["TopChromeCore"]),
+        .testTarget(name: "TopChromeHTTPTests", dependencies: ["TopChromeHTTP"]),
+        .testTarget(
+            name: "LiveServerTests",
+            dependencies: ["TopChromeHTTP", "MicroHTTPD", "topchrome"]
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,83 @@
+import CMicroHTTPD
+
+// libmicrohttpd's C callbacks. They live outside `main.swift` and capture
+// nothing, so they run on the library's threads without any actor isolation.
+
+/// Answers on the last call for a request, never the first: answering from
+/// the headers-only first call makes libmicrohttpd close the connection,
+/// losing keep-alive.
+let accessHandler: MHD_AccessHandlerCallback = {
+    cls, connection, url, method, _, uploadData, uploadDataSize, requestContext in
+    guard let cls, let connection, let url, let method, let uploadDataSize, let requestContext else {
+        return .NO
+    }
+    let dispatcher = Unmanaged<RequestDispatcher>.fromOpaque(cls).takeUnretainedValue()
+
+    guard let existing = requestContext.pointee else {
+        let context = RequestContext()
+        if let declared = MHD_lookup_connection_value(connection, .HEADER_KIND, "Content-Length"),
+           let length = Int(String(cString: declared)), length > dispatcher.maxBodyBytes {
+            context.isBodyTooLarge = true
+        }
+        requestContext.pointee = Unmanaged.passRetained(context).toOpaque()
+        dispatcher.inFlight.add(1, ordering: .relaxed)
+        return .YES
+    }
+    let context = Unmanaged<RequestContext>.fromOpaque(existing).takeUnretainedValue()
+
+    if uploadDataSize.pointee > 0 {
+        // Every byte offered must be consumed, or libmicrohttpd fails the request.
+        context.receive(UnsafeRawBufferPointer(start: uploadData, count: uploadDataSize.pointee),
+                        limit: dispatcher.maxBodyBytes)
+        uploadDataSize.pointee = 0
+        return .YES
+    }
+
+    let request = HTTPRequest(
+        method: String(cString: method),
+        path: String(cString: url),
+        headers: requestHeaders(of: connection),
+        body: context.body,
+        isBodyTooLarge: context.isBodyTooLarge
+    )
+    var response = dispatcher.responder.respond(to: request)
+    if dispatcher.isDraining.load(ordering: .relaxed) {
+        response.headers.add(name: "Connection", value: "close")
+    }
+    return queue(response, on: connection)
+}
+
+let requestCompleted: MHD_RequestCompletedCallback = { cls, _, requestContext, _ in
+    guard let cls, let requestContext, let existing = requestContext.pointee else { return }
+    Unmanaged<RequestContext>.fromOpaque(existing).release()
+    requestContext.pointee = nil
+    Unmanaged<RequestDispatcher>.fromOpaque(cls).takeUnretainedValue().inFlight.subtract(1, ordering: .releasing)
+}
+
+private let collectHeader: MHD_KeyValueIterator = { cls, _, key, value in
+    guard let cls, let key else { return .YES }
+    let headers = cls.assumingMemoryBound(to: HTTPHeaders.self)
+    headers.pointee.add(name: String(cString: key), value: value.map { String(cString: $0) } ?? "")
+    return .YES
+}
+
+private func requestHeaders(of connection: OpaquePointer) -> HTTPHeaders {
+    var headers = HTTPHeaders()
+    withUnsafeMutablePointer(to: &headers) { pointer in
+        _ = MHD_get_connection_values(connection, .HEADER_KIND, collectHeader, pointer)
+    }
+    return headers
+}
+
+private func queue(_ response: HTTPResponse, on connection: OpaquePointer) -> MHD_Result {
+    let created = response.body.withUnsafeBytes { bytes in
+        MHD_create_response_from_buffer(bytes.count, UnsafeMutableRawPointer(mutating: bytes.baseAddress),
+                                        .RESPMEM_MUST_COPY)
+    }
+    guard let created else { return .NO }
+    defer { MHD_destroy_response(created) }
+    for field in response.headers {
+        _ = MHD_add_response_header(created, field.name, field.value)
+    }
+    return MHD_queue_response(connection, UInt32(response.status), created)
+}

@@ -1,0 +1,64 @@
+/// One HTTP request, read in full, as the server hands it to a ``HTTPResponder``.
+public struct HTTPRequest: Sendable {
+    /// The request method as sent, e.g. `GET`.
+    public var method: String
+    /// The path of the request target, percent-decoded, without the query.
+    public var path: String
+    public var headers: HTTPHeaders
+    /// The body; empty when the body was over the server's limit (see ``isBodyTooLarge``).
+    public var body: [UInt8]
+    /// The body was longer than the server's `maxBodyBytes`. Its bytes were
+    /// read and thrown away, never buffered, so the connection stays usable;
+    /// the responder decides how to say so (usually 413).
+    public var isBodyTooLarge: Bool
+
+    public init(
+        method: String,
+        path: String,
+        headers: HTTPHeaders = HTTPHeaders(),
+        body: [UInt8] = [],
+        isBodyTooLarge: Bool = false
+    ) {
+        self.method = method
+        self.path = path
+        self.headers = headers
+        self.body = body
+        self.isBodyTooLarge = isBodyTooLarge
+    }
+}
+
+/// Request or response header fields, in the order they came.
+/// Names compare case-insensitively, as HTTP says.
+public struct HTTPHeaders: Sendable, Sequence {
+    public private(set) var fields: [(name: String, value: String)] = []
+
+    public init() {}
+
+    public init(_ fields: [(String, String)]) {
+        self.fields = fields.map { (name: $0.0, value: $0.1) }
+    }
+
+    public mutating func add(name: String, value: String) {
+        fields.append((name: name, value: value))
+    }
+
+    /// The first value of the field `name`, if present.
+    public subscript(name: String) -> String? {
+        fields.first { $0.name.caseInsensitiveEquals(name) }?.value
+    }
+
+    public func makeIterator() -> IndexingIterator<[(name: String, value: String)]> {
+        fields.makeIterator()
+    }
+}
+
+extension String {
+    /// ASCII case-insensitive comparison: header names are ASCII tokens.
+    func caseInsensitiveEquals(_ other: String) -> Bool {
+        let a = utf8, b = other.utf8
+        guard a.count == b.count else { return false }
+        return zip(a, b).allSatisfy { x, y in
+            x == y || (x | 0x20 == y | 0x20 && (x | 0x20) >= UInt8(ascii: "a") && (x | 0x20) <= UInt8(ascii: "z"))
+        }
+    }
+}

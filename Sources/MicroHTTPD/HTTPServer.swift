@@ -1,0 +1,125 @@
+import CMicroHTTPD
+import Foundation
+import Synchronization
+
+/// An HTTP/1.1 server on libmicrohttpd: keep-alive, bodies read in full (with a
+/// limit), one ``HTTPResponder`` answering every request, and a graceful stop.
+public final class HTTPServer: @unchecked Sendable {
+    public let configuration: HTTPServerConfiguration
+    private let dispatcher: RequestDispatcher
+    // Guards `daemon`, `listener` and `boundPort` (changed only by start and stop).
+    private let lock = NSLock()
+    private var daemon: OpaquePointer?
+    private var listener: ListeningSocket?
+    private var boundPort = 0
+
+    public init(configuration: HTTPServerConfiguration, responder: any HTTPResponder) {
+        self.configuration = configuration
+        self.dispatcher = RequestDispatcher(responder: responder, maxBodyBytes: configuration.maxBodyBytes)
+    }
+
+    deinit {
+        if let daemon { MHD_stop_daemon(daemon) }
+    }
+
+    /// The port the server listens on (the real one when configured with 0).
+    public var port: Int {
+        lock.withLock { boundPort }
+    }
+
+    /// Requests received and not yet completed.
+    public var requestsInFlight: Int {
+        dispatcher.inFlight.load(ordering: .relaxed)
+    }
+
+    public func start() throws(HTTPServerError) {
+        lock.lock()
+        defer { lock.unlock() }
+        guard daemon == nil else { throw .alreadyStarted }
+        let socket = try ListeningSocket(
+            host: configuration.host, port: configuration.port, backlog: configuration.listenBacklog)
+
+        var flags = MHD_USE_EPOLL_INTERNAL_THREAD.rawValue | MHD_USE_ITC.rawValue
+        if socket.isIPv6 { flags |= MHD_USE_IPv6.rawValue }
+        var options: [MHD_OptionItem] = [
+            MHD_OptionItem(option: .LISTEN_SOCKET, value: Int(socket.descriptor), ptr_value: nil),
+            MHD_OptionItem(option: .CONNECTION_TIMEOUT, value: configuration.connectionTimeoutSeconds, ptr_value: nil),
+            MHD_OptionItem(option: .CONNECTION_LIMIT, value: configuration.maxConnections, ptr_value: nil),
+        ]
+        if configuration.threads > 1 {
+            options.append(MHD_OptionItem(option: .THREAD_POOL_SIZE, value: configuration.threads, ptr_value: nil))
+        }
+        options.append(MHD_OptionItem(option: .END, value: 0, ptr_value: nil))
+
+        let context = Unmanaged.passUnretained(dispatcher).toOpaque()
+        let started = options.withUnsafeMutableBufferPointer { items in
+            CMHD_start_daemon(UInt32(flags), accessHandler, context, requestCompleted, context, items.baseAddress)
+        }
+        guard let started else {
+            close(socket.descriptor)
+            throw .cannotStart(reason: "libmicrohttpd refused the configuration")
+        }
+        daemon = started
+        listener = socket
+        boundPort = socket.port
+    }
+
+    /// Stops gracefully: no new connections are accepted, requests already
+    /// received are answered (with `Connection: close`), then every connection
+    /// is closed. Waits at most `timeout` for in-flight requests; returns
+    /// whether they all finished in time.
+    @discardableResult
+    public func stop(timeout: Duration) -> Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        guard let daemon else { return true }
+        dispatcher.isDraining.store(true, ordering: .relaxed)
+
+        let quiescedSocket = MHD_quiesce_daemon(daemon)
+        let clock = ContinuousClock()
+        let deadline = clock.now.advanced(by: timeout)
+        while dispatcher.inFlight.load(ordering: .acquiring) > 0, clock.now < deadline {
+            usleep(2_000)
+        }
+        let finished = dispatcher.inFlight.load(ordering: .acquiring) == 0
+
+        MHD_stop_daemon(daemon)
+        if quiescedSocket >= 0 { close(quiescedSocket) }
+        self.daemon = nil
+        self.listener = nil
+        return finished
+    }
+}
+
+/// What libmicrohttpd's C callbacks reach through their `cls` pointer.
+final class RequestDispatcher: Sendable {
+    let responder: any HTTPResponder
+    let maxBodyBytes: Int
+    let inFlight = Atomic<Int>(0)
+    /// Set when stopping: responses then ask clients to close the connection.
+    let isDraining = Atomic<Bool>(false)
+
+    init(responder: any HTTPResponder, maxBodyBytes: Int) {
+        self.responder = responder
+        self.maxBodyBytes = maxBodyBytes
+    }
+}
+
+/// Per-request state, owned by the connection's thread from the first call
+/// of the access handler until the completion callback.
+final class RequestContext {
+    var body: [UInt8] = []
+    var isBodyTooLarge = false
+
+    /// Keeps bytes up to the limit; past it, drops what was kept and
+    /// discards the rest as it arrives.
+    func receive(_ bytes: UnsafeRawBufferPointer, limit: Int) {
+        guard !isBodyTooLarge else { return }
+        if body.count + bytes.count > limit {
+            isBodyTooLarge = true
+            body = []
+        } else {
+            body.append(contentsOf: bytes)
+        }
+    }
+}

@@ -1,0 +1,22 @@
+/// How the server listens and what it tolerates from clients.
+public struct HTTPServerConfiguration: Sendable {
+    /// Address to bind: an IP literal or a host name (`0.0.0.0` inside containers).
+    public var host: String = "127.0.0.1"
+    /// TCP port; 0 picks a free one, readable from ``HTTPServer/port`` after start.
+    public var port: Int = 8080
+    /// Threads answering requests, each with its own epoll loop. One per core
+    /// is the fast choice: requests are short and never block.
+    public var threads: Int = 1
+    /// Bodies longer than this are read and discarded rather than buffered,
+    /// so a huge upload cannot grow the server's memory.
+    public var maxBodyBytes: Int = 65_536
+    /// Seconds a connection may sit idle before it is closed, so idle or
+    /// stalled clients cannot hold connections forever. 0 disables.
+    public var connectionTimeoutSeconds: Int = 60
+    /// Open connections at most; further ones are refused at accept.
+    public var maxConnections: Int = 10_000
+    /// Pending connections the kernel queues before accept.
+    public var listenBacklog: Int32 = 1024
+
+    public init() {}
+}

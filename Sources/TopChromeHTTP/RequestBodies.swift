@@ -1,0 +1,138 @@
+import TopChromeCore
+
+/// Why a request body was refused; becomes a 400 problem.
+struct BodyError: Error, Equatable {
+    let detail: String
+}
+
+/// The request bodies of the v1 API, read strictly: unknown fields, `null`,
+/// wrong types, non-finite or out-of-range numbers are all refused, so a
+/// client's mistake surfaces at once instead of being half-applied.
+enum RequestBodies {
+    /// Reports in one scroll request at most.
+    static let maxBatchCount = 1024
+
+    /// `{"inset": n}`, required.
+    static func inset(_ body: [UInt8]) throws(BodyError) -> Double {
+        let members = try object(try required(body), context: "the body")
+        try rejectUnknown(members, allowed: ["inset"], context: "the body")
+        guard let value = members["inset"] else { throw BodyError(detail: "\"inset\" is required") }
+        return try inset(value)
+    }
+
+    /// Nothing, `{}` or `{"inset": n}`.
+    static func newSession(_ body: [UInt8]) throws(BodyError) -> Double {
+        guard let value = try parse(body) else { return 0 }
+        let members = try object(value, context: "the body")
+        try rejectUnknown(members, allowed: ["inset"], context: "the body")
+        return try members["inset"].map { v throws(BodyError) in try inset(v) } ?? 0
+    }
+
+    /// Nothing or `{}`.
+    static func disappear(_ body: [UInt8]) throws(BodyError) {
+        guard let value = try parse(body) else { return }
+        try rejectUnknown(try object(value, context: "the body"), allowed: [], context: "the body")
+    }
+
+    /// One report, or an array of 1…1024. All are checked before any is
+    /// applied, so a batch with one bad report changes nothing.
+    static func scrollReports(_ body: [UInt8]) throws(BodyError) -> [ScrollReport] {
+        let value = try required(body)
+        guard case let .array(elements) = value else {
+            return [try scrollReport(value, context: "the report")]
+        }
+        guard !elements.isEmpty else { throw BodyError(detail: "a batch needs at least one report") }
+        guard elements.count <= maxBatchCount else {
+            throw BodyError(detail: "a batch holds at most \(maxBatchCount) reports, this one has \(elements.count)")
+        }
+        var reports: [ScrollReport] = []
+        reports.reserveCapacity(elements.count)
+        for (index, element) in elements.enumerated() {
+            reports.append(try scrollReport(element, context: "report [\(index)]"))
+        }
+        return reports
+    }
+
+    private static func scrollReport(_ value: JSONValue, context: String) throws(BodyError) -> ScrollReport {
+        let members = try object(value, context: context)
+        try rejectUnknown(members, allowed: ["contentOffsetY", "contentInsetTop", "axis", "seq"], context: context)
+        guard let offset = members["contentOffsetY"] else {
+            throw BodyError(detail: "\(context): \"contentOffsetY\" is required")
+        }
+        var report = ScrollReport(contentOffsetY: try finite(offset, "contentOffsetY", context))
+        if let insetTop = members["contentInsetTop"] {
+            report.contentInsetTop = try finite(insetTop, "contentInsetTop", context)
+        }
+        if let axis = members["axis"] {
+            guard case let .string(name) = axis, let parsed = ScrollReport.Axis(rawValue: name) else {
+                throw BodyError(detail: "\(context): \"axis\" must be \"vertical\" or \"horizontal\"")
+            }
+            report.axis = parsed
+        }
+        if let seq = members["seq"] {
+            report.seq = try sequenceNumber(seq, context)
+        }
+        guard report.effectiveOffset.isFinite else {
+            throw BodyError(detail: "\(context): contentOffsetY + contentInsetTop is not finite")
+        }
+        return report
+    }
+
+    private static func inset(_ value: JSONValue) throws(BodyError) -> Double {
+        let range = ChromeState.allowedInsets
+        guard case let .number(number, _) = value, number.isFinite, range.contains(number) else {
+            throw BodyError(detail: "\"inset\" must be a number from \(Int(range.lowerBound)) to \(Int(range.upperBound))")
+        }
+        return number
+    }
+
+    private static func finite(_ value: JSONValue, _ name: String, _ context: String) throws(BodyError) -> Double {
+        guard case let .number(number, _) = value else {
+            throw BodyError(detail: "\(context): \"\(name)\" must be a number, not \(value.typeName)")
+        }
+        guard number.isFinite else { throw BodyError(detail: "\(context): \"\(name)\" must be finite") }
+        return number
+    }
+
+    private static func sequenceNumber(_ value: JSONValue, _ context: String) throws(BodyError) -> UInt64 {
+        let range = ScrollReport.allowedSeqs
+        let refusal = BodyError(detail: "\(context): \"seq\" must be an integer from 0 to \(range.upperBound)")
+        guard case let .number(number, literal) = value else { throw refusal }
+        if let exact = UInt64(literal) {
+            guard range.contains(exact) else { throw refusal }
+            return exact
+        }
+        // 5.0 or 5e0 are integers too (JSON Schema's view); -0 is zero.
+        guard number == number.rounded(), number >= 0, number <= Double(range.upperBound) else { throw refusal }
+        return UInt64(number)
+    }
+
+    private static func required(_ body: [UInt8]) throws(BodyError) -> JSONValue {
+        guard let value = try parse(body) else { throw BodyError(detail: "a JSON body is required") }
+        return value
+    }
+
+    /// nil for an empty body (or one of only white space).
+    private static func parse(_ body: [UInt8]) throws(BodyError) -> JSONValue? {
+        if body.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0A || $0 == 0x0D }) { return nil }
+        do {
+            return try JSONReader.parse(body)
+        } catch {
+            throw BodyError(detail: "malformed JSON at byte \(error.offset): \(error.message)")
+        }
+    }
+
+    private static func object(_ value: JSONValue, context: String) throws(BodyError) -> [String: JSONValue] {
+        guard case let .object(members) = value else {
+            throw BodyError(detail: "\(context) must be a JSON object, not \(value.typeName)")
+        }
+        return members
+    }
+
+    private static func rejectUnknown(_ members: [String: JSONValue], allowed: Set<String>, context: String) throws(BodyError) {
+        if let unknown = members.keys.filter({ !allowed.contains($0) }).min() {
+            let known = allowed.isEmpty ? "no fields" : "only " + allowed.sorted().map { "\"\($0)\"" }.joined(separator: ", ")
+            throw BodyError(detail: "\(context): unknown field \"\(unknown.prefix(64))\" (it takes \(known))")
+        }
+    }
+}

@@ -1,0 +1,51 @@
+import TopChromeCore
+
+/// The resources of the API, read from a request path.
+enum Route: Equatable {
+    case sessions
+    case session(SessionID?)
+    case inset(SessionID?)
+    case scroll(SessionID?)
+    case disappear(SessionID?)
+    case health
+    case readiness
+    case openAPI
+
+    /// The route for `path`, or nil if no resource lives there. A
+    /// well-formed path with a malformed id still names a resource kind (so a
+    /// wrong method gets 405); its id is nil and it is simply not found.
+    init?(path: String) {
+        switch path {
+        case "/v1/sessions": self = .sessions; return
+        case "/healthz": self = .health; return
+        case "/readyz": self = .readiness; return
+        case "/openapi.yaml": self = .openAPI; return
+        default: break
+        }
+        let prefix = "/v1/sessions/"
+        guard path.hasPrefix(prefix) else { return nil }
+        let rest = path.dropFirst(prefix.count).split(separator: "/", omittingEmptySubsequences: false)
+        let id = rest.first.flatMap { SessionID($0) }
+        switch rest.count {
+        case 1 where !rest[0].isEmpty: self = .session(id)
+        case 2 where !rest[0].isEmpty:
+            switch rest[1] {
+            case "inset": self = .inset(id)
+            case "scroll": self = .scroll(id)
+            case "disappear": self = .disappear(id)
+            default: return nil
+            }
+        default: return nil
+        }
+    }
+
+    /// Methods this resource answers, for 405's `Allow`.
+    var allowedMethods: [String] {
+        switch self {
+        case .sessions, .scroll, .disappear: ["POST"]
+        case .session: ["GET", "HEAD", "DELETE"]
+        case .inset: ["PUT"]
+        case .health, .readiness, .openAPI: ["GET", "HEAD"]
+        }
+    }
+}

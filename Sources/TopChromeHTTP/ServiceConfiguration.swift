@@ -1,0 +1,153 @@
+import Foundation
+import MicroHTTPD
+import TopChromeCore
+
+/// Everything an operator can set, from flags or their `TOPCHROME_*`
+/// environment twins (flags win, so a one-off run can override a container's environment).
+public struct ServiceConfiguration: Sendable, Equatable {
+    public var host = "127.0.0.1"
+    public var port = 8080
+    public var threads = max(1, ProcessInfo.processInfo.activeProcessorCount)
+    public var maxSessions = 1_000_000
+    public var maxBodyBytes = 65_536
+    public var revealThreshold = ChromeRules.defaultRevealThreshold
+    /// Seconds a session may stay untouched before it is dropped; 0 = never.
+    public var sessionTTL = 3600
+    /// Seconds a graceful stop waits for in-flight requests.
+    public var shutdownTimeout = 10.0
+    /// Seconds an idle connection is kept open; 0 = forever.
+    public var idleTimeout = 60
+    public var maxConnections = 10_000
+
+    public init() {}
+
+    public var httpServer: HTTPServerConfiguration {
+        var server = HTTPServerConfiguration()
+        server.host = host
+        server.port = port
+        server.threads = threads
+        server.maxBodyBytes = maxBodyBytes
+        server.connectionTimeoutSeconds = idleTimeout
+        server.maxConnections = maxConnections
+        return server
+    }
+
+    /// What a command line asked for.
+    public enum Command: Equatable, Sendable {
+        case serve(ServiceConfiguration)
+        case help
+        case version
+    }
+
+    /// A bad flag or value; the message names it and says what is allowed.
+    public struct UsageError: Error, Equatable, CustomStringConvertible {
+        public let description: String
+    }
+
+    /// Reads `arguments` (without the program name) over `environment`.
+    public static func parse(
+        arguments: [String], environment: [String: String]
+    ) throws(UsageError) -> Command {
+        var configuration = ServiceConfiguration()
+        for option in options {
+            if let value = environment[option.environmentName] {
+                try option.apply(value, "\(option.environmentName)", &configuration)
+            }
+        }
+        var remaining = arguments[...]
+        while let argument = remaining.popFirst() {
+            if argument == "--help" || argument == "-h" { return .help }
+            if argument == "--version" { return .version }
+            let (name, inlineValue) = split(argument)
+            guard let option = options.first(where: { "--" + $0.name == name }) else {
+                throw UsageError(description: "unknown option '\(argument)' (see --help)")
+            }
+            guard let value = inlineValue ?? remaining.popFirst() else {
+                throw UsageError(description: "--\(option.name) needs a value")
+            }
+            try option.apply(value, "--\(option.name)", &configuration)
+        }
+        return .serve(configuration)
+    }
+
+    private static func split(_ argument: String) -> (String, String?) {
+        guard argument.hasPrefix("--"), let equals = argument.firstIndex(of: "=") else { return (argument, nil) }
+        return (String(argument[..<equals]), String(argument[argument.index(after: equals)...]))
+    }
+
+    public static var usage: String {
+        var text = """
+        Usage: topchrome [options]
+
+        Serves the top chrome state (inset, isRevealed) of app sessions over HTTP.
+        Every option also reads from its environment variable; options win.
+
+        Options:
+
+        """
+        for option in options {
+            let flag = "  --\(option.name) \(option.placeholder)".padding(toLength: 30, withPad: " ", startingAt: 0)
+            text += "\(flag)\(option.help) [\(option.environmentName)]\n"
+        }
+        text += "  --help                      Show this help.\n  --version                   Show the version.\n"
+        return text
+    }
+
+    private struct Option: Sendable {
+        let name: String
+        let placeholder: String
+        let help: String
+        let apply: @Sendable (String, String, inout ServiceConfiguration) throws(UsageError) -> Void
+
+        var environmentName: String {
+            "TOPCHROME_" + name.uppercased().replacingOccurrences(of: "-", with: "_")
+        }
+    }
+
+    private static let options: [Option] = [
+        Option(name: "host", placeholder: "ADDR", help: "Address to listen on (default 127.0.0.1).") { value, source, config throws(UsageError) in
+            guard !value.isEmpty else { throw UsageError(description: "\(source) must not be empty") }
+            config.host = value
+        },
+        Option(name: "port", placeholder: "N", help: "TCP port, 0 for any free one (default 8080).") { value, source, config throws(UsageError) in
+            config.port = try integer(value, source, in: 0...65_535)
+        },
+        Option(name: "threads", placeholder: "N", help: "Threads answering requests (default: cores).") { value, source, config throws(UsageError) in
+            config.threads = try integer(value, source, in: 1...256)
+        },
+        Option(name: "max-sessions", placeholder: "N", help: "Sessions held at most; more get 503 (default 1000000).") { value, source, config throws(UsageError) in
+            config.maxSessions = try integer(value, source, in: 1...100_000_000)
+        },
+        Option(name: "max-body-bytes", placeholder: "N", help: "Largest request body; larger gets 413 (default 65536).") { value, source, config throws(UsageError) in
+            config.maxBodyBytes = try integer(value, source, in: 2...(64 << 20))
+        },
+        Option(name: "reveal-threshold", placeholder: "PT", help: "Island shows while offset <= this (default 1).") { value, source, config throws(UsageError) in
+            guard let number = Double(value), number.isFinite, abs(number) <= 10_000 else {
+                throw UsageError(description: "\(source) must be a number from -10000 to 10000, not '\(value)'")
+            }
+            config.revealThreshold = number
+        },
+        Option(name: "session-ttl", placeholder: "S", help: "Seconds idle before a session is dropped; 0 = never (default 3600).") { value, source, config throws(UsageError) in
+            config.sessionTTL = try integer(value, source, in: 0...(10 * 365 * 86_400))
+        },
+        Option(name: "shutdown-timeout", placeholder: "S", help: "Seconds a graceful stop waits for requests (default 10).") { value, source, config throws(UsageError) in
+            guard let number = Double(value), number.isFinite, (0...3600).contains(number) else {
+                throw UsageError(description: "\(source) must be a number of seconds from 0 to 3600, not '\(value)'")
+            }
+            config.shutdownTimeout = number
+        },
+        Option(name: "idle-timeout", placeholder: "S", help: "Seconds an idle connection stays open; 0 = forever (default 60).") { value, source, config throws(UsageError) in
+            config.idleTimeout = try integer(value, source, in: 0...86_400)
+        },
+        Option(name: "max-connections", placeholder: "N", help: "Open connections at most (default 10000).") { value, source, config throws(UsageError) in
+            config.maxConnections = try integer(value, source, in: 1...1_000_000)
+        },
+    ]
+
+    private static func integer(_ value: String, _ source: String, in range: ClosedRange<Int>) throws(UsageError) -> Int {
+        guard let number = Int(value), range.contains(number) else {
+            throw UsageError(description: "\(source) must be a whole number from \(range.lowerBound) to \(range.upperBound), not '\(value)'")
+        }
+        return number
+    }
+}

@@ -1,0 +1,162 @@
+import Foundation
+import MicroHTTPD
+import Synchronization
+import TopChromeCore
+
+/// The v1 HTTP API over a ``SessionStore``: routing, JSON in and out, and
+/// problem details for everything that goes wrong. Holds no socket, so it
+/// answers requests in tests as it does in the server.
+public final class SessionAPI: HTTPResponder {
+    /// Seconds a client is told to wait when the store is full: sessions
+    /// leave by deletion or idle expiry, so room comes back over time.
+    static let retryAfterWhenFull = 30
+
+    private let store: any SessionStore
+    private let maxBodyBytes: Int
+    private let ready = Atomic<Bool>(true)
+
+    public init(store: any SessionStore, maxBodyBytes: Int) {
+        self.store = store
+        self.maxBodyBytes = maxBodyBytes
+    }
+
+    /// Ready until shutdown begins: then `/readyz` answers 503 so load
+    /// balancers stop sending new clients while in-flight requests finish.
+    public var isReady: Bool {
+        get { ready.load(ordering: .relaxed) }
+        set { ready.store(newValue, ordering: .relaxed) }
+    }
+
+    public func respond(to request: HTTPRequest) -> HTTPResponse {
+        do {
+            return try answer(request)
+        } catch {
+            return error.response
+        }
+    }
+
+    private func answer(_ request: HTTPRequest) throws(Problem) -> HTTPResponse {
+        guard let route = Route(path: request.path) else {
+            throw .notFound("There is no resource at this path; the API lives under /v1/sessions.")
+        }
+        let method = request.method == "HEAD" && route.allowedMethods.contains("GET") ? "GET" : request.method
+        guard route.allowedMethods.contains(method) else {
+            throw .methodNotAllowed(request.method, allowed: route.allowedMethods)
+        }
+        if request.isBodyTooLarge {
+            throw Problem(status: 413, detail: "The body is larger than the limit of \(maxBodyBytes) bytes.")
+        }
+
+        switch route {
+        case .health:
+            return Self.json(200, ["status": "ok"])
+        case .readiness:
+            guard isReady else {
+                throw Problem(status: 503, detail: "The server is shutting down.", headers: [("Retry-After", "1")])
+            }
+            return Self.json(200, ["status": "ready"])
+        case .openAPI:
+            return HTTPResponse(status: 200, headers: HTTPHeaders([("Content-Type", "application/yaml")]),
+                                body: Array(openAPIDocument.utf8))
+        case .sessions:
+            let inset = try body(of: request, RequestBodies.newSession)
+            do {
+                let session = try store.create(inset: inset)
+                var response = Self.stateResponse(session, status: 201)
+                response.headers.add(name: "Location", value: "/v1/sessions/\(session.id)")
+                return response
+            } catch {
+                switch error {
+                case let .full(capacity):
+                    throw Problem(status: 503, detail: "The server holds its maximum of \(capacity) sessions; try again later.",
+                                  headers: [("Retry-After", String(Self.retryAfterWhenFull))])
+                }
+            }
+        case let .session(id):
+            if request.method == "DELETE" {
+                guard let id, store.remove(id) else { throw Self.unknownSession }
+                return HTTPResponse(status: 204)
+            }
+            guard let id, let session = store.session(id) else { throw Self.unknownSession }
+            if let tags = request.headers["If-None-Match"], Self.matches(tags, version: session.state.version) {
+                return HTTPResponse(status: 304, headers: HTTPHeaders([("ETag", Self.etag(session.state))]))
+            }
+            return Self.stateResponse(session)
+        case let .inset(id):
+            let inset = try body(of: request, RequestBodies.inset)
+            return try apply([.setInset(inset)], to: id)
+        case let .scroll(id):
+            let reports = try body(of: request, RequestBodies.scrollReports)
+            return try apply(reports.map(ChromeInput.scroll), to: id)
+        case let .disappear(id):
+            try body(of: request, RequestBodies.disappear)
+            return try apply([.disappear], to: id)
+        }
+    }
+
+    private static let unknownSession = Problem.notFound(
+        "No session has this id; it may have been deleted or expired after being idle.")
+
+    private func apply(_ inputs: [ChromeInput], to id: SessionID?) throws(Problem) -> HTTPResponse {
+        guard let id, let session = store.apply(inputs, to: id) else { throw Self.unknownSession }
+        return Self.stateResponse(session)
+    }
+
+    /// Checks the media type, then reads the body with `read`.
+    private func body<Value>(
+        of request: HTTPRequest, _ read: ([UInt8]) throws(BodyError) -> Value
+    ) throws(Problem) -> Value {
+        if let type = request.headers["Content-Type"], !Self.isJSON(type) {
+            throw Problem(status: 415, detail: "Bodies must be JSON (Content-Type: application/json), not \"\(type.prefix(64))\". With curl, use --json instead of -d.")
+        }
+        do {
+            return try read(request.body)
+        } catch {
+            throw .badRequest(error.detail)
+        }
+    }
+
+    /// `application/json` or any `+json` type, parameters allowed.
+    static func isJSON(_ contentType: String) -> Bool {
+        let mediaType = contentType.split(separator: ";", maxSplits: 1).first?
+            .trimmingCharacters(in: .whitespaces).lowercased() ?? ""
+        return mediaType == "application/json" || (mediaType.hasPrefix("application/") && mediaType.hasSuffix("+json"))
+    }
+
+    static func etag(_ state: ChromeState) -> String {
+        "\"\(state.version)\""
+    }
+
+    /// `If-None-Match`: `*`, or a list of entity tags compared weakly (RFC 9110 §13.1.2).
+    static func matches(_ header: String, version: UInt64) -> Bool {
+        let wanted = "\"\(version)\""
+        return header.split(separator: ",").contains { candidate in
+            var tag = candidate.trimmingCharacters(in: .whitespaces)
+            if tag == "*" { return true }
+            if tag.hasPrefix("W/") { tag.removeFirst(2) }
+            return tag == wanted
+        }
+    }
+
+    static func stateResponse(_ session: Session, status: Int = 200) -> HTTPResponse {
+        var json = JSONWriter()
+        json.object { object in
+            object.member("id") { $0.string(session.id.description) }
+            object.member("inset") { $0.number(session.state.inset) }
+            object.member("isRevealed") { $0.bool(session.state.isRevealed) }
+            object.member("version") { $0.number(session.state.version) }
+        }
+        return HTTPResponse(
+            status: status,
+            headers: HTTPHeaders([("Content-Type", "application/json"), ("ETag", etag(session.state))]),
+            body: json.bytes)
+    }
+
+    private static func json(_ status: Int, _ members: KeyValuePairs<String, String>) -> HTTPResponse {
+        var json = JSONWriter()
+        json.object { object in
+            for (name, value) in members { object.member(name) { $0.string(value) } }
+        }
+        return HTTPResponse(status: status, headers: HTTPHeaders([("Content-Type", "application/json")]), body: json.bytes)
+    }
+}

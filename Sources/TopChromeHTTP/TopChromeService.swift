@@ -1,0 +1,66 @@
+import Dispatch
+import MicroHTTPD
+import TopChromeCore
+
+/// The whole service: a session store, the API over it, and the HTTP server
+/// in front, started and stopped as one.
+public final class TopChromeService: Sendable {
+    public static let version = "1.0.0"
+
+    public let configuration: ServiceConfiguration
+    public let store: InMemorySessionStore
+    public let api: SessionAPI
+    private let server: HTTPServer
+    // Dispatch sources are thread-safe; the type just is not marked Sendable.
+    nonisolated(unsafe) private let sweeper: any DispatchSourceTimer
+
+    public init(configuration: ServiceConfiguration) {
+        self.configuration = configuration
+        let ttl = configuration.sessionTTL
+        store = InMemorySessionStore(
+            rules: ChromeRules(revealThreshold: configuration.revealThreshold),
+            capacity: configuration.maxSessions,
+            idleTimeout: ttl > 0 ? .seconds(ttl) : nil)
+        api = SessionAPI(store: store, maxBodyBytes: configuration.maxBodyBytes)
+        server = HTTPServer(configuration: configuration.httpServer, responder: api)
+        sweeper = DispatchSource.makeTimerSource(queue: .global(qos: .utility))
+    }
+
+    /// The port listened on; the real one when configured with 0.
+    public var port: Int { server.port }
+
+    /// Where clients reach the server, e.g. `http://127.0.0.1:8080`.
+    public var url: String {
+        let host = configuration.host.contains(":") ? "[\(configuration.host)]" : configuration.host
+        return "http://\(host):\(port)"
+    }
+
+    public func start() throws(HTTPServerError) {
+        try server.start()
+        if let ttl = store.idleTimeout {
+            // Expired sessions also vanish when touched; the sweep frees the
+            // ones no client will ever touch again.
+            let interval = min(ttl / 4, .seconds(60))
+            let store = self.store
+            sweeper.schedule(deadline: .now() + interval.timeInterval, repeating: interval.timeInterval)
+            sweeper.setEventHandler { @Sendable in store.removeExpired() }
+            sweeper.resume()
+        }
+    }
+
+    /// Graceful stop: `/readyz` turns 503, no new connections are taken,
+    /// requests already received are answered, then every connection closes.
+    /// Returns whether in-flight requests all finished within the timeout.
+    @discardableResult
+    public func stop() -> Bool {
+        api.isReady = false
+        sweeper.cancel()
+        return server.stop(timeout: .milliseconds(Int(configuration.shutdownTimeout * 1000)))
+    }
+}
+
+extension Duration {
+    var timeInterval: Double {
+        Double(components.seconds) + Double(components.attoseconds) / 1e18
+    }
+}

@@ -1,0 +1,73 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+import TopChromeHTTP
+
+/// Reads the configuration, starts the service, waits for SIGTERM or
+/// SIGINT, stops gracefully.
+enum Launcher {
+    static func run() -> Never {
+        // Block the stop signals before any thread starts, so every thread
+        // inherits the mask and only `sigwait` below receives them. This also
+        // undoes an inherited "ignore SIGINT" (servers started with `&`).
+        var stopSignals = Self.stopSignals
+        pthread_sigmask(SIG_BLOCK, &stopSignals, nil)
+        signal(SIGPIPE, SIG_IGN)
+
+        let command: ServiceConfiguration.Command
+        do {
+            command = try ServiceConfiguration.parse(
+                arguments: Array(CommandLine.arguments.dropFirst()),
+                environment: ProcessInfo.processInfo.environment)
+        } catch {
+            fail("topchrome: \(error)", status: 2)
+        }
+
+        switch command {
+        case .help:
+            print(ServiceConfiguration.usage, terminator: "")
+            exit(0)
+        case .version:
+            print("topchrome \(TopChromeService.version)")
+            exit(0)
+        case let .serve(configuration):
+            serve(configuration)
+        }
+    }
+
+    private static func serve(_ configuration: ServiceConfiguration) -> Never {
+        let service = TopChromeService(configuration: configuration)
+        do {
+            try service.start()
+        } catch {
+            fail("topchrome: \(error)", status: 1)
+        }
+        print("topchrome listening on \(service.url)")
+        fflush(nil)
+
+        var stopSignals = Self.stopSignals
+        var received: Int32 = 0
+        sigwait(&stopSignals, &received)
+
+        print("topchrome stopping (signal \(received)); waiting up to \(configuration.shutdownTimeout) s for requests")
+        fflush(nil)
+        let clean = service.stop()
+        print(clean ? "topchrome stopped" : "topchrome stopped; some requests did not finish in time")
+        fflush(nil)
+        exit(0)
+    }
+
+    private static var stopSignals: sigset_t {
+        var set = sigset_t()
+        sigemptyset(&set)
+        sigaddset(&set, SIGTERM)
+        sigaddset(&set, SIGINT)
+        return set
+    }
+
+    private static func fail(_ message: String, status: Int32) -> Never {
+        FileHandle.standardError.write(Data((message + "\n").utf8))
+        exit(status)
+    }
+}
