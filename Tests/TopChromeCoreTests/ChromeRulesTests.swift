@@ -1,0 +1,136 @@
+import Testing
+import TopChromeCore
+
+@Suite struct ChromeRulesTests {
+    let rules = ChromeRules()
+
+    func scrolled(_ y: Double, insetTop: Double = 0, from state: ChromeState = ChromeState()) -> ChromeState {
+        rules.apply(.scroll(ScrollReport(contentOffsetY: y, contentInsetTop: insetTop)), to: state)
+    }
+
+    @Test func newSessionIsRevealedAtVersionOne() {
+        let state = ChromeState(inset: 59)
+        #expect(state.inset == 59)
+        #expect(state.isRevealed)
+        #expect(state.version == 1)
+        #expect(state.lastAppliedSeq == nil)
+    }
+
+    @Test func thresholdIsInclusiveAtOnePoint() {
+        let hidden = scrolled(300)
+        #expect(!hidden.isRevealed)
+        #expect(scrolled(1, from: hidden).isRevealed)
+        #expect(!scrolled(1.0001, from: hidden).isRevealed)
+        #expect(scrolled(0.5, from: hidden).isRevealed, "rubber-band jitter below a point keeps the island")
+    }
+
+    @Test func topInsetIsAddedBack() {
+        let hidden = scrolled(300)
+        #expect(scrolled(-59, insetTop: 59, from: hidden).isRevealed)
+        #expect(!scrolled(-57, insetTop: 59, from: hidden).isRevealed)
+        #expect(scrolled(-100, insetTop: 0, from: hidden).isRevealed, "overscroll above the top counts as the top")
+    }
+
+    @Test func thresholdIsConfigurable() {
+        let lenient = ChromeRules(revealThreshold: 40)
+        let state = lenient.apply(.scroll(ScrollReport(contentOffsetY: 40)), to: ChromeState())
+        #expect(state.isRevealed)
+        #expect(!lenient.apply(.scroll(ScrollReport(contentOffsetY: 40.5)), to: state).isRevealed)
+    }
+
+    @Test func horizontalReportsNeverChangeTheChrome() {
+        let hidden = scrolled(500)
+        let after = rules.apply(.scroll(ScrollReport(contentOffsetY: 0, axis: .horizontal)), to: hidden)
+        #expect(after == hidden)
+        let revealed = ChromeState()
+        #expect(rules.apply(.scroll(ScrollReport(contentOffsetY: 900, axis: .horizontal)), to: revealed) == revealed)
+    }
+
+    @Test func horizontalReportWithSeqRaisesTheMark() {
+        let after = rules.apply(.scroll(ScrollReport(contentOffsetY: 0, axis: .horizontal, seq: 7)), to: ChromeState())
+        #expect(after.lastAppliedSeq == 7)
+        #expect(after.version == 1)
+        let stale = rules.apply(.scroll(ScrollReport(contentOffsetY: 500, seq: 7)), to: after)
+        #expect(stale.isRevealed, "a vertical report with the same seq is stale")
+    }
+
+    @Test func disappearRevealsTheIsland() {
+        let hidden = scrolled(500)
+        let left = rules.apply(.disappear, to: hidden)
+        #expect(left.isRevealed)
+        #expect(left.version == hidden.version + 1)
+        #expect(rules.apply(.disappear, to: left) == left, "already revealed: nothing changes")
+    }
+
+    @Test func staleReportsAreIgnored() {
+        let hidden = rules.apply(.scroll(ScrollReport(contentOffsetY: 500, seq: 10)), to: ChromeState())
+        #expect(!hidden.isRevealed)
+        #expect(hidden.lastAppliedSeq == 10)
+        #expect(rules.apply(.scroll(ScrollReport(contentOffsetY: 0, seq: 10)), to: hidden) == hidden)
+        #expect(rules.apply(.scroll(ScrollReport(contentOffsetY: 0, seq: 9)), to: hidden) == hidden)
+        let newer = rules.apply(.scroll(ScrollReport(contentOffsetY: 0, seq: 11)), to: hidden)
+        #expect(newer.isRevealed)
+        #expect(newer.lastAppliedSeq == 11)
+    }
+
+    @Test func reportsWithoutSeqAlwaysApply() {
+        let marked = rules.apply(.scroll(ScrollReport(contentOffsetY: 500, seq: 100)), to: ChromeState())
+        let after = rules.apply(.scroll(ScrollReport(contentOffsetY: 0)), to: marked)
+        #expect(after.isRevealed)
+        #expect(after.lastAppliedSeq == 100)
+    }
+
+    @Test func seqZeroIsAValidFirstSeq() {
+        let state = rules.apply(.scroll(ScrollReport(contentOffsetY: 500, seq: 0)), to: ChromeState())
+        #expect(!state.isRevealed)
+        #expect(state.lastAppliedSeq == 0)
+    }
+
+    @Test func versionBumpsOnlyOnChange() {
+        var state = ChromeState()
+        state = scrolled(0, from: state)
+        #expect(state.version == 1, "at the top already")
+        state = scrolled(200, from: state)
+        #expect(state.version == 2)
+        state = scrolled(400, from: state)
+        #expect(state.version == 2, "still hidden")
+        state = rules.apply(.setInset(59), to: state)
+        #expect(state.version == 3)
+        #expect(state.inset == 59)
+        state = rules.apply(.setInset(59), to: state)
+        #expect(state.version == 3, "same inset")
+    }
+
+    @Test func batchAppliesInOrder() {
+        let state = rules.apply(
+            [.scroll(ScrollReport(contentOffsetY: 500)), .setInset(47), .scroll(ScrollReport(contentOffsetY: 0))],
+            to: ChromeState())
+        #expect(state.isRevealed)
+        #expect(state.inset == 47)
+        #expect(state.version == 4)
+    }
+}
+
+@Suite struct SessionIDTests {
+    @Test func roundTripsThroughText() {
+        for _ in 0..<100 {
+            let id = SessionID.random()
+            let text = id.description
+            #expect(text.count == 32)
+            #expect(text.allSatisfy { $0.isHexDigit && !$0.isUppercase })
+            #expect(SessionID(text) == id)
+        }
+        #expect(SessionID("0000000000000001000000000000000f") == SessionID(high: 1, low: 15))
+    }
+
+    @Test func randomIdsDiffer() {
+        let ids = Set((0..<10_000).map { _ in SessionID.random() })
+        #expect(ids.count == 10_000)
+    }
+
+    @Test(arguments: ["", "abc", "0123456789abcdef0123456789abcde", "0123456789abcdef0123456789abcdef0",
+                      "0123456789ABCDEF0123456789abcdef", "0123456789abcdeg0123456789abcdef", "../../etc/passwd/////////////////"])
+    func rejectsMalformedText(_ text: String) {
+        #expect(SessionID(text) == nil)
+    }
+}

@@ -1,0 +1,152 @@
+import Foundation
+import Synchronization
+import Testing
+import TopChromeCore
+
+/// A clock the test moves by hand.
+final class ManualClock: Sendable {
+    private let nanoseconds = Atomic<Int64>(0)
+    func advance(by duration: Duration) {
+        nanoseconds.add(Int64(duration.components.seconds) * 1_000_000_000, ordering: .relaxed)
+    }
+    var now: Duration { .nanoseconds(nanoseconds.load(ordering: .relaxed)) }
+}
+
+/// Collects what an observer is told. NSLock, not Mutex: the thread
+/// sanitizer reports false races on Mutex with this toolchain.
+final class Recorder: @unchecked Sendable {
+    private let lock = NSLock()
+    private var states: [ChromeState] = []
+    func record(_ session: Session) { lock.withLock { states.append(session.state) } }
+    var recorded: [ChromeState] { lock.withLock { states } }
+}
+
+@Suite struct InMemorySessionStoreTests {
+    @Test func createReadApplyRemove() throws {
+        let store = InMemorySessionStore()
+        let created = try store.create(inset: 59)
+        #expect(created.state == ChromeState(inset: 59))
+        #expect(store.session(created.id) == created)
+        #expect(store.count == 1)
+
+        let hidden = store.apply([.scroll(ScrollReport(contentOffsetY: 300))], to: created.id)
+        #expect(hidden?.state.isRevealed == false)
+        #expect(hidden?.state.version == 2)
+        #expect(store.session(created.id)?.state == hidden?.state)
+
+        #expect(store.remove(created.id))
+        #expect(!store.remove(created.id))
+        #expect(store.session(created.id) == nil)
+        #expect(store.apply([.disappear], to: created.id) == nil)
+        #expect(store.count == 0)
+    }
+
+    @Test func unknownIdIsNil() {
+        let store = InMemorySessionStore()
+        #expect(store.session(.random()) == nil)
+        #expect(store.apply([.disappear], to: .random()) == nil)
+    }
+
+    @Test func usesItsRules() throws {
+        let store = InMemorySessionStore(rules: ChromeRules(revealThreshold: 100))
+        let id = try store.create(inset: 0).id
+        #expect(store.apply([.scroll(ScrollReport(contentOffsetY: 80))], to: id)?.state.isRevealed == true)
+    }
+
+    @Test func refusesPastCapacity() throws {
+        let store = InMemorySessionStore(capacity: 2)
+        let first = try store.create(inset: 0)
+        _ = try store.create(inset: 0)
+        #expect(throws: SessionStoreError.full(capacity: 2)) { try store.create(inset: 0) }
+        #expect(store.count == 2)
+        #expect(store.remove(first.id))
+        _ = try store.create(inset: 0)
+        #expect(store.count == 2)
+    }
+
+    @Test func idleSessionsExpire() throws {
+        let clock = ManualClock()
+        let store = InMemorySessionStore(idleTimeout: .seconds(60), now: { clock.now })
+        let touched = try store.create(inset: 0).id
+        let idle = try store.create(inset: 0).id
+        let forgotten = try store.create(inset: 0).id
+        clock.advance(by: .seconds(40))
+        #expect(store.apply([.disappear], to: touched) != nil)
+        clock.advance(by: .seconds(40))
+        #expect(store.session(touched) != nil, "touched 40 s ago")
+        #expect(store.session(idle) == nil, "idle for 80 s")
+        #expect(store.count == 2)
+        #expect(store.removeExpired() == 1)
+        #expect(store.count == 1)
+        #expect(store.session(forgotten) == nil)
+    }
+
+    @Test func noTimeoutKeepsSessions() throws {
+        let clock = ManualClock()
+        let store = InMemorySessionStore(idleTimeout: nil, now: { clock.now })
+        let id = try store.create(inset: 0).id
+        clock.advance(by: .seconds(1_000_000))
+        #expect(store.removeExpired() == 0)
+        #expect(store.session(id) != nil)
+    }
+
+    @Test func observerLearnsOfEveryChangeInOrder() throws {
+        let seen = Recorder()
+        let store = InMemorySessionStore(onChange: seen.record)
+        let id = try store.create(inset: 0).id
+        _ = store.apply([.scroll(ScrollReport(contentOffsetY: 300)), .scroll(ScrollReport(contentOffsetY: 301))], to: id)
+        _ = store.apply([.setInset(59), .disappear], to: id)
+        let versions = seen.recorded.map(\.version)
+        #expect(versions == [2, 3, 4], "no event for a report that changed nothing")
+        #expect(seen.recorded.last == store.session(id)?.state)
+    }
+
+    /// Each batch sets its own inset, hides, then reveals. Applied as one
+    /// unit, its three changes reach the observer back to back; any
+    /// interleaving with another batch would split them.
+    @Test func batchesAreAtomicUnderConcurrency() async throws {
+        let seen = Recorder()
+        let store = InMemorySessionStore(onChange: seen.record)
+        let id = try store.create(inset: 0).id
+        let batches = 400
+        await withTaskGroup(of: Void.self) { group in
+            for batch in 1...batches {
+                group.addTask {
+                    _ = store.apply([
+                        .setInset(Double(batch)),
+                        .scroll(ScrollReport(contentOffsetY: 500)),
+                        .scroll(ScrollReport(contentOffsetY: 0)),
+                    ], to: id)
+                }
+            }
+        }
+        let states = seen.recorded
+        #expect(states.count == batches * 3)
+        #expect(states.map(\.version) == Array(2...UInt64(batches * 3 + 1)))
+        for start in stride(from: 0, to: states.count, by: 3) {
+            let group = states[start..<start + 3]
+            #expect(Set(group.map(\.inset)).count == 1)
+            #expect(group.map(\.isRevealed) == [true, false, true])
+        }
+    }
+
+    @Test func concurrentClientsOnManySessions() async throws {
+        let store = InMemorySessionStore()
+        let ids = try (0..<64).map { _ in try store.create(inset: 0).id }
+        await withTaskGroup(of: Void.self) { group in
+            for (index, id) in ids.enumerated() {
+                group.addTask {
+                    for step in 0..<200 {
+                        _ = store.apply([.scroll(ScrollReport(contentOffsetY: step % 2 == 0 ? 400 : 0))], to: id)
+                    }
+                    if index % 2 == 0 { _ = store.apply([.scroll(ScrollReport(contentOffsetY: 400))], to: id) }
+                }
+            }
+        }
+        for (index, id) in ids.enumerated() {
+            let state = try #require(store.session(id)?.state)
+            #expect(state.isRevealed == (index % 2 == 1))
+            #expect(state.version == (index % 2 == 0 ? 202 : 201))
+        }
+    }
+}

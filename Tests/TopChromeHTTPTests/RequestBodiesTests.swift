@@ -1,0 +1,90 @@
+import Testing
+import TopChromeCore
+@testable import TopChromeHTTP
+
+@Suite struct RequestBodiesTests {
+    func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
+
+    @Test func readsOneReport() throws {
+        let reports = try RequestBodies.scrollReports(bytes(
+            #"{"contentOffsetY": -59, "contentInsetTop": 59, "axis": "horizontal", "seq": 42}"#))
+        #expect(reports == [ScrollReport(contentOffsetY: -59, contentInsetTop: 59, axis: .horizontal, seq: 42)])
+    }
+
+    @Test func defaults() throws {
+        let reports = try RequestBodies.scrollReports(bytes(#"{"contentOffsetY": 3.5}"#))
+        #expect(reports == [ScrollReport(contentOffsetY: 3.5, contentInsetTop: 0, axis: .vertical, seq: nil)])
+    }
+
+    @Test func readsABatch() throws {
+        let reports = try RequestBodies.scrollReports(bytes(#"[{"contentOffsetY": 1}, {"contentOffsetY": 2, "seq": 5}]"#))
+        #expect(reports.map(\.contentOffsetY) == [1, 2])
+        #expect(reports.map(\.seq) == [nil, 5])
+    }
+
+    @Test func batchLimits() throws {
+        let one = #"{"contentOffsetY":1}"#
+        let full = "[" + Array(repeating: one, count: 1024).joined(separator: ",") + "]"
+        #expect(try RequestBodies.scrollReports(bytes(full)).count == 1024)
+        let over = "[" + Array(repeating: one, count: 1025).joined(separator: ",") + "]"
+        #expect(throws: BodyError.self) { try RequestBodies.scrollReports(bytes(over)) }
+        #expect(throws: BodyError.self) { try RequestBodies.scrollReports(bytes("[]")) }
+    }
+
+    @Test func seqAcceptsWholeNumbersInRange() throws {
+        func seq(_ literal: String) throws -> UInt64? {
+            try RequestBodies.scrollReports(bytes(#"{"contentOffsetY":0,"seq":\#(literal)}"#))[0].seq
+        }
+        #expect(try seq("0") == 0)
+        #expect(try seq("9007199254740991") == 9_007_199_254_740_991)
+        #expect(try seq("7.0") == 7)
+        #expect(try seq("1e3") == 1000)
+    }
+
+    @Test(arguments: [
+        #"{"contentOffsetY":0,"seq":-1}"#, #"{"contentOffsetY":0,"seq":9007199254740992}"#,
+        #"{"contentOffsetY":0,"seq":1.5}"#, #"{"contentOffsetY":0,"seq":"1"}"#, #"{"contentOffsetY":0,"seq":null}"#,
+        #"{"contentOffsetY":0,"seq":1e300}"#,
+        #"{}"#, #"{"contentOffsetY":null}"#, #"{"contentOffsetY":"1"}"#, #"{"contentOffsetY":1e400}"#,
+        #"{"contentOffsetY":-1e400}"#, #"{"contentOffsetY":1e308,"contentInsetTop":1e308}"#,
+        #"{"contentOffsetY":0,"contentInsetTop":true}"#, #"{"contentOffsetY":0,"axis":"diagonal"}"#,
+        #"{"contentOffsetY":0,"axis":null}"#, #"{"contentOffsetY":0,"extra":1}"#, #"[{"contentOffsetY":0},{"x":1}]"#,
+        #"[{"contentOffsetY":0},5]"#, #"5"#, #""report""#, #"null"#, #"[[{"contentOffsetY":0}]]"#, "",
+        #"{"contentOffsetY":0"#,
+    ])
+    func refusesBadReports(_ body: String) {
+        #expect(throws: BodyError.self) { try RequestBodies.scrollReports(bytes(body)) }
+    }
+
+    @Test func badBatchNamesTheReport() {
+        #expect(throws: BodyError(detail: #"report [1]: unknown field "x" (it takes only "axis", "contentInsetTop", "contentOffsetY", "seq")"#)) {
+            try RequestBodies.scrollReports(bytes(#"[{"contentOffsetY":0},{"contentOffsetY":0,"x":1}]"#))
+        }
+    }
+
+    @Test func insetBodies() throws {
+        #expect(try RequestBodies.inset(bytes(#"{"inset": 59}"#)) == 59)
+        #expect(try RequestBodies.inset(bytes(#"{"inset": 0}"#)) == 0)
+        #expect(try RequestBodies.inset(bytes(#"{"inset": 10000}"#)) == 10_000)
+        for bad in ["", "{}", #"{"inset":-1}"#, #"{"inset":10000.5}"#, #"{"inset":null}"#, #"{"inset":"5"}"#,
+                    #"{"inset":1e400}"#, #"{"inset":5,"x":1}"#, "[]"] {
+            #expect(throws: BodyError.self, "\(bad)") { try RequestBodies.inset(bytes(bad)) }
+        }
+    }
+
+    @Test func newSessionBodies() throws {
+        #expect(try RequestBodies.newSession([]) == 0)
+        #expect(try RequestBodies.newSession(bytes("  \n")) == 0)
+        #expect(try RequestBodies.newSession(bytes("{}")) == 0)
+        #expect(try RequestBodies.newSession(bytes(#"{"inset":47.5}"#)) == 47.5)
+        #expect(throws: BodyError.self) { try RequestBodies.newSession(bytes(#"{"inset":20000}"#)) }
+        #expect(throws: BodyError.self) { try RequestBodies.newSession(bytes(#"{"isRevealed":false}"#)) }
+    }
+
+    @Test func disappearBodies() throws {
+        try RequestBodies.disappear([])
+        try RequestBodies.disappear(bytes("{}"))
+        #expect(throws: BodyError.self) { try RequestBodies.disappear(bytes(#"{"now":true}"#)) }
+        #expect(throws: BodyError.self) { try RequestBodies.disappear(bytes("[]")) }
+    }
+}

@@ -1,0 +1,70 @@
+import Testing
+@testable import TopChromeHTTP
+
+@Suite struct ServiceConfigurationTests {
+    func serve(_ arguments: [String], _ environment: [String: String] = [:]) throws -> ServiceConfiguration {
+        guard case let .serve(configuration) = try ServiceConfiguration.parse(arguments: arguments, environment: environment) else {
+            throw ServiceConfiguration.UsageError(description: "not a serve command")
+        }
+        return configuration
+    }
+
+    @Test func defaults() throws {
+        let configuration = try serve([])
+        #expect(configuration.host == "127.0.0.1")
+        #expect(configuration.port == 8080)
+        #expect(configuration.threads >= 1)
+        #expect(configuration.maxSessions == 1_000_000)
+        #expect(configuration.maxBodyBytes == 65_536)
+        #expect(configuration.revealThreshold == 1)
+        #expect(configuration.sessionTTL == 3600)
+        #expect(configuration.shutdownTimeout == 10)
+    }
+
+    @Test func flagsInBothForms() throws {
+        let configuration = try serve(["--port", "0", "--host=0.0.0.0", "--threads", "2", "--max-sessions=5",
+                                       "--max-body-bytes", "1024", "--reveal-threshold", "2.5", "--session-ttl", "0",
+                                       "--shutdown-timeout", "0.5", "--idle-timeout", "5", "--max-connections", "100"])
+        #expect(configuration.port == 0)
+        #expect(configuration.host == "0.0.0.0")
+        #expect(configuration.threads == 2)
+        #expect(configuration.maxSessions == 5)
+        #expect(configuration.maxBodyBytes == 1024)
+        #expect(configuration.revealThreshold == 2.5)
+        #expect(configuration.sessionTTL == 0)
+        #expect(configuration.shutdownTimeout == 0.5)
+        #expect(configuration.idleTimeout == 5)
+        #expect(configuration.maxConnections == 100)
+    }
+
+    @Test func environmentTwinsAndFlagsWin() throws {
+        let environment = ["TOPCHROME_PORT": "9000", "TOPCHROME_MAX_SESSIONS": "7", "TOPCHROME_REVEAL_THRESHOLD": "3"]
+        let fromEnvironment = try serve([], environment)
+        #expect(fromEnvironment.port == 9000)
+        #expect(fromEnvironment.maxSessions == 7)
+        #expect(fromEnvironment.revealThreshold == 3)
+        #expect(try serve(["--port", "9001"], environment).port == 9001)
+    }
+
+    @Test(arguments: [["--port", "70000"], ["--port", "x"], ["--port"], ["--threads", "0"], ["--max-sessions", "-1"],
+                      ["--reveal-threshold", "nan"], ["--reveal-threshold", "inf"], ["--shutdown-timeout", "-1"],
+                      ["--bogus"], ["extra"], ["--host", ""], ["--max-body-bytes", "1"]])
+    func badValuesAreUsageErrors(_ arguments: [String]) {
+        #expect(throws: ServiceConfiguration.UsageError.self) { try serve(arguments) }
+    }
+
+    @Test func badEnvironmentNamesTheVariable() {
+        #expect(throws: ServiceConfiguration.UsageError(description: "TOPCHROME_PORT must be a whole number from 0 to 65535, not 'eighty'")) {
+            try serve([], ["TOPCHROME_PORT": "eighty"])
+        }
+    }
+
+    @Test func helpAndVersion() throws {
+        #expect(try ServiceConfiguration.parse(arguments: ["--help"], environment: [:]) == .help)
+        #expect(try ServiceConfiguration.parse(arguments: ["--port", "1", "--version"], environment: [:]) == .version)
+        for flag in ["--host", "--port", "--threads", "--max-sessions", "--max-body-bytes", "--reveal-threshold",
+                     "--session-ttl", "--shutdown-timeout", "TOPCHROME_PORT"] {
+            #expect(ServiceConfiguration.usage.contains(flag))
+        }
+    }
+}
