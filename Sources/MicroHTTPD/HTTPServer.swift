@@ -75,7 +75,10 @@ public final class HTTPServer: @unchecked Sendable {
         guard let daemon else { return true }
         dispatcher.isDraining.store(true, ordering: .relaxed)
 
+        // Closing the listening socket at once makes new clients fail fast
+        // (connection refused) instead of waiting in a backlog nobody accepts.
         let quiescedSocket = MHD_quiesce_daemon(daemon)
+        if quiescedSocket >= 0 { close(quiescedSocket) }
         let clock = ContinuousClock()
         let deadline = clock.now.advanced(by: timeout)
         while dispatcher.inFlight.load(ordering: .acquiring) > 0, clock.now < deadline {
@@ -84,7 +87,6 @@ public final class HTTPServer: @unchecked Sendable {
         let finished = dispatcher.inFlight.load(ordering: .acquiring) == 0
 
         MHD_stop_daemon(daemon)
-        if quiescedSocket >= 0 { close(quiescedSocket) }
         self.daemon = nil
         self.listener = nil
         return finished

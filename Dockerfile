@@ -1,0 +1,81 @@
+# TopChrome container image: a Swift build stage and a slim Debian run stage.
+#
+# Both base images are build arguments, declared before the first FROM so that
+# either can be overridden: no registry is reachable on the project's CI
+# machines, so the tests substitute images that are already present locally,
+# e.g. --build-arg SWIFT_IMAGE=localhost/swift:6.3-bookworm.
+# Both must be Debian bookworm: the binary links against bookworm's glibc and
+# libmicrohttpd12, and the package names and version pins below are bookworm's.
+ARG SWIFT_IMAGE=swift:6.3-bookworm
+ARG RUNTIME_IMAGE=debian:bookworm-slim
+# One pin for both stages, so the headers built against match the library run
+# against. A glob on the upstream version: pinned to bookworm's 0.9.75, yet
+# Debian security revisions (0.9.75-6+deb12uN) still install.
+ARG LIBMICROHTTPD_VERSION=0.9.75-*
+
+# --- build -------------------------------------------------------------------
+FROM ${SWIFT_IMAGE} AS build
+ARG LIBMICROHTTPD_VERSION
+
+# The CMicroHTTPD system-library target finds libmicrohttpd through pkg-config.
+RUN apt-get update \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+      libmicrohttpd-dev="${LIBMICROHTTPD_VERSION}" \
+      pkg-config="1.8.*" \
+ && rm -rf /var/lib/apt/lists/*
+
+# SwiftPM and clang keep their module caches under $HOME / $XDG_CACHE_HOME;
+# point them at a known writable place rather than whatever the base image's
+# user setup (or a rootless builder) provides.
+ENV HOME=/build/home \
+    XDG_CACHE_HOME=/build/home/.cache
+WORKDIR /build/src
+
+# Only what the build reads. Tests/ is not compiled, but SwiftPM checks that
+# every target's directory exists when it loads the manifest, test targets
+# included, so the manifest fails to load without it. No `swift package
+# resolve` step: the package has no remote dependencies.
+COPY Package.swift openapi.yaml ./
+COPY Plugins ./Plugins
+COPY Sources ./Sources
+COPY Tests ./Tests
+
+# --static-swift-stdlib links the Swift runtime and Foundation (with its ICU
+# data) into the binary, so the run stage needs no Swift toolchain or runtime
+# libraries: only glibc, libstdc++/libgcc (already in bookworm-slim) and
+# libmicrohttpd12. Stripping drops the symbol tables (about 13 MB).
+RUN swift build -c release --static-swift-stdlib --product topchrome \
+ && mkdir -p /build/out \
+ && strip -o /build/out/topchrome \
+      "$(swift build -c release --static-swift-stdlib --product topchrome --show-bin-path)/topchrome"
+
+# --- run ---------------------------------------------------------------------
+FROM ${RUNTIME_IMAGE}
+ARG LIBMICROHTTPD_VERSION
+
+# The one shared library the binary needs beyond the base image (it brings
+# GnuTLS and friends as dependencies).
+RUN apt-get update \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+      libmicrohttpd12="${LIBMICROHTTPD_VERSION}" \
+ && rm -rf /var/lib/apt/lists/* \
+ && groupadd --system --gid 10001 topchrome \
+ && useradd --system --no-log-init --uid 10001 --gid topchrome \
+      --home-dir /nonexistent --no-create-home --shell /usr/sbin/nologin topchrome
+
+# Owned by root, so the service user cannot replace its own binary.
+COPY --from=build /build/out/topchrome /usr/local/bin/topchrome
+
+# The binary defaults to 127.0.0.1, unreachable from outside a container.
+ENV TOPCHROME_HOST=0.0.0.0 \
+    TOPCHROME_PORT=8080
+EXPOSE 8080
+
+# topchrome stops gracefully on SIGTERM (drains in-flight requests); exec-form
+# ENTRYPOINT makes it PID 1, so it receives the signal directly, and flags
+# given to `run` are appended to it.
+STOPSIGNAL SIGTERM
+# Numeric, so runtimes enforcing "run as non-root" can check it without
+# reading /etc/passwd.
+USER 10001:10001
+ENTRYPOINT ["/usr/local/bin/topchrome"]

@@ -1,0 +1,170 @@
+import Foundation
+import Testing
+
+/// The `topchrome` executable as operators run it: flags, the start line, signals, exit codes.
+@Suite struct ProcessLifecycleTests {
+    /// The executable built beside this test bundle.
+    static let executable: URL = {
+        let bundleDirectory = URL(fileURLWithPath: CommandLine.arguments.first { $0.hasSuffix(".xctest") }
+            ?? (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? "")
+            .deletingLastPathComponent()
+        return bundleDirectory.appendingPathComponent("topchrome")
+    }()
+
+    /// A running `topchrome` with its output captured.
+    final class RunningServer {
+        let process = Process()
+        let output = Pipe()
+        let errors = Pipe()
+        var port = 0
+
+        init(_ arguments: [String]) throws {
+            process.executableURL = ProcessLifecycleTests.executable
+            process.arguments = arguments
+            process.standardOutput = output
+            process.standardError = errors
+            try process.run()
+        }
+
+        /// Reads stdout until the start line and takes the port from it.
+        func waitUntilListening() throws -> String {
+            var text = ""
+            let handle = output.fileHandleForReading
+            while !text.contains("\n") {
+                let chunk = handle.availableData
+                guard !chunk.isEmpty else { break }
+                text += String(decoding: chunk, as: UTF8.self)
+            }
+            let line = text.split(separator: "\n").first.map(String.init) ?? ""
+            port = Int(line.split(separator: ":").last ?? "") ?? 0
+            return line
+        }
+
+        func signal(_ number: Int32) {
+            kill(process.processIdentifier, number)
+        }
+
+        /// Waits for the exit; returns the status, or nil if it did not exit in time.
+        func waitForExit(within seconds: Double) -> Int32? {
+            let deadline = Date().addingTimeInterval(seconds)
+            while process.isRunning, Date() < deadline { usleep(10_000) }
+            if process.isRunning {
+                process.terminate()
+                return nil
+            }
+            return process.terminationStatus
+        }
+
+        var standardError: String {
+            String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        }
+
+        deinit {
+            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        }
+    }
+
+    @Test func printsItsAddressAndStopsOnSIGTERM() throws {
+        let server = try RunningServer(["--port", "0", "--threads", "1"])
+        let line = try server.waitUntilListening()
+        #expect(line.hasPrefix("topchrome listening on http://127.0.0.1:"))
+        #expect(server.port > 0)
+
+        let client = try TestHTTPClient(port: server.port)
+        #expect(try client.request("POST", "/v1/sessions").status == 201)
+
+        server.signal(SIGTERM)
+        // An idle keep-alive connection must not hold the stop up for the whole timeout.
+        #expect(server.waitForExit(within: 5) == 0)
+        #expect(throws: TestClientError.self) { try TestHTTPClient(port: server.port) }
+    }
+
+    @Test func inFlightRequestFinishesAfterSIGTERM() throws {
+        let server = try RunningServer(["--port", "0", "--shutdown-timeout", "10"])
+        _ = try server.waitUntilListening()
+        let client = try TestHTTPClient(port: server.port)
+        let body = Array(#"{"inset": 59}"#.utf8)
+        // Headers and half the body are in when the stop begins.
+        try client.send(raw: Array("POST /v1/sessions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: \(body.count)\r\n\r\n".utf8) + body[..<6])
+        usleep(200_000)
+        server.signal(SIGTERM)
+        usleep(300_000)
+        #expect(server.process.isRunning, "waits for the request in flight")
+        #expect(throws: TestClientError.self, "no new connections") { try TestHTTPClient(port: server.port) }
+
+        try client.send(raw: Array(body[6...]))
+        let response = try client.readResponse()
+        #expect(response.status == 201)
+        #expect(try response.json["inset"] as? Int == 59)
+        #expect(response.header("Connection")?.lowercased() == "close")
+        #expect(server.waitForExit(within: 5) == 0)
+    }
+
+    @Test func stalledRequestDoesNotHoldTheStopPastTheTimeout() throws {
+        let server = try RunningServer(["--port", "0", "--shutdown-timeout", "1"])
+        _ = try server.waitUntilListening()
+        let client = try TestHTTPClient(port: server.port)
+        try client.send(raw: Array("POST /v1/sessions HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{".utf8))
+        usleep(200_000)
+        let stopped = Date()
+        server.signal(SIGTERM)
+        #expect(server.waitForExit(within: 5) == 0)
+        #expect(Date().timeIntervalSince(stopped) < 4)
+    }
+
+    @Test func stopsOnSIGINTToo() throws {
+        let server = try RunningServer(["--port", "0"])
+        _ = try server.waitUntilListening()
+        server.signal(SIGINT)
+        #expect(server.waitForExit(within: 5) == 0)
+    }
+
+    @Test func environmentConfiguresTheServer() throws {
+        let server = Process()
+        server.executableURL = Self.executable
+        server.arguments = []
+        server.environment = ["TOPCHROME_PORT": "0", "TOPCHROME_MAX_SESSIONS": "1"]
+        let output = Pipe()
+        server.standardOutput = output
+        try server.run()
+        defer { kill(server.processIdentifier, SIGKILL) }
+        var line = ""
+        while !line.contains("\n") {
+            let chunk = output.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            line += String(decoding: chunk, as: UTF8.self)
+        }
+        let port = Int(line.split(separator: "\n")[0].split(separator: ":").last ?? "") ?? 0
+        let client = try TestHTTPClient(port: port)
+        #expect(try client.request("POST", "/v1/sessions").status == 201)
+        #expect(try client.request("POST", "/v1/sessions").status == 503)
+    }
+
+    @Test(arguments: [["--port", "99999"], ["--threads", "zero"], ["--no-such-flag"], ["--reveal-threshold", "1e999"]])
+    func badConfigurationExitsWith2(_ arguments: [String]) throws {
+        let server = try RunningServer(arguments)
+        #expect(server.waitForExit(within: 5) == 2)
+        let message = server.standardError
+        #expect(message.hasPrefix("topchrome: "), "\(message)")
+    }
+
+    @Test func portInUseIsAClearError() throws {
+        let first = try RunningServer(["--port", "0"])
+        _ = try first.waitUntilListening()
+        let second = try RunningServer(["--port", String(first.port)])
+        #expect(second.waitForExit(within: 5) == 1)
+        #expect(second.standardError.contains("Address already in use"))
+        first.signal(SIGTERM)
+        #expect(first.waitForExit(within: 5) == 0)
+    }
+
+    @Test func helpAndVersion() throws {
+        let help = try RunningServer(["--help"])
+        #expect(help.waitForExit(within: 5) == 0)
+        let text = String(decoding: help.output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(text.contains("--max-sessions"))
+        let version = try RunningServer(["--version"])
+        #expect(version.waitForExit(within: 5) == 0)
+        #expect(String(decoding: version.output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).hasPrefix("topchrome "))
+    }
+}

@@ -1,0 +1,132 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A response as it came over the wire.
+struct WireResponse {
+    var status: Int
+    var headers: [(name: String, value: String)]
+    var body: [UInt8]
+
+    func header(_ name: String) -> String? {
+        headers.first { $0.name.lowercased() == name.lowercased() }?.value
+    }
+
+    /// The body as a JSON object, read by Foundation's parser (not the server's).
+    var json: [String: Any] {
+        get throws {
+            guard let object = try JSONSerialization.jsonObject(with: Data(body)) as? [String: Any] else {
+                throw TestClientError.notAnObject(String(decoding: body, as: UTF8.self))
+            }
+            return object
+        }
+    }
+
+    var text: String { String(decoding: body, as: UTF8.self) }
+}
+
+enum TestClientError: Error {
+    case connect(Int32)
+    case closed
+    case malformed(String)
+    case notAnObject(String)
+}
+
+/// A plain HTTP/1.1 client on one TCP connection, so tests control exactly
+/// what is sent (keep-alive, raw bytes, huge bodies) and see every header.
+final class TestHTTPClient {
+    private let fd: Int32
+    private var buffer: [UInt8] = []
+
+    init(port: Int, host: String = "127.0.0.1") throws {
+        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        inet_pton(AF_INET, host, &address.sin_addr)
+        let result = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        guard result == 0 else {
+            close(fd)
+            throw TestClientError.connect(errno)
+        }
+        var timeout = timeval(tv_sec: 10, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+    }
+
+    deinit { close(fd) }
+
+    func send(raw bytes: [UInt8]) throws {
+        var sent = 0
+        while sent < bytes.count {
+            let n = bytes[sent...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            guard n > 0 else { throw TestClientError.closed }
+            sent += n
+        }
+    }
+
+    @discardableResult
+    func request(
+        _ method: String, _ path: String, headers: [(String, String)] = [], body: [UInt8]? = nil
+    ) throws -> WireResponse {
+        var head = "\(method) \(path) HTTP/1.1\r\nHost: localhost\r\n"
+        for (name, value) in headers { head += "\(name): \(value)\r\n" }
+        if let body { head += "Content-Length: \(body.count)\r\n" }
+        head += "\r\n"
+        try send(raw: Array(head.utf8) + (body ?? []))
+        return try readResponse(toHead: method == "HEAD")
+    }
+
+    /// A JSON request, as `curl --json` sends it.
+    @discardableResult
+    func json(_ method: String, _ path: String, _ body: String, headers: [(String, String)] = []) throws -> WireResponse {
+        try request(method, path, headers: [("Content-Type", "application/json")] + headers, body: Array(body.utf8))
+    }
+
+    func readResponse(toHead: Bool = false) throws -> WireResponse {
+        let headEnd = try readUntil([13, 10, 13, 10])
+        let head = String(decoding: buffer[..<headEnd], as: UTF8.self)
+        buffer.removeFirst(headEnd + 4)
+        var lines = head.components(separatedBy: "\r\n")
+        let statusLine = lines.removeFirst().split(separator: " ")
+        guard statusLine.count >= 2, let status = Int(statusLine[1]) else { throw TestClientError.malformed(head) }
+        let headers = lines.compactMap { line -> (name: String, value: String)? in
+            guard let colon = line.firstIndex(of: ":") else { return nil }
+            return (String(line[..<colon]), line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces))
+        }
+        var response = WireResponse(status: status, headers: headers, body: [])
+        let length = toHead || status == 204 || status == 304 ? 0 : Int(response.header("Content-Length") ?? "0") ?? 0
+        while buffer.count < length { try fill() }
+        response.body = Array(buffer[..<length])
+        buffer.removeFirst(length)
+        return response
+    }
+
+    /// True once the server has closed this connection.
+    func isClosedByServer() -> Bool {
+        var byte: UInt8 = 0
+        return recv(fd, &byte, 1, 0) == 0
+    }
+
+    private func readUntil(_ marker: [UInt8]) throws -> Int {
+        while true {
+            if buffer.count >= marker.count {
+                for start in 0...(buffer.count - marker.count) where buffer[start..<start + marker.count].elementsEqual(marker) {
+                    return start
+                }
+            }
+            try fill()
+        }
+    }
+
+    private func fill() throws {
+        var chunk = [UInt8](repeating: 0, count: 65_536)
+        let n = recv(fd, &chunk, chunk.count, 0)
+        guard n > 0 else { throw TestClientError.closed }
+        buffer.append(contentsOf: chunk[..<n])
+    }
+}
