@@ -1,0 +1,40 @@
+# TopChrome — the two commands a user needs are `make run` and `make test`.
+SWIFT ?= swift
+ARGS ?=
+
+.PHONY: run test test-quick test-tsan deps build release check-spec check-readme clean
+
+## Set up, build a release binary and serve on http://127.0.0.1:8080 (ARGS="--port 9000" to change).
+run: deps release
+	.build/release/topchrome $(ARGS)
+
+## Set up and run every check: warnings-as-errors build, all tests, the thread
+## sanitizer, the OpenAPI validator and every curl example of the README.
+test:
+	scripts/install-deps.sh --test
+	$(SWIFT) build --build-tests -Xswiftc -warnings-as-errors
+	$(SWIFT) test --skip-build
+	$(MAKE) test-tsan check-spec check-readme
+
+## The fast loop: core and API unit tests, no sockets.
+test-quick:
+	$(SWIFT) test --filter 'TopChromeCoreTests|TopChromeHTTPTests'
+
+## The whole suite under the thread sanitizer (its own build folder).
+test-tsan:
+	$(SWIFT) test --sanitize=thread --build-path .build/tsan
+
+deps:
+	scripts/install-deps.sh
+
+release:
+	$(SWIFT) build -c release --product topchrome
+
+check-spec:
+	python3 -m openapi_spec_validator openapi.yaml
+
+check-readme: release
+	scripts/check-readme.py .build/release/topchrome
+
+clean:
+	rm -rf .build
