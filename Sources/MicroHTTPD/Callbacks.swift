@@ -21,6 +21,13 @@ let accessHandler: MHD_AccessHandlerCallback = {
         }
         requestContext.pointee = Unmanaged.passRetained(context).toOpaque()
         dispatcher.inFlight.add(1, ordering: .relaxed)
+        if context.isBodyTooLarge, let expect = MHD_lookup_connection_value(connection, .HEADER_KIND, "Expect"),
+           String(cString: expect).lowercased() == "100-continue" {
+            // The client waits for "100 Continue" before sending the body:
+            // refuse now, so it never uploads bytes that would be thrown away.
+            // (Answering this early closes the connection, which is right here.)
+            return respond(to: connection, method: method, url: url, context: context, dispatcher: dispatcher)
+        }
         return .YES
     }
     let context = Unmanaged<RequestContext>.fromOpaque(existing).takeUnretainedValue()
@@ -33,6 +40,13 @@ let accessHandler: MHD_AccessHandlerCallback = {
         return .YES
     }
 
+    return respond(to: connection, method: method, url: url, context: context, dispatcher: dispatcher)
+}
+
+private func respond(
+    to connection: OpaquePointer, method: UnsafePointer<CChar>, url: UnsafePointer<CChar>,
+    context: RequestContext, dispatcher: RequestDispatcher
+) -> MHD_Result {
     let request = HTTPRequest(
         method: String(cString: method),
         path: String(cString: url),

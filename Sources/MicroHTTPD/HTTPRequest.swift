@@ -47,6 +47,14 @@ public struct HTTPHeaders: Sendable, Sequence {
         fields.first { $0.name.caseInsensitiveEquals(name) }?.value
     }
 
+    /// All values of the field `name` as one comma-separated list: a field
+    /// sent on several lines means the same as one line with the values
+    /// joined (RFC 9110 §5.3).
+    public func combined(_ name: String) -> String? {
+        let values = fields.filter { $0.name.caseInsensitiveEquals(name) }.map(\.value)
+        return values.isEmpty ? nil : values.joined(separator: ", ")
+    }
+
     public func makeIterator() -> IndexingIterator<[(name: String, value: String)]> {
         fields.makeIterator()
     }

@@ -1,5 +1,6 @@
 /// A complete response. The server adds `Content-Length` and `Date` itself and
-/// leaves the body out for `HEAD` requests.
+/// leaves the body out for `HEAD` requests and 304 responses (still stating
+/// its length, as for the 200 they stand for).
 public struct HTTPResponse: Sendable {
     public var status: Int
     public var headers: HTTPHeaders

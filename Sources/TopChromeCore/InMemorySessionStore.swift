@@ -71,14 +71,12 @@ public final class InMemorySessionStore: SessionStore {
         apply([], to: id)
     }
 
-    public func apply(_ inputs: [ChromeInput], to id: SessionID) -> Session? {
+    public func apply(_ inputs: [ChromeInput], to id: SessionID, if condition: VersionCondition) -> StoreOutcome {
         let time = now()
-        return shard(for: id).withLock { sessions -> Session? in
-            guard var entry = sessions[id] else { return nil }
-            if isExpired(entry, at: time) {
-                sessions[id] = nil
-                held.subtract(1, ordering: .relaxed)
-                return nil
+        return shard(for: id).withLock { sessions -> StoreOutcome in
+            guard var entry = liveEntry(id, in: &sessions, at: time) else { return .notFound }
+            guard condition.holds(for: entry.state.version) else {
+                return .conditionFailed(Session(id: id, state: entry.state))
             }
             for input in inputs {
                 let next = rules.apply(input, to: entry.state)
@@ -88,16 +86,31 @@ public final class InMemorySessionStore: SessionStore {
             }
             entry.lastUsed = time
             sessions[id] = entry
-            return Session(id: id, state: entry.state)
+            return .done(Session(id: id, state: entry.state))
         }
     }
 
-    public func remove(_ id: SessionID) -> Bool {
-        let removed = shard(for: id).withLock { sessions in
-            sessions.removeValue(forKey: id) != nil
+    public func remove(_ id: SessionID, if condition: VersionCondition) -> StoreOutcome {
+        let time = now()
+        return shard(for: id).withLock { sessions -> StoreOutcome in
+            guard let entry = liveEntry(id, in: &sessions, at: time) else { return .notFound }
+            let session = Session(id: id, state: entry.state)
+            guard condition.holds(for: entry.state.version) else { return .conditionFailed(session) }
+            sessions[id] = nil
+            held.subtract(1, ordering: .relaxed)
+            return .done(session)
         }
-        if removed { held.subtract(1, ordering: .relaxed) }
-        return removed
+    }
+
+    /// The entry, unless it is missing or has expired (then it is dropped here).
+    private func liveEntry(_ id: SessionID, in sessions: inout [SessionID: Entry], at time: Duration) -> Entry? {
+        guard let entry = sessions[id] else { return nil }
+        guard !isExpired(entry, at: time) else {
+            sessions[id] = nil
+            held.subtract(1, ordering: .relaxed)
+            return nil
+        }
+        return entry
     }
 
     /// Drops every session idle for longer than `idleTimeout`; returns how many.

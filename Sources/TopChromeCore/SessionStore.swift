@@ -9,6 +9,40 @@ public struct Session: Sendable, Hashable {
     }
 }
 
+/// A condition on a session's version that a change must meet to be applied.
+/// Clients that read a state and then change it use this to make sure nobody
+/// else changed it in between (optimistic concurrency).
+public enum VersionCondition: Sendable, Hashable {
+    case always
+    /// Only if the current version is one of these.
+    case versionIn(Set<UInt64>)
+    /// Only if the current version is none of these.
+    case versionNotIn(Set<UInt64>)
+    /// Never (e.g. "only if the session does not exist yet", asked of one that does).
+    case never
+    /// Only if every one of these holds.
+    indirect case all([VersionCondition])
+
+    public func holds(for version: UInt64) -> Bool {
+        switch self {
+        case .always: true
+        case let .versionIn(versions): versions.contains(version)
+        case let .versionNotIn(versions): !versions.contains(version)
+        case .never: false
+        case let .all(conditions): conditions.allSatisfy { $0.holds(for: version) }
+        }
+    }
+}
+
+/// What became of a request to change a session.
+public enum StoreOutcome: Sendable, Hashable {
+    /// Done; the session as it is afterwards (for a removal: as it was).
+    case done(Session)
+    /// The condition did not hold; nothing changed. The session as it is.
+    case conditionFailed(Session)
+    case notFound
+}
+
 public enum SessionStoreError: Error, Hashable {
     /// The store holds as many sessions as it may; a client can retry later.
     case full(capacity: Int)
@@ -27,13 +61,28 @@ public protocol SessionStore: Sendable {
     /// The session, or nil if it does not exist (or has expired).
     func session(_ id: SessionID) -> Session?
 
-    /// Applies `inputs` in order as one unit: no other change to the session
-    /// lands between them. Returns the session afterwards, or nil if it does not exist.
-    func apply(_ inputs: [ChromeInput], to id: SessionID) -> Session?
+    /// Applies `inputs` in order as one unit, if `condition` holds for the
+    /// session's version at that moment: no other change to the session lands
+    /// between the check and the inputs, nor between the inputs.
+    func apply(_ inputs: [ChromeInput], to id: SessionID, if condition: VersionCondition) -> StoreOutcome
 
-    /// Removes the session; false if there was none.
-    func remove(_ id: SessionID) -> Bool
+    /// Removes the session if `condition` holds for its version.
+    func remove(_ id: SessionID, if condition: VersionCondition) -> StoreOutcome
 
     /// Sessions held now.
     var count: Int { get }
+}
+
+extension SessionStore {
+    /// Applies `inputs` unconditionally; the session afterwards, or nil if it does not exist.
+    public func apply(_ inputs: [ChromeInput], to id: SessionID) -> Session? {
+        guard case let .done(session) = apply(inputs, to: id, if: .always) else { return nil }
+        return session
+    }
+
+    /// Removes the session; false if there was none.
+    public func remove(_ id: SessionID) -> Bool {
+        if case .done = remove(id, if: .always) { return true }
+        return false
+    }
 }

@@ -40,6 +40,7 @@ struct Problem: Error, Equatable {
         case 400: "Bad Request"
         case 404: "Not Found"
         case 405: "Method Not Allowed"
+        case 412: "Precondition Failed"
         case 413: "Content Too Large"
         case 415: "Unsupported Media Type"
         case 500: "Internal Server Error"

@@ -72,9 +72,6 @@ enum RequestBodies {
         if let seq = members["seq"] {
             report.seq = try sequenceNumber(seq, context)
         }
-        guard report.effectiveOffset.isFinite else {
-            throw BodyError(detail: "\(context): contentOffsetY + contentInsetTop is not finite")
-        }
         return report
     }
 

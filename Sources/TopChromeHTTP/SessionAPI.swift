@@ -73,40 +73,63 @@ public final class SessionAPI: HTTPResponder {
                 }
             }
         case let .session(id):
+            let preconditions = Self.preconditions(of: request)
             if request.method == "DELETE" {
-                guard let id, store.remove(id) else { throw Self.unknownSession }
-                return HTTPResponse(status: 204)
+                switch store.remove(id ?? Self.noSession, if: preconditions.forChange) {
+                case .done: return HTTPResponse(status: 204)
+                case .conditionFailed: throw Self.preconditionFailed
+                case .notFound: throw Self.unknownSession
+                }
             }
             guard let id, let session = store.session(id) else { throw Self.unknownSession }
-            if let tags = request.headers["If-None-Match"], Self.matches(tags, version: session.state.version) {
-                return HTTPResponse(status: 304, headers: HTTPHeaders([("ETag", Self.etag(session.state))]))
+            let version = session.state.version
+            guard preconditions.matchCondition.holds(for: version) else { throw Self.preconditionFailed }
+            var response = Self.stateResponse(session)
+            if !preconditions.noneMatchCondition.holds(for: version) {
+                // Not modified: the headers of the 200 it stands for. The server
+                // sends no body with a 304 but states this body's length, as RFC 9110 wants.
+                response.status = 304
             }
-            return Self.stateResponse(session)
+            return response
         case let .inset(id):
             let inset = try body(of: request, RequestBodies.inset)
-            return try apply([.setInset(inset)], to: id)
+            return try apply([.setInset(inset)], to: id, request)
         case let .scroll(id):
             let reports = try body(of: request, RequestBodies.scrollReports)
-            return try apply(reports.map(ChromeInput.scroll), to: id)
+            return try apply(reports.map(ChromeInput.scroll), to: id, request)
         case let .disappear(id):
             try body(of: request, RequestBodies.disappear)
-            return try apply([.disappear], to: id)
+            return try apply([.disappear], to: id, request)
         }
     }
 
     private static let unknownSession = Problem.notFound(
         "No session has this id; it may have been deleted or expired after being idle.")
 
-    private func apply(_ inputs: [ChromeInput], to id: SessionID?) throws(Problem) -> HTTPResponse {
-        guard let id, let session = store.apply(inputs, to: id) else { throw Self.unknownSession }
-        return Self.stateResponse(session)
+    private static let preconditionFailed = Problem(
+        status: 412, detail: "The session changed since the version named in If-Match or If-None-Match; read it again.")
+
+    /// Malformed ids name no session; this one stands in for them so lookups simply miss.
+    private static let noSession = SessionID(high: 0, low: 0)
+
+    private func apply(_ inputs: [ChromeInput], to id: SessionID?, _ request: HTTPRequest) throws(Problem) -> HTTPResponse {
+        switch store.apply(inputs, to: id ?? Self.noSession, if: Self.preconditions(of: request).forChange) {
+        case let .done(session): return Self.stateResponse(session)
+        case .conditionFailed: throw Self.preconditionFailed
+        case .notFound: throw Self.unknownSession
+        }
+    }
+
+    private static func preconditions(of request: HTTPRequest) -> Preconditions {
+        Preconditions(ifMatch: request.headers.combined("If-Match"), ifNoneMatch: request.headers.combined("If-None-Match"))
     }
 
     /// Checks the media type, then reads the body with `read`.
     private func body<Value>(
         of request: HTTPRequest, _ read: ([UInt8]) throws(BodyError) -> Value
     ) throws(Problem) -> Value {
-        if let type = request.headers["Content-Type"], !Self.isJSON(type) {
+        // An empty body has no media type to speak of (`curl -X POST -d ''` labels it a form).
+        if !request.body.isEmpty, let type = request.headers["Content-Type"], !Self.isJSON(type) {
             throw Problem(status: 415, detail: "Bodies must be JSON (Content-Type: application/json), not \"\(type.prefix(64))\". With curl, use --json instead of -d.")
         }
         do {
@@ -125,17 +148,6 @@ public final class SessionAPI: HTTPResponder {
 
     static func etag(_ state: ChromeState) -> String {
         "\"\(state.version)\""
-    }
-
-    /// `If-None-Match`: `*`, or a list of entity tags compared weakly (RFC 9110 §13.1.2).
-    static func matches(_ header: String, version: UInt64) -> Bool {
-        let wanted = "\"\(version)\""
-        return header.split(separator: ",").contains { candidate in
-            var tag = candidate.trimmingCharacters(in: .whitespaces)
-            if tag == "*" { return true }
-            if tag.hasPrefix("W/") { tag.removeFirst(2) }
-            return tag == wanted
-        }
     }
 
     static func stateResponse(_ session: Session, status: Int = 200) -> HTTPResponse {

@@ -66,10 +66,16 @@ import Testing
     @Test func conditionalGet() throws {
         let id = try server.createSession()
         let client = try server.client()
+        let full = try client.request("GET", "/v1/sessions/\(id)")
         let unchanged = try client.request("GET", "/v1/sessions/\(id)", headers: [("If-None-Match", "\"1\"")])
         #expect(unchanged.status == 304)
         #expect(unchanged.header("ETag") == "\"1\"")
         #expect(unchanged.body.isEmpty)
+        let lengths = unchanged.headers.filter { $0.name.lowercased() == "content-length" }.map(\.value)
+        #expect(lengths == [full.header("Content-Length")], "a 304 states the 200's length, once")
+        #expect(try client.request("GET", "/v1/sessions/\(id)",
+                                   headers: [("If-None-Match", "\"7\""), ("If-None-Match", "\"1\"")]).status == 304,
+                "a field on two lines is one list")
         #expect(try client.request("GET", "/v1/sessions/\(id)", headers: [("If-None-Match", "*")]).status == 304)
         #expect(try client.request("HEAD", "/v1/sessions/\(id)", headers: [("If-None-Match", "W/\"1\"")]).status == 304)
 
@@ -78,6 +84,25 @@ import Testing
         #expect(changed.status == 200)
         #expect(changed.header("ETag") == "\"2\"")
         #expect(try changed.json["isRevealed"] as? Bool == false)
+    }
+
+    @Test func ifMatchGuardsEveryChange() throws {
+        let id = try server.createSession()
+        let client = try server.client()
+        let stale = [("If-Match", "\"9\"")]
+        try expectProblem(try client.json("PUT", "/v1/sessions/\(id)/inset", #"{"inset": 59}"#, headers: stale), 412)
+        try expectProblem(try client.json("POST", "/v1/sessions/\(id)/scroll", #"{"contentOffsetY": 300}"#, headers: stale), 412)
+        try expectProblem(try client.request("POST", "/v1/sessions/\(id)/disappear", headers: stale), 412)
+        try expectProblem(try client.request("DELETE", "/v1/sessions/\(id)", headers: stale), 412)
+        try expectProblem(try client.request("GET", "/v1/sessions/\(id)", headers: stale), 412)
+        try expectProblem(try client.json("PUT", "/v1/sessions/\(id)/inset", #"{"inset": 59}"#,
+                                          headers: [("If-None-Match", "*")]), 412)
+        #expect(try state(id, client)["version"] as? Int == 1, "nothing changed")
+
+        let current = try client.json("PUT", "/v1/sessions/\(id)/inset", #"{"inset": 59}"#, headers: [("If-Match", "\"1\"")])
+        #expect(current.status == 200)
+        #expect(current.header("ETag") == "\"2\"")
+        #expect(try client.request("DELETE", "/v1/sessions/\(id)", headers: [("If-Match", "\"2\"")]).status == 204)
     }
 
     @Test func setInset() throws {
@@ -263,6 +288,22 @@ import Testing
         #expect(try client.request("POST", "/v1/sessions/\(id)/scroll", body: exact).status == 200)
         try expectProblem(try client.request("POST", "/v1/sessions/\(id)/scroll", body: exact + [32]), 413)
         #expect(try state(id, client)["version"] as? Int == 2)
+    }
+
+    @Test func oversizedBodyWithExpectContinueIsRefusedBeforeUpload() throws {
+        let id = try server.createSession()
+        let client = try server.client()
+        try client.send(raw: Array(("POST /v1/sessions/\(id)/scroll HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            + "Content-Length: 1000000\r\nExpect: 100-continue\r\n\r\n").utf8))
+        let response = try client.readResponse()
+        try expectProblem(response, 413)
+    }
+
+    @Test func emptyBodyNeedsNoMediaType() throws {
+        let id = try server.createSession()
+        let response = try server.client().request("POST", "/v1/sessions/\(id)/disappear",
+            headers: [("Content-Type", "application/x-www-form-urlencoded")], body: [])
+        #expect(response.status == 200)
     }
 
     @Test func nonJSONContentTypeIs415() throws {

@@ -31,6 +31,11 @@ import TopChromeCore
         #expect(scrolled(-100, insetTop: 0, from: hidden).isRevealed, "overscroll above the top counts as the top")
     }
 
+    @Test func offsetsBeyondDoubleRangeStillCompare() {
+        #expect(!scrolled(1e308, insetTop: 1e308).isRevealed)
+        #expect(scrolled(-1e308, insetTop: -1e308, from: scrolled(500)).isRevealed)
+    }
+
     @Test func thresholdIsConfigurable() {
         let lenient = ChromeRules(revealThreshold: 40)
         let state = lenient.apply(.scroll(ScrollReport(contentOffsetY: 40)), to: ChromeState())

@@ -41,6 +41,22 @@ final class Recorder: @unchecked Sendable {
         #expect(store.count == 0)
     }
 
+    @Test func changesOnlyWhenTheConditionHolds() throws {
+        let store = InMemorySessionStore()
+        let id = try store.create(inset: 0).id
+        let refused = store.apply([.setInset(59)], to: id, if: .versionIn([7]))
+        #expect(refused == .conditionFailed(Session(id: id, state: ChromeState())))
+        guard case let .done(session) = store.apply([.setInset(59)], to: id, if: .versionIn([1])) else {
+            Issue.record("condition held but nothing was applied")
+            return
+        }
+        #expect(session.state.inset == 59)
+        #expect(store.remove(id, if: .versionNotIn([2])) == .conditionFailed(session))
+        #expect(store.remove(id, if: .all([.versionIn([2]), .versionNotIn([1])])) == .done(session))
+        #expect(store.apply([.disappear], to: id, if: .always) == .notFound)
+        #expect(store.remove(id, if: .always) == .notFound)
+    }
+
     @Test func unknownIdIsNil() {
         let store = InMemorySessionStore()
         #expect(store.session(.random()) == nil)

@@ -27,14 +27,42 @@ import TopChromeCore
         #expect(Route(path: path) == nil)
     }
 
-    @Test func ifNoneMatch() {
-        #expect(SessionAPI.matches("\"3\"", version: 3))
-        #expect(SessionAPI.matches("W/\"3\"", version: 3))
-        #expect(SessionAPI.matches("\"1\", \"3\"", version: 3))
-        #expect(SessionAPI.matches("*", version: 9))
-        #expect(!SessionAPI.matches("\"4\"", version: 3))
-        #expect(!SessionAPI.matches("3", version: 3))
-        #expect(!SessionAPI.matches("", version: 3))
+    @Test func entityTagLists() {
+        typealias Tags = Preconditions.Tags
+        #expect(Tags("*") == .any)
+        #expect(Tags("\"3\"") == .versions(strong: [3], weak: []))
+        #expect(Tags("W/\"3\", \"4\" ,\"x\", 5, \"\"") == .versions(strong: [4], weak: [3]))
+        #expect(Tags("") == .versions(strong: [], weak: []))
+    }
+
+    @Test func ifNoneMatchComparesWeakly() {
+        func notModified(_ field: String, _ version: UInt64) -> Bool {
+            !Preconditions(ifMatch: nil, ifNoneMatch: field).noneMatchCondition.holds(for: version)
+        }
+        #expect(notModified("\"3\"", 3))
+        #expect(notModified("W/\"3\"", 3))
+        #expect(notModified("\"1\", \"3\"", 3))
+        #expect(notModified("*", 9))
+        #expect(!notModified("\"4\"", 3))
+        #expect(!notModified("3", 3))
+    }
+
+    @Test func ifMatchComparesStrongly() {
+        func proceeds(_ field: String?, _ version: UInt64) -> Bool {
+            Preconditions(ifMatch: field, ifNoneMatch: nil).forChange.holds(for: version)
+        }
+        #expect(proceeds(nil, 3))
+        #expect(proceeds("*", 3))
+        #expect(proceeds("\"3\"", 3))
+        #expect(proceeds("\"2\", \"3\"", 3))
+        #expect(!proceeds("W/\"3\"", 3))
+        #expect(!proceeds("\"4\"", 3))
+    }
+
+    @Test func changesNeedBothConditions() {
+        let both = Preconditions(ifMatch: "\"3\"", ifNoneMatch: "\"3\"").forChange
+        #expect(!both.holds(for: 3))
+        #expect(!Preconditions(ifMatch: nil, ifNoneMatch: "*").forChange.holds(for: 1), "the session exists")
     }
 
     @Test func jsonMediaTypes() {
