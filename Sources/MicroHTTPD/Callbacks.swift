@@ -40,6 +40,10 @@ let accessHandler: MHD_AccessHandlerCallback = {
         return .YES
     }
 
+    if let pending = context.pending {
+        // Resumed: the answer has come.
+        return queueWhenAnswered(pending, on: connection, context: context, dispatcher: dispatcher)
+    }
     return respond(to: connection, method: method, url: url, context: context, dispatcher: dispatcher)
 }
 
@@ -54,11 +58,24 @@ private func respond(
         body: context.body,
         isBodyTooLarge: context.isBodyTooLarge
     )
-    var response = dispatcher.responder.respond(to: request)
-    if dispatcher.isDraining.load(ordering: .relaxed) {
-        response.headers.add(name: "Connection", value: "close")
+    let response = dispatcher.responder.respond(to: request)
+    if let pending = response.pending {
+        context.pending = pending
+        dispatcher.suspensions.add(pending)
+        return queueWhenAnswered(pending, on: connection, context: context, dispatcher: dispatcher)
     }
-    return queue(response, on: connection)
+    return queue(response, on: connection, dispatcher: dispatcher)
+}
+
+/// Queues the pending answer if it has come; otherwise the connection
+/// sleeps, holding no thread, until `complete` resumes it.
+private func queueWhenAnswered(
+    _ pending: PendingResponse, on connection: OpaquePointer, context: RequestContext, dispatcher: RequestDispatcher
+) -> MHD_Result {
+    guard let answer = pending.answerOrSuspend(connection) else { return .YES }
+    dispatcher.suspensions.remove(pending)
+    context.pending = nil
+    return queue(answer, on: connection, dispatcher: dispatcher)
 }
 
 let requestCompleted: MHD_RequestCompletedCallback = { cls, _, requestContext, _ in
@@ -83,15 +100,39 @@ private func requestHeaders(of connection: OpaquePointer) -> HTTPHeaders {
     return headers
 }
 
-private func queue(_ response: HTTPResponse, on connection: OpaquePointer) -> MHD_Result {
-    let created = response.body.withUnsafeBytes { bytes in
-        MHD_create_response_from_buffer(bytes.count, UnsafeMutableRawPointer(mutating: bytes.baseAddress),
-                                        .RESPMEM_MUST_COPY)
+private func queue(_ response: HTTPResponse, on connection: OpaquePointer, dispatcher: RequestDispatcher) -> MHD_Result {
+    let created: OpaquePointer?
+    if let stream = response.stream {
+        stream.attach(to: connection)
+        stream.registry = dispatcher.suspensions
+        dispatcher.suspensions.add(stream)
+        // Size unknown: sent chunked. The stream is released when libmicrohttpd frees the response.
+        created = MHD_create_response_from_callback(UInt64.max, 4096, readStream,
+                                                    Unmanaged.passRetained(stream).toOpaque(), releaseStream)
+    } else {
+        created = response.body.withUnsafeBytes { bytes in
+            MHD_create_response_from_buffer(bytes.count, UnsafeMutableRawPointer(mutating: bytes.baseAddress),
+                                            .RESPMEM_MUST_COPY)
+        }
     }
     guard let created else { return .NO }
     defer { MHD_destroy_response(created) }
     for field in response.headers {
         _ = MHD_add_response_header(created, field.name, field.value)
     }
+    if dispatcher.isDraining.load(ordering: .relaxed) {
+        _ = MHD_add_response_header(created, "Connection", "close")
+    }
     return MHD_queue_response(connection, UInt32(response.status), created)
+}
+
+private let readStream: MHD_ContentReaderCallback = { cls, _, buffer, max in
+    guard let cls, let buffer else { return -2 }  // MHD_CONTENT_READER_END_WITH_ERROR
+    let stream = Unmanaged<ResponseStream>.fromOpaque(cls).takeUnretainedValue()
+    return stream.read(into: UnsafeMutableRawBufferPointer(start: buffer, count: max))
+}
+
+private let releaseStream: MHD_ContentReaderFreeCallback = { cls in
+    guard let cls else { return }
+    Unmanaged<ResponseStream>.fromOpaque(cls).takeRetainedValue().closed()
 }

@@ -5,11 +5,30 @@ public struct HTTPResponse: Sendable {
     public var status: Int
     public var headers: HTTPHeaders
     public var body: [UInt8]
+    /// When set, the body is this stream (sent chunked, as it is written) instead of `body`.
+    public var stream: ResponseStream?
+    /// When set, there is no answer yet: the request waits, holding no
+    /// thread, until the pending response is completed. Nothing else here counts.
+    public var pending: PendingResponse?
 
     public init(status: Int, headers: HTTPHeaders = HTTPHeaders(), body: [UInt8] = []) {
         self.status = status
         self.headers = headers
         self.body = body
+    }
+
+    /// A response whose body is `stream`.
+    public static func streaming(status: Int, headers: HTTPHeaders, stream: ResponseStream) -> HTTPResponse {
+        var response = HTTPResponse(status: status, headers: headers)
+        response.stream = stream
+        return response
+    }
+
+    /// An answer that comes later, through `pending`.
+    public static func later(_ pending: PendingResponse) -> HTTPResponse {
+        var response = HTTPResponse(status: 0)
+        response.pending = pending
+        return response
     }
 }
 

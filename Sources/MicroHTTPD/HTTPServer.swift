@@ -27,6 +27,15 @@ public final class HTTPServer: @unchecked Sendable {
         lock.withLock { boundPort }
     }
 
+    private static let stopping = HTTPResponse(
+        status: 503, headers: HTTPHeaders([("Content-Type", "text/plain"), ("Retry-After", "1")]),
+        body: Array("The server is stopping.\n".utf8))
+
+    /// Streams and pending responses currently holding a connection.
+    public var suspendedCount: Int {
+        dispatcher.suspensions.count
+    }
+
     /// Requests received and not yet completed.
     public var requestsInFlight: Int {
         dispatcher.inFlight.load(ordering: .relaxed)
@@ -39,7 +48,8 @@ public final class HTTPServer: @unchecked Sendable {
         let socket = try ListeningSocket(
             host: configuration.host, port: configuration.port, backlog: configuration.listenBacklog)
 
-        var flags = MHD_USE_EPOLL_INTERNAL_THREAD.rawValue | MHD_USE_ITC.rawValue
+        // Suspend/resume lets streams and long-polls wait without holding a thread.
+        var flags = MHD_USE_EPOLL_INTERNAL_THREAD.rawValue | MHD_ALLOW_SUSPEND_RESUME.rawValue
         if socket.isIPv6 { flags |= MHD_USE_IPv6.rawValue }
         var options: [MHD_OptionItem] = [
             MHD_OptionItem(option: .LISTEN_SOCKET, value: Int(socket.descriptor), ptr_value: nil),
@@ -74,6 +84,9 @@ public final class HTTPServer: @unchecked Sendable {
         defer { lock.unlock() }
         guard let daemon else { return true }
         dispatcher.isDraining.store(true, ordering: .relaxed)
+        // Streams end and waiting requests get 503: every suspended connection
+        // must be resumed before libmicrohttpd stops.
+        dispatcher.suspensions.terminateAll(fallback: Self.stopping)
 
         // Closing the listening socket at once makes new clients fail fast
         // (connection refused) instead of waiting in a backlog nobody accepts.
@@ -98,6 +111,7 @@ final class RequestDispatcher: Sendable {
     let responder: any HTTPResponder
     let maxBodyBytes: Int
     let inFlight = Atomic<Int>(0)
+    let suspensions = SuspensionRegistry()
     /// Set when stopping: responses then ask clients to close the connection.
     let isDraining = Atomic<Bool>(false)
 
@@ -112,6 +126,8 @@ final class RequestDispatcher: Sendable {
 final class RequestContext {
     var body: [UInt8] = []
     var isBodyTooLarge = false
+    /// Set while the request waits for a later answer.
+    var pending: PendingResponse?
 
     /// Keeps bytes up to the limit; past it, drops what was kept and
     /// discards the rest as it arrives.

@@ -15,19 +15,20 @@ public final class InMemorySessionStore: SessionStore {
     private let shards: [Shard]
     private let held = Atomic<Int>(0)
     private let now: @Sendable () -> Duration
-    private let onChange: (@Sendable (Session) -> Void)?
+    private let observer: (@Sendable (SessionEvent) -> Void)?
 
     /// - Parameters:
     ///   - now: a monotonic clock, for idle expiry; tests pass their own.
-    ///   - onChange: told of every change of a session's chrome (a new
-    ///     version), in order, while that session is still locked.
+    ///   - observer: told of every change of a session's chrome (a new
+    ///     version) and of its removal, in order, while that session is
+    ///     still locked. It must be quick and must not call back into the store.
     public init(
         rules: ChromeRules = ChromeRules(),
         capacity: Int = 1_000_000,
         idleTimeout: Duration? = .seconds(3600),
         shardCount: Int = 64,
         now: @escaping @Sendable () -> Duration = InMemorySessionStore.uptime,
-        onChange: (@Sendable (Session) -> Void)? = nil
+        observer: (@Sendable (SessionEvent) -> Void)? = nil
     ) {
         precondition(shardCount > 0 && shardCount & (shardCount - 1) == 0, "shardCount must be a power of two")
         self.rules = rules
@@ -35,7 +36,7 @@ public final class InMemorySessionStore: SessionStore {
         self.idleTimeout = idleTimeout
         self.shards = (0..<shardCount).map { _ in Shard() }
         self.now = now
-        self.onChange = onChange
+        self.observer = observer
     }
 
     /// Time since the process started, on a clock that never goes back.
@@ -82,7 +83,7 @@ public final class InMemorySessionStore: SessionStore {
                 let next = rules.apply(input, to: entry.state)
                 let changed = next.version != entry.state.version
                 entry.state = next
-                if changed { onChange?(Session(id: id, state: next)) }
+                if changed { observer?(.changed(Session(id: id, state: next))) }
             }
             entry.lastUsed = time
             sessions[id] = entry
@@ -98,6 +99,7 @@ public final class InMemorySessionStore: SessionStore {
             guard condition.holds(for: entry.state.version) else { return .conditionFailed(session) }
             sessions[id] = nil
             held.subtract(1, ordering: .relaxed)
+            observer?(.removed(id))
             return .done(session)
         }
     }
@@ -108,6 +110,7 @@ public final class InMemorySessionStore: SessionStore {
         guard !isExpired(entry, at: time) else {
             sessions[id] = nil
             held.subtract(1, ordering: .relaxed)
+            observer?(.removed(id))
             return nil
         }
         return entry
@@ -122,9 +125,12 @@ public final class InMemorySessionStore: SessionStore {
         var removed = 0
         for shard in shards {
             let dropped = shard.withLock { sessions in
-                let before = sessions.count
-                sessions = sessions.filter { !isExpired($0.value, at: time) }
-                return before - sessions.count
+                let expired = sessions.filter { isExpired($0.value, at: time) }.keys
+                for id in expired {
+                    sessions[id] = nil
+                    observer?(.removed(id))
+                }
+                return expired.count
             }
             removed += dropped
         }

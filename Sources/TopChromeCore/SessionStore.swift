@@ -9,6 +9,14 @@ public struct Session: Sendable, Hashable {
     }
 }
 
+/// What observers of a store learn, in the order it happened to each session.
+public enum SessionEvent: Sendable, Hashable {
+    /// The chrome changed; the session as it is now.
+    case changed(Session)
+    /// The session is gone: deleted, or dropped after being idle.
+    case removed(SessionID)
+}
+
 /// A condition on a session's version that a change must meet to be applied.
 /// Clients that read a state and then change it use this to make sure nobody
 /// else changed it in between (optimistic concurrency).

@@ -7,6 +7,7 @@ enum Route: Equatable {
     case inset(SessionID?)
     case scroll(SessionID?)
     case disappear(SessionID?)
+    case events(SessionID?)
     case health
     case readiness
     case openAPI
@@ -33,6 +34,7 @@ enum Route: Equatable {
             case "inset": self = .inset(id)
             case "scroll": self = .scroll(id)
             case "disappear": self = .disappear(id)
+            case "events": self = .events(id)
             default: return nil
             }
         default: return nil
@@ -45,6 +47,7 @@ enum Route: Equatable {
         case .sessions, .scroll, .disappear: ["POST"]
         case .session: ["GET", "HEAD", "DELETE"]
         case .inset: ["PUT"]
+        case .events: ["GET"]
         case .health, .readiness, .openAPI: ["GET", "HEAD"]
         }
     }

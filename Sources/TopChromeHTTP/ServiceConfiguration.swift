@@ -18,6 +18,10 @@ public struct ServiceConfiguration: Sendable, Equatable {
     /// Seconds an idle connection is kept open; 0 = forever.
     public var idleTimeout = 60
     public var maxConnections = 10_000
+    /// Seconds between heartbeat comments on event streams.
+    public var heartbeatSeconds = 15
+    public var maxWatchers = 10_000
+    public var maxWatchersPerSession = 64
 
     public init() {}
 
@@ -141,6 +145,15 @@ public struct ServiceConfiguration: Sendable, Equatable {
         },
         Option(name: "max-connections", placeholder: "N", help: "Open connections at most (default 10000).") { value, source, config throws(UsageError) in
             config.maxConnections = try integer(value, source, in: 1...1_000_000)
+        },
+        Option(name: "heartbeat", placeholder: "S", help: "Seconds between heartbeats on event streams (default 15).") { value, source, config throws(UsageError) in
+            config.heartbeatSeconds = try integer(value, source, in: 1...3600)
+        },
+        Option(name: "max-watchers", placeholder: "N", help: "Event streams and long-polls at most; more get 503 (default 10000).") { value, source, config throws(UsageError) in
+            config.maxWatchers = try integer(value, source, in: 1...1_000_000)
+        },
+        Option(name: "max-watchers-per-session", placeholder: "N", help: "Watchers of one session at most (default 64).") { value, source, config throws(UsageError) in
+            config.maxWatchersPerSession = try integer(value, source, in: 1...100_000)
         },
     ]
 

@@ -11,12 +11,19 @@ public final class SessionAPI: HTTPResponder {
     /// leave by deletion or idle expiry, so room comes back over time.
     static let retryAfterWhenFull = 30
 
+    /// Longest `Prefer: wait=N` honoured, in seconds; longer asks wait this long.
+    public static let maxWaitSeconds = 60
+    /// Seconds a client is told to wait when there are too many watchers.
+    static let retryAfterWhenWatched = 5
+
     private let store: any SessionStore
+    private let watchers: WatcherHub
     private let maxBodyBytes: Int
     private let ready = Atomic<Bool>(true)
 
-    public init(store: any SessionStore, maxBodyBytes: Int) {
+    init(store: any SessionStore, watchers: WatcherHub, maxBodyBytes: Int) {
         self.store = store
+        self.watchers = watchers
         self.maxBodyBytes = maxBodyBytes
     }
 
@@ -51,9 +58,7 @@ public final class SessionAPI: HTTPResponder {
         case .health:
             return Self.json(200, ["status": "ok"])
         case .readiness:
-            guard isReady else {
-                throw Problem(status: 503, detail: "The server is shutting down.", headers: [("Retry-After", "1")])
-            }
+            guard isReady else { throw Self.shuttingDown }
             return Self.json(200, ["status": "ready"])
         case .openAPI:
             return HTTPResponse(status: 200, headers: HTTPHeaders([("Content-Type", "application/yaml")]),
@@ -86,11 +91,16 @@ public final class SessionAPI: HTTPResponder {
             guard preconditions.matchCondition.holds(for: version) else { throw Self.preconditionFailed }
             var response = Self.stateResponse(session)
             if !preconditions.noneMatchCondition.holds(for: version) {
+                if let wait = Self.preferredWait(request) {
+                    return try waitForChange(of: id, isNew: preconditions.noneMatchCondition, seconds: wait)
+                }
                 // Not modified: the headers of the 200 it stands for. The server
                 // sends no body with a 304 but states this body's length, as RFC 9110 wants.
                 response.status = 304
             }
             return response
+        case let .events(id):
+            return try eventStream(of: id, lastEventID: request.headers["Last-Event-ID"])
         case let .inset(id):
             let inset = try body(of: request, RequestBodies.inset)
             return try apply([.setInset(inset)], to: id, request)
@@ -103,8 +113,67 @@ public final class SessionAPI: HTTPResponder {
         }
     }
 
-    private static let unknownSession = Problem.notFound(
+    static let shuttingDown = Problem(status: 503, detail: "The server is shutting down.", headers: [("Retry-After", "1")])
+
+    static let unknownSession = Problem.notFound(
         "No session has this id; it may have been deleted or expired after being idle.")
+
+    /// `Prefer: wait=N` (RFC 7240), capped; nil when absent or 0.
+    static func preferredWait(_ request: HTTPRequest) -> Int? {
+        guard let prefer = request.headers.combined("Prefer") else { return nil }
+        for preference in prefer.split(separator: ",") {
+            let parts = preference.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
+            if parts.count == 2, parts[0].lowercased() == "wait", let seconds = Int(parts[1]), seconds > 0 {
+                return min(seconds, maxWaitSeconds)
+            }
+        }
+        return nil
+    }
+
+    /// A long-poll: answers when the session reaches a version the client
+    /// does not have, or with 304 when the time is up. Holds no thread meanwhile.
+    private func waitForChange(of id: SessionID, isNew: VersionCondition, seconds: Int) throws(Problem) -> HTTPResponse {
+        let watcher = LongPollWatcher(id: id, isNew: isNew, waitSeconds: seconds)
+        try watch(id, by: watcher)
+        // Read again after registering, so no change can slip between the two.
+        guard let current = store.session(id) else {
+            watchers.remove(watcher, for: id)
+            throw Self.unknownSession
+        }
+        watcher.start(with: current, hub: watchers)
+        return .later(watcher.pending)
+    }
+
+    /// Server-Sent Events: the current state at once, then every change.
+    private func eventStream(of id: SessionID?, lastEventID: String?) throws(Problem) -> HTTPResponse {
+        guard let id, store.session(id) != nil else { throw Self.unknownSession }
+        let stream = ResponseStream()
+        let watcher = EventStreamWatcher(id: id, stream: stream)
+        try watch(id, by: watcher)
+        stream.onClose { [watchers] in watchers.remove(watcher, for: id) }
+        guard let current = store.session(id) else {
+            watchers.remove(watcher, for: id)
+            throw Self.unknownSession
+        }
+        watcher.start(with: current, lastEventID: lastEventID.flatMap { UInt64($0.trimmingCharacters(in: .whitespaces)) })
+        return .streaming(
+            status: 200,
+            headers: HTTPHeaders([("Content-Type", "text/event-stream"), ("Cache-Control", "no-store"),
+                                  ("X-Accel-Buffering", "no")]),
+            stream: stream)
+    }
+
+    private func watch(_ id: SessionID, by watcher: any SessionWatcher) throws(Problem) {
+        do {
+            try watchers.add(watcher, for: id)
+        } catch {
+            let detail = switch error {
+            case let .tooManyWatchers(limit): "The server has its maximum of \(limit) watchers; try again later."
+            case let .tooManyForSession(limit): "This session has its maximum of \(limit) watchers; try again later."
+            }
+            throw Problem(status: 503, detail: detail, headers: [("Retry-After", String(Self.retryAfterWhenWatched))])
+        }
+    }
 
     private static let preconditionFailed = Problem(
         status: 412, detail: "The session changed since the version named in If-Match or If-None-Match; read it again.")
@@ -150,7 +219,7 @@ public final class SessionAPI: HTTPResponder {
         "\"\(state.version)\""
     }
 
-    static func stateResponse(_ session: Session, status: Int = 200) -> HTTPResponse {
+    static func stateJSON(_ session: Session) -> [UInt8] {
         var json = JSONWriter()
         json.object { object in
             object.member("id") { $0.string(session.id.description) }
@@ -158,10 +227,14 @@ public final class SessionAPI: HTTPResponder {
             object.member("isRevealed") { $0.bool(session.state.isRevealed) }
             object.member("version") { $0.number(session.state.version) }
         }
-        return HTTPResponse(
+        return json.bytes
+    }
+
+    static func stateResponse(_ session: Session, status: Int = 200) -> HTTPResponse {
+        HTTPResponse(
             status: status,
             headers: HTTPHeaders([("Content-Type", "application/json"), ("ETag", etag(session.state))]),
-            body: json.bytes)
+            body: stateJSON(session))
     }
 
     private static func json(_ status: Int, _ members: KeyValuePairs<String, String>) -> HTTPResponse {

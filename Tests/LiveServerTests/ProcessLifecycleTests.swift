@@ -112,6 +112,23 @@ import Testing
         #expect(Date().timeIntervalSince(stopped) < 4)
     }
 
+    @Test func openStreamsEndAndTheProcessExitsOnSIGTERM() throws {
+        let server = try RunningServer(["--port", "0", "--shutdown-timeout", "5"])
+        _ = try server.waitUntilListening()
+        let created = try TestHTTPClient(port: server.port).request("POST", "/v1/sessions")
+        let id = try #require(try created.json["id"] as? String)
+        let streams = try (0..<3).map { _ in try EventStreamClient(port: server.port, sessionID: id) }
+        for stream in streams { _ = try stream.nextState() }
+        let started = Date()
+        server.signal(SIGTERM)
+        #expect(server.waitForExit(within: 5) == 0)
+        #expect(Date().timeIntervalSince(started) < 3, "streams end at once; the stop does not wait them out")
+        for stream in streams {
+            while try stream.next() != nil {}
+            #expect(stream.ended)
+        }
+    }
+
     @Test func stopsOnSIGINTToo() throws {
         let server = try RunningServer(["--port", "0"])
         _ = try server.waitUntilListening()

@@ -88,6 +88,17 @@ final class TestHTTPClient {
     }
 
     func readResponse(toHead: Bool = false) throws -> WireResponse {
+        var response = try readHead()
+        let status = response.status
+        let length = toHead || status == 204 || status == 304 ? 0 : Int(response.header("Content-Length") ?? "0") ?? 0
+        while buffer.count < length { try fill() }
+        response.body = Array(buffer[..<length])
+        buffer.removeFirst(length)
+        return response
+    }
+
+    /// Reads the status line and headers only (for streamed bodies).
+    func readHead() throws -> WireResponse {
         let headEnd = try readUntil([13, 10, 13, 10])
         let head = String(decoding: buffer[..<headEnd], as: UTF8.self)
         buffer.removeFirst(headEnd + 4)
@@ -98,12 +109,24 @@ final class TestHTTPClient {
             guard let colon = line.firstIndex(of: ":") else { return nil }
             return (String(line[..<colon]), line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces))
         }
-        var response = WireResponse(status: status, headers: headers, body: [])
-        let length = toHead || status == 204 || status == 304 ? 0 : Int(response.header("Content-Length") ?? "0") ?? 0
-        while buffer.count < length { try fill() }
-        response.body = Array(buffer[..<length])
-        buffer.removeFirst(length)
-        return response
+        return WireResponse(status: status, headers: headers, body: [])
+    }
+
+    /// The next chunk of a chunked body; nil at its end (the zero-size chunk).
+    func readChunk() throws -> [UInt8]? {
+        let lineEnd = try readUntil([13, 10])
+        let sizeText = String(decoding: buffer[..<lineEnd], as: UTF8.self).split(separator: ";")[0]
+        guard let size = Int(sizeText, radix: 16) else { throw TestClientError.malformed(sizeText.description) }
+        buffer.removeFirst(lineEnd + 2)
+        while buffer.count < size + 2 { try fill() }
+        let chunk = Array(buffer[..<size])
+        buffer.removeFirst(size + 2)
+        return size == 0 ? nil : chunk
+    }
+
+    func setReadTimeout(seconds: Int) {
+        var timeout = timeval(tv_sec: seconds, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
     }
 
     /// True once the server has closed this connection.

@@ -16,9 +16,12 @@ final class ManualClock: Sendable {
 /// sanitizer reports false races on Mutex with this toolchain.
 final class Recorder: @unchecked Sendable {
     private let lock = NSLock()
-    private var states: [ChromeState] = []
-    func record(_ session: Session) { lock.withLock { states.append(session.state) } }
-    var recorded: [ChromeState] { lock.withLock { states } }
+    private var events: [SessionEvent] = []
+    func record(_ event: SessionEvent) { lock.withLock { events.append(event) } }
+    var all: [SessionEvent] { lock.withLock { events } }
+    var recorded: [ChromeState] {
+        all.compactMap { if case let .changed(session) = $0 { session.state } else { nil } }
+    }
 }
 
 @Suite struct InMemorySessionStoreTests {
@@ -82,7 +85,8 @@ final class Recorder: @unchecked Sendable {
 
     @Test func idleSessionsExpire() throws {
         let clock = ManualClock()
-        let store = InMemorySessionStore(idleTimeout: .seconds(60), now: { clock.now })
+        let seen = Recorder()
+        let store = InMemorySessionStore(idleTimeout: .seconds(60), now: { clock.now }, observer: seen.record)
         let touched = try store.create(inset: 0).id
         let idle = try store.create(inset: 0).id
         let forgotten = try store.create(inset: 0).id
@@ -95,6 +99,7 @@ final class Recorder: @unchecked Sendable {
         #expect(store.removeExpired() == 1)
         #expect(store.count == 1)
         #expect(store.session(forgotten) == nil)
+        #expect(Set(seen.all) == [.removed(idle), .removed(forgotten)], "observers learn of expiry too")
     }
 
     @Test func noTimeoutKeepsSessions() throws {
@@ -108,13 +113,15 @@ final class Recorder: @unchecked Sendable {
 
     @Test func observerLearnsOfEveryChangeInOrder() throws {
         let seen = Recorder()
-        let store = InMemorySessionStore(onChange: seen.record)
+        let store = InMemorySessionStore(observer: seen.record)
         let id = try store.create(inset: 0).id
         _ = store.apply([.scroll(ScrollReport(contentOffsetY: 300)), .scroll(ScrollReport(contentOffsetY: 301))], to: id)
         _ = store.apply([.setInset(59), .disappear], to: id)
         let versions = seen.recorded.map(\.version)
         #expect(versions == [2, 3, 4], "no event for a report that changed nothing")
         #expect(seen.recorded.last == store.session(id)?.state)
+        #expect(store.remove(id))
+        #expect(seen.all.last == .removed(id))
     }
 
     /// Each batch sets its own inset, hides, then reveals. Applied as one
@@ -122,7 +129,7 @@ final class Recorder: @unchecked Sendable {
     /// interleaving with another batch would split them.
     @Test func batchesAreAtomicUnderConcurrency() async throws {
         let seen = Recorder()
-        let store = InMemorySessionStore(onChange: seen.record)
+        let store = InMemorySessionStore(observer: seen.record)
         let id = try store.create(inset: 0).id
         let batches = 400
         await withTaskGroup(of: Void.self) { group in

@@ -1,0 +1,209 @@
+import CMicroHTTPD
+import Foundation
+
+/// Something that holds a connection suspended while it waits for data.
+/// libmicrohttpd must see every suspended connection resumed before it
+/// stops, so the server can end all of them at shutdown.
+protocol Suspending: AnyObject, Sendable {
+    /// Ends the wait at once: a stream finishes, a pending response gets `fallback`.
+    func terminate(fallback: HTTPResponse)
+}
+
+/// Suspension bookkeeping shared by streams and pending responses. Resuming a
+/// connection that is not suspended is undefined behaviour in libmicrohttpd,
+/// so whether it is suspended is tracked here, under the owner's lock.
+struct SuspendedConnection {
+    private(set) var connection: OpaquePointer?
+    private(set) var isSuspended = false
+
+    mutating func attach(_ connection: OpaquePointer) {
+        self.connection = connection
+    }
+
+    /// Only from libmicrohttpd's thread serving the connection (a callback).
+    mutating func suspend() {
+        guard let connection, !isSuspended else { return }
+        isSuspended = true
+        MHD_suspend_connection(connection)
+    }
+
+    /// From any thread.
+    mutating func resume() {
+        guard let connection, isSuspended else { return }
+        isSuspended = false
+        MHD_resume_connection(connection)
+    }
+
+    mutating func detach() {
+        connection = nil
+        isSuspended = false
+    }
+}
+
+/// The body of a response that is sent as it is written, e.g. Server-Sent
+/// Events. Writing never blocks: bytes wait in a bounded buffer until the
+/// connection can take them, and the connection sleeps (suspended, holding
+/// no thread) while there is nothing to send.
+public final class ResponseStream: @unchecked Sendable, Suspending {
+    /// Bytes that may wait for a slow client; past this, writes are refused
+    /// and the writer decides (usually: close, and let the client reconnect).
+    public let maxBuffered: Int
+
+    private let lock = NSLock()
+    private var pending: [UInt8] = []
+    private var isFinished = false
+    private var isClosed = false
+    private var suspension = SuspendedConnection()
+    private var closeHandler: (@Sendable () -> Void)?
+    weak var registry: SuspensionRegistry?
+
+    public init(maxBuffered: Int = 64 * 1024) {
+        self.maxBuffered = maxBuffered
+    }
+
+    /// Called once when the stream is over: finished and sent, or the client left.
+    /// Runs on a background queue, never under the server's locks.
+    public func onClose(_ handler: @escaping @Sendable () -> Void) {
+        lock.withLock { closeHandler = handler }
+    }
+
+    /// Queues bytes for the client. False if the stream is over, or the
+    /// client is so far behind that the buffer is full.
+    @discardableResult
+    public func write(_ bytes: [UInt8]) -> Bool {
+        lock.withLock {
+            guard !isFinished, !isClosed, pending.count + bytes.count <= maxBuffered else { return false }
+            pending.append(contentsOf: bytes)
+            suspension.resume()
+            return true
+        }
+    }
+
+    /// Ends the stream once everything written so far is sent.
+    public func finish() {
+        lock.withLock {
+            isFinished = true
+            suspension.resume()
+        }
+    }
+
+    func terminate(fallback: HTTPResponse) {
+        finish()
+    }
+
+    public var isOpen: Bool {
+        lock.withLock { !isFinished && !isClosed }
+    }
+
+    func attach(to connection: OpaquePointer) {
+        lock.withLock { suspension.attach(connection) }
+    }
+
+    /// libmicrohttpd's content reader: copies what is pending, or suspends
+    /// the connection until `write` or `finish` resumes it.
+    func read(into buffer: UnsafeMutableRawBufferPointer) -> Int {
+        lock.withLock {
+            if !pending.isEmpty {
+                let count = min(buffer.count, pending.count)
+                pending.withUnsafeBytes { buffer.copyMemory(from: UnsafeRawBufferPointer(rebasing: $0[..<count])) }
+                pending.removeFirst(count)
+                return count
+            }
+            if isFinished { return -1 }  // MHD_CONTENT_READER_END_OF_STREAM
+            suspension.suspend()
+            return 0
+        }
+    }
+
+    /// The response is released: the stream is over for good.
+    func closed() {
+        let handler: (@Sendable () -> Void)? = lock.withLock {
+            isClosed = true
+            pending = []
+            suspension.detach()
+            defer { closeHandler = nil }
+            return closeHandler
+        }
+        registry?.remove(self)
+        if let handler { DispatchQueue.global().async(execute: handler) }
+    }
+}
+
+/// A response decided later: the request is kept waiting (suspended, holding
+/// no thread) until `complete` is called, e.g. a long-poll that answers when
+/// something changes or its time is up.
+public final class PendingResponse: @unchecked Sendable, Suspending {
+    private let lock = NSLock()
+    private var response: HTTPResponse?
+    private var suspension = SuspendedConnection()
+
+    public init() {}
+
+    /// Answers the request. Only the first call counts; returns whether this one did.
+    @discardableResult
+    public func complete(with response: HTTPResponse) -> Bool {
+        lock.withLock {
+            guard self.response == nil else { return false }
+            self.response = response
+            suspension.resume()
+            return true
+        }
+    }
+
+    public var isCompleted: Bool {
+        lock.withLock { response != nil }
+    }
+
+    func terminate(fallback: HTTPResponse) {
+        complete(with: fallback)
+    }
+
+    /// The answer if there is one; else suspends the connection until there is.
+    func answerOrSuspend(_ connection: OpaquePointer) -> HTTPResponse? {
+        lock.withLock {
+            if let response {
+                suspension.detach()
+                return response
+            }
+            suspension.attach(connection)
+            suspension.suspend()
+            return nil
+        }
+    }
+}
+
+/// Every stream and pending response that may hold a connection suspended,
+/// so a stop can end them all before libmicrohttpd stops.
+final class SuspensionRegistry: @unchecked Sendable {
+    private let lock = NSLock()
+    private var members: [ObjectIdentifier: any Suspending] = [:]
+    private var fallback: HTTPResponse?
+
+    /// Adds `member`; once stopping, ends it at once instead.
+    func add(_ member: any Suspending) {
+        let late: HTTPResponse? = lock.withLock {
+            guard fallback == nil else { return fallback }
+            members[ObjectIdentifier(member)] = member
+            return nil
+        }
+        if let late { member.terminate(fallback: late) }
+    }
+
+    func remove(_ member: any Suspending) {
+        _ = lock.withLock { members.removeValue(forKey: ObjectIdentifier(member)) }
+    }
+
+    var count: Int {
+        lock.withLock { members.count }
+    }
+
+    /// Ends every member, and every one added from now on, with `fallback`.
+    func terminateAll(fallback: HTTPResponse) {
+        let all: [any Suspending] = lock.withLock {
+            self.fallback = fallback
+            defer { members = [:] }
+            return Array(members.values)
+        }
+        for member in all { member.terminate(fallback: fallback) }
+    }
+}

@@ -1,0 +1,75 @@
+import Foundation
+import MicroHTTPD
+import TopChromeCore
+
+/// A Server-Sent Events stream of one session's states.
+///
+/// Events carry the version as their id, and ids never go backwards: a
+/// state older than one already sent is dropped. A client too slow to take
+/// events is closed rather than buffered without bound; it reconnects with
+/// `Last-Event-ID` and gets the current state, which is what it needs.
+final class EventStreamWatcher: SessionWatcher, @unchecked Sendable {
+    /// Milliseconds a browser's EventSource waits before reconnecting.
+    static let reconnectDelay = 2000
+
+    let id: SessionID
+    let stream: ResponseStream
+    private let lock = NSLock()
+    private var lastSentVersion: UInt64 = 0
+
+    init(id: SessionID, stream: ResponseStream) {
+        self.id = id
+        self.stream = stream
+    }
+
+    /// Opens the stream with the current state, unless the client already
+    /// has it (`Last-Event-ID` equal to the current version).
+    func start(with session: Session, lastEventID: UInt64?) {
+        lock.withLock {
+            stream.write(Array("retry: \(Self.reconnectDelay)\n\n".utf8))
+            if lastEventID == session.state.version {
+                lastSentVersion = max(lastSentVersion, session.state.version)
+            } else {
+                _ = send(session)
+            }
+        }
+    }
+
+    func deliver(_ session: Session) -> Bool {
+        lock.withLock { send(session) }
+    }
+
+    private func send(_ session: Session) -> Bool {
+        guard session.state.version > lastSentVersion else { return stream.isOpen }
+        lastSentVersion = session.state.version
+        var event = Array("event: state\nid: \(session.state.version)\ndata: ".utf8)
+        event += SessionAPI.stateJSON(session)
+        event += Array("\n\n".utf8)
+        return writeOrClose(event)
+    }
+
+    func sessionRemoved() {
+        var event = Array("event: deleted\ndata: ".utf8)
+        var json = JSONWriter()
+        json.object { $0.member("id") { $0.string(id.description) } }
+        event += json.bytes + Array("\n\n".utf8)
+        stream.write(event)
+        stream.finish()
+    }
+
+    func heartbeat() {
+        _ = writeOrClose(Array(": heartbeat\n\n".utf8))
+    }
+
+    func close() {
+        stream.finish()
+    }
+
+    private func writeOrClose(_ bytes: [UInt8]) -> Bool {
+        guard stream.write(bytes) else {
+            stream.finish()
+            return false
+        }
+        return true
+    }
+}
