@@ -65,7 +65,8 @@ def main():
             return 1
         with tempfile.NamedTemporaryFile("w", suffix=".sh", delete=False) as file:
             file.write(script)
-        result = subprocess.run(["bash", file.name])
+        with tempfile.TemporaryDirectory() as scratch:  # examples may write files
+            result = subprocess.run(["bash", file.name], cwd=scratch)
         os.unlink(file.name)
         print(f"README examples: {count} commands, {'all passed' if result.returncode == 0 else 'FAILED'}")
         return result.returncode
