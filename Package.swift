@@ -12,6 +12,9 @@ let package = Package(
         // The domain: state, rules, session store. No HTTP, no C, no I/O.
         .target(name: "TopChromeCore"),
 
+        // A strict RFC 8259 reader and a small writer for request and response bodies.
+        .target(name: "StrictJSON"),
+
         // Debian's libmicrohttpd, seen from Swift through a few C shims.
         .systemLibrary(
             name: "CMicroHTTPD",
@@ -25,7 +28,7 @@ let package = Package(
         // The v1 API: routing, JSON in and out, problem details, configuration.
         .target(
             name: "TopChromeHTTP",
-            dependencies: ["TopChromeCore", "MicroHTTPD"],
+            dependencies: ["TopChromeCore", "MicroHTTPD", "StrictJSON"],
             plugins: ["EmbedOpenAPI"]
         ),
 
@@ -37,7 +40,8 @@ let package = Package(
         .executableTarget(name: "topchrome", dependencies: ["TopChromeHTTP"]),
 
         .testTarget(name: "TopChromeCoreTests", dependencies: ["TopChromeCore"]),
-        .testTarget(name: "TopChromeHTTPTests", dependencies: ["TopChromeHTTP"]),
+        .testTarget(name: "StrictJSONTests", dependencies: ["StrictJSON"]),
+        .testTarget(name: "TopChromeHTTPTests", dependencies: ["TopChromeHTTP", "StrictJSON"]),
         .testTarget(
             name: "LiveServerTests",
             dependencies: ["TopChromeHTTP", "MicroHTTPD", "topchrome"]

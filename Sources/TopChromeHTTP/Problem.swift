@@ -1,3 +1,4 @@
+import StrictJSON
 import MicroHTTPD
 
 /// An error answer in RFC 9457 form (`application/problem+json`).

@@ -1,3 +1,4 @@
+import StrictJSON
 import TopChromeCore
 
 /// Why a request body was refused; becomes a 400 problem.

@@ -1,14 +1,14 @@
 /// Reads one JSON text from bytes (RFC 8259): UTF-8 only, no trailing
 /// garbage, nesting bounded so that no input can exhaust the stack.
-struct JSONReader {
-    struct SyntaxError: Error, Equatable {
-        let offset: Int
-        let message: String
+public struct JSONReader {
+    public struct SyntaxError: Error, Equatable {
+        public let offset: Int
+        public let message: String
     }
 
-    static let maxDepth = 32
+    public static let maxDepth = 32
 
-    static func parse(_ bytes: [UInt8]) throws(SyntaxError) -> JSONValue {
+    public static func parse(_ bytes: [UInt8]) throws(SyntaxError) -> JSONValue {
         var reader = JSONReader(bytes: bytes)
         reader.skipWhitespace()
         let value = try reader.readValue(depth: 0)

@@ -1,5 +1,5 @@
 import Testing
-@testable import TopChromeHTTP
+import StrictJSON
 
 @Suite struct JSONReaderTests {
     func parse(_ text: String) throws -> JSONValue {

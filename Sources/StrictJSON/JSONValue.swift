@@ -1,5 +1,5 @@
 /// A parsed JSON value, as strict as RFC 8259 and no stricter.
-enum JSONValue: Equatable, Sendable {
+public enum JSONValue: Equatable, Sendable {
     case null
     case bool(Bool)
     /// A number with its source text, so integers can be read without rounding.
@@ -10,7 +10,7 @@ enum JSONValue: Equatable, Sendable {
     case object([String: JSONValue])
 
     /// The JSON type's name, for error messages.
-    var typeName: String {
+    public var typeName: String {
         switch self {
         case .null: "null"
         case .bool: "a boolean"

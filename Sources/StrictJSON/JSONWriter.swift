@@ -1,16 +1,16 @@
 /// Writes the few JSON shapes the API answers with, straight into bytes.
-struct JSONWriter {
-    private(set) var bytes: [UInt8] = []
+public struct JSONWriter {
+    public private(set) var bytes: [UInt8] = []
 
-    init(capacity: Int = 128) {
+    public init(capacity: Int = 128) {
         bytes.reserveCapacity(capacity)
     }
 
-    mutating func raw(_ text: String) {
+    public mutating func raw(_ text: String) {
         bytes.append(contentsOf: text.utf8)
     }
 
-    mutating func string(_ text: String) {
+    public mutating func string(_ text: String) {
         bytes.append(UInt8(ascii: "\""))
         for byte in text.utf8 {
             switch byte {
@@ -30,7 +30,7 @@ struct JSONWriter {
 
     /// Finite numbers only. Whole numbers are written without a fraction
     /// (`59`, not `59.0`), the rest in Swift's shortest round-trip form.
-    mutating func number(_ value: Double) {
+    public mutating func number(_ value: Double) {
         precondition(value.isFinite, "JSON has no non-finite numbers")
         if value == value.rounded(), abs(value) < 9_007_199_254_740_992 {
             raw(String(Int64(value)))
@@ -39,16 +39,16 @@ struct JSONWriter {
         }
     }
 
-    mutating func number(_ value: some BinaryInteger) {
+    public mutating func number(_ value: some BinaryInteger) {
         raw(String(value))
     }
 
-    mutating func bool(_ value: Bool) {
+    public mutating func bool(_ value: Bool) {
         raw(value ? "true" : "false")
     }
 
     /// `{"name": value, ...}` with members written by `body` through `member`.
-    mutating func object(_ body: (inout ObjectWriter) -> Void) {
+    public mutating func object(_ body: (inout ObjectWriter) -> Void) {
         var object = ObjectWriter(writer: self)
         object.writer.bytes.append(UInt8(ascii: "{"))
         body(&object)
@@ -56,7 +56,7 @@ struct JSONWriter {
         self = object.writer
     }
 
-    struct ObjectWriter {
+    public struct ObjectWriter {
         fileprivate(set) var writer: JSONWriter
         private var first = true
 
@@ -64,7 +64,7 @@ struct JSONWriter {
             self.writer = writer
         }
 
-        mutating func member(_ name: String, _ value: (inout JSONWriter) -> Void) {
+        public mutating func member(_ name: String, _ value: (inout JSONWriter) -> Void) {
             if !first { writer.bytes.append(UInt8(ascii: ",")) }
             first = false
             writer.string(name)
