@@ -1,5 +1,5 @@
-import StrictJSON
 import MicroHTTPD
+import StrictJSON
 
 /// An error answer in RFC 9457 form (`application/problem+json`).
 ///

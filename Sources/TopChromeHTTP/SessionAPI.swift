@@ -1,6 +1,6 @@
-import StrictJSON
 import Foundation
 import MicroHTTPD
+import StrictJSON
 import Synchronization
 import TopChromeCore
 

@@ -1,5 +1,5 @@
-import Testing
 import StrictJSON
+import Testing
 
 @Suite struct JSONReaderTests {
     func parse(_ text: String) throws -> JSONValue {

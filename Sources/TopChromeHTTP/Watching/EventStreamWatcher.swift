@@ -1,6 +1,6 @@
-import StrictJSON
 import Foundation
 import MicroHTTPD
+import StrictJSON
 import TopChromeCore
 
 /// A Server-Sent Events stream of one session's states.
