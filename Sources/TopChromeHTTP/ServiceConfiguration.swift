@@ -82,6 +82,7 @@ public struct ServiceConfiguration: Sendable, Equatable {
     public static var usage: String {
         var text = """
         Usage: topchrome [options]
+               topchrome healthcheck [options]   (exit 0 if the server at --host/--port is healthy)
 
         Serves the top chrome state (inset, isRevealed) of app sessions over HTTP.
         Every option also reads from its environment variable; options win.

@@ -15,11 +15,13 @@ enum Launcher {
         pthread_sigmask(SIG_BLOCK, &stopSignals, nil)
         signal(SIGPIPE, SIG_IGN)
 
+        var arguments = Array(CommandLine.arguments.dropFirst())
+        let isHealthCheck = arguments.first == "healthcheck"
+        if isHealthCheck { arguments.removeFirst() }
         let command: ServiceConfiguration.Command
         do {
             command = try ServiceConfiguration.parse(
-                arguments: Array(CommandLine.arguments.dropFirst()),
-                environment: ProcessInfo.processInfo.environment)
+                arguments: arguments, environment: ProcessInfo.processInfo.environment)
         } catch {
             fail("topchrome: \(error)", status: 2)
         }
@@ -31,6 +33,8 @@ enum Launcher {
         case .version:
             print("topchrome \(TopChromeService.version)")
             exit(0)
+        case let .serve(configuration) where isHealthCheck:
+            exit(HealthCheck.run(host: configuration.host, port: configuration.port))
         case let .serve(configuration):
             serve(configuration)
         }

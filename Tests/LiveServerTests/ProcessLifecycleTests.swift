@@ -175,6 +175,17 @@ import Testing
         #expect(first.waitForExit(within: 5) == 0)
     }
 
+    @Test func healthcheckSubcommand() throws {
+        let server = try RunningServer(["--port", "0", "--host", "0.0.0.0"])
+        _ = try server.waitUntilListening()
+        let healthy = try RunningServer(["healthcheck", "--port", String(server.port), "--host", "0.0.0.0"])
+        #expect(healthy.waitForExit(within: 5) == 0)
+        server.signal(SIGTERM)
+        #expect(server.waitForExit(within: 5) == 0)
+        let down = try RunningServer(["healthcheck", "--port", String(server.port)])
+        #expect(down.waitForExit(within: 5) == 1)
+    }
+
     @Test func helpAndVersion() throws {
         let help = try RunningServer(["--help"])
         #expect(help.waitForExit(within: 5) == 0)
