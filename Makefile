@@ -31,10 +31,16 @@ release:
 	$(SWIFT) build -c release --product topchrome
 
 check-spec:
-	python3 -m openapi_spec_validator openapi.yaml
+	.build/python/bin/python -m openapi_spec_validator openapi.yaml
 
 check-readme: release
 	scripts/check-readme.py .build/release/topchrome
 
 clean:
 	rm -rf .build
+
+## Fan-out benchmark: N Server-Sent Events watchers of one session, one change,
+## time until all have it (FANOUT_N="1000 5000" ROUNDS=20 THREADS=; see the script).
+.PHONY: bench-fanout
+bench-fanout:
+	scripts/bench-fanout.sh

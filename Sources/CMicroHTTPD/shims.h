@@ -7,12 +7,23 @@
 #define CMICROHTTPD_SHIMS_H
 
 #include <stdint.h>
+#include <string.h>
 #include <sys/types.h>
 #include <sys/socket.h>
 #include <microhttpd.h>
 
-/// `MHD_start_daemon` is variadic. The completion callback is passed typed
-/// here (not bit-cast through an option array); plain numeric options come in
+/// Leaves request paths exactly as sent. Decoding them would let `%2F`
+/// pose as a separator and `%00` cut a path short once it is a C string.
+static size_t
+CMHD_keep_escapes(void *cls, struct MHD_Connection *connection, char *text)
+{
+    (void) cls;
+    (void) connection;
+    return strlen(text);
+}
+
+/// `MHD_start_daemon` is variadic. The callbacks are passed typed here (not
+/// bit-cast through an option array); plain numeric options come in
 /// `options`, terminated by `MHD_OPTION_END`.
 static inline struct MHD_Daemon *
 CMHD_start_daemon(unsigned int flags,
@@ -22,17 +33,9 @@ CMHD_start_daemon(unsigned int flags,
 {
     return MHD_start_daemon(flags, 0, NULL, NULL, handler, handler_cls,
                             MHD_OPTION_NOTIFY_COMPLETED, completed, completed_cls,
+                            MHD_OPTION_UNESCAPE_CALLBACK, CMHD_keep_escapes, NULL,
                             MHD_OPTION_ARRAY, options,
                             MHD_OPTION_END);
-}
-
-/// `MHD_get_daemon_info` is variadic; graceful stop waits on this count.
-static inline unsigned int
-CMHD_daemon_current_connections(struct MHD_Daemon *daemon)
-{
-    const union MHD_DaemonInfo *info =
-        MHD_get_daemon_info(daemon, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
-    return info == NULL ? 0 : info->num_connections;
 }
 
 #endif

@@ -7,8 +7,8 @@ import CMicroHTTPD
 /// the headers-only first call makes libmicrohttpd close the connection,
 /// losing keep-alive.
 let accessHandler: MHD_AccessHandlerCallback = {
-    cls, connection, url, method, _, uploadData, uploadDataSize, requestContext in
-    guard let cls, let connection, let url, let method, let uploadDataSize, let requestContext else {
+    cls, connection, url, method, version, uploadData, uploadDataSize, requestContext in
+    guard let cls, let connection, let url, let method, let version, let uploadDataSize, let requestContext else {
         return .NO
     }
     let dispatcher = Unmanaged<RequestDispatcher>.fromOpaque(cls).takeUnretainedValue()
@@ -26,7 +26,7 @@ let accessHandler: MHD_AccessHandlerCallback = {
             // The client waits for "100 Continue" before sending the body:
             // refuse now, so it never uploads bytes that would be thrown away.
             // (Answering this early closes the connection, which is right here.)
-            return respond(to: connection, method: method, url: url, context: context, dispatcher: dispatcher)
+            return respond(to: connection, method: method, url: url, version: version, context: context, dispatcher: dispatcher)
         }
         return .YES
     }
@@ -44,16 +44,17 @@ let accessHandler: MHD_AccessHandlerCallback = {
         // Resumed: the answer has come.
         return queueWhenAnswered(pending, on: connection, context: context, dispatcher: dispatcher)
     }
-    return respond(to: connection, method: method, url: url, context: context, dispatcher: dispatcher)
+    return respond(to: connection, method: method, url: url, version: version, context: context, dispatcher: dispatcher)
 }
 
 private func respond(
     to connection: OpaquePointer, method: UnsafePointer<CChar>, url: UnsafePointer<CChar>,
-    context: RequestContext, dispatcher: RequestDispatcher
+    version: UnsafePointer<CChar>, context: RequestContext, dispatcher: RequestDispatcher
 ) -> MHD_Result {
     let request = HTTPRequest(
         method: String(cString: method),
         path: String(cString: url),
+        version: String(cString: version),
         headers: requestHeaders(of: connection),
         body: context.body,
         isBodyTooLarge: context.isBodyTooLarge

@@ -2,8 +2,11 @@
 public struct HTTPRequest: Sendable {
     /// The request method as sent, e.g. `GET`.
     public var method: String
-    /// The path of the request target, percent-decoded, without the query.
+    /// The path of the request target as sent, without the query. Not
+    /// percent-decoded, so `%2F` and `%00` cannot pose as `/` or end it early.
     public var path: String
+    /// The protocol version as sent, e.g. `HTTP/1.1`.
+    public var version: String
     public var headers: HTTPHeaders
     /// The body; empty when the body was over the server's limit (see ``isBodyTooLarge``).
     public var body: [UInt8]
@@ -15,12 +18,14 @@ public struct HTTPRequest: Sendable {
     public init(
         method: String,
         path: String,
+        version: String = "HTTP/1.1",
         headers: HTTPHeaders = HTTPHeaders(),
         body: [UInt8] = [],
         isBodyTooLarge: Bool = false
     ) {
         self.method = method
         self.path = path
+        self.version = version
         self.headers = headers
         self.body = body
         self.isBodyTooLarge = isBodyTooLarge

@@ -13,7 +13,8 @@ public struct HTTPServerConfiguration: Sendable {
     /// Seconds a connection may sit idle before it is closed, so idle or
     /// stalled clients cannot hold connections forever. 0 disables.
     public var connectionTimeoutSeconds: Int = 60
-    /// Open connections at most; further ones are refused at accept.
+    /// Open connections at most; further ones wait in the listen backlog
+    /// until one closes (idle ones close after `connectionTimeoutSeconds`).
     public var maxConnections: Int = 10_000
     /// Pending connections the kernel queues before accept.
     public var listenBacklog: Int32 = 1024

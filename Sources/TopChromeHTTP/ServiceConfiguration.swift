@@ -52,12 +52,7 @@ public struct ServiceConfiguration: Sendable, Equatable {
     public static func parse(
         arguments: [String], environment: [String: String]
     ) throws(UsageError) -> Command {
-        var configuration = ServiceConfiguration()
-        for option in options {
-            if let value = environment[option.environmentName] {
-                try option.apply(value, "\(option.environmentName)", &configuration)
-            }
-        }
+        var flags: [(Option, String)] = []
         var remaining = arguments[...]
         while let argument = remaining.popFirst() {
             if argument == "--help" || argument == "-h" { return .help }
@@ -69,6 +64,18 @@ public struct ServiceConfiguration: Sendable, Equatable {
             guard let value = inlineValue ?? remaining.popFirst() else {
                 throw UsageError(description: "--\(option.name) needs a value")
             }
+            flags.append((option, value))
+        }
+        var configuration = ServiceConfiguration()
+        // The environment first, then flags over it; a variable a flag
+        // overrides is not read at all, so its value cannot stop the start.
+        let flagged = Set(flags.map(\.0.name))
+        for option in options where !flagged.contains(option.name) {
+            if let value = environment[option.environmentName] {
+                try option.apply(value, option.environmentName, &configuration)
+            }
+        }
+        for (option, value) in flags {
             try option.apply(value, "--\(option.name)", &configuration)
         }
         return .serve(configuration)

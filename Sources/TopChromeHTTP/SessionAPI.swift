@@ -44,6 +44,9 @@ public final class SessionAPI: HTTPResponder {
     }
 
     private func answer(_ request: HTTPRequest) throws(Problem) -> HTTPResponse {
+        if request.version == "HTTP/1.1", request.headers["Host"] == nil {
+            throw .badRequest("HTTP/1.1 requests must carry a Host header (RFC 9112 §3.2).")
+        }
         guard let route = Route(path: request.path) else {
             throw .notFound("There is no resource at this path; the API lives under /v1/sessions.")
         }

@@ -252,6 +252,25 @@ import Testing
         try expectProblem(try client.request("GET", "/v1/sessions/\(nobody)/elsewhere"), 404)
     }
 
+    @Test func encodedSeparatorsAndNULCannotDisguiseAPath() throws {
+        let id = try server.createSession()
+        let client = try server.client()
+        try expectProblem(try client.request("GET", "/v1/sessions/\(id)%00junk"), 404)
+        try expectProblem(try client.json("POST", "/v1/sessions/\(id)/scroll%00x", #"{"contentOffsetY": 300}"#), 404)
+        try expectProblem(try client.request("GET", "/v1%2Fsessions%2F\(id)"), 404)
+        try expectProblem(try client.request("GET", "/healthz%00"), 404)
+        #expect(try state(id, client)["version"] as? Int == 1)
+    }
+
+    @Test func http11WithoutHostIs400() throws {
+        let client = try server.client()
+        try client.send(raw: Array("GET /healthz HTTP/1.1\r\n\r\n".utf8))
+        try expectProblem(try client.readResponse(), 400)
+        let old = try server.client()
+        try old.send(raw: Array("GET /healthz HTTP/1.0\r\n\r\n".utf8))
+        #expect(try old.readResponse().status == 200, "HTTP/1.0 has no Host requirement")
+    }
+
     @Test func wrongMethodsAre405WithAllow() throws {
         let id = try server.createSession()
         let client = try server.client()

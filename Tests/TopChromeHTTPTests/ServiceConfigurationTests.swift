@@ -44,6 +44,8 @@ import Testing
         #expect(fromEnvironment.maxSessions == 7)
         #expect(fromEnvironment.revealThreshold == 3)
         #expect(try serve(["--port", "9001"], environment).port == 9001)
+        #expect(try serve(["--port", "9001"], ["TOPCHROME_PORT": "not a port"]).port == 9001,
+                "an overridden variable is not read")
     }
 
     @Test(arguments: [["--port", "70000"], ["--port", "x"], ["--port"], ["--threads", "0"], ["--max-sessions", "-1"],
