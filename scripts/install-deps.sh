@@ -8,7 +8,7 @@ set -euo pipefail
 sudo=""
 [ "$(id -u)" -eq 0 ] || sudo="sudo"
 need_apt=()
-for package in libmicrohttpd-dev pkg-config curl; do
+for package in libmicrohttpd-dev pkg-config curl openssl; do
   dpkg -s "$package" >/dev/null 2>&1 || need_apt+=("$package")
 done
 if [ ${#need_apt[@]} -gt 0 ]; then

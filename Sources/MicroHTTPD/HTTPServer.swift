@@ -12,6 +12,7 @@ public final class HTTPServer: @unchecked Sendable {
     private var daemon: OpaquePointer?
     private var listener: ListeningSocket?
     private var boundPort = 0
+    private var tlsStrings: [CString] = []
 
     public init(configuration: HTTPServerConfiguration, responder: any HTTPResponder) {
         self.configuration = configuration
@@ -59,6 +60,15 @@ public final class HTTPServer: @unchecked Sendable {
         if configuration.threads > 1 {
             options.append(MHD_OptionItem(option: .THREAD_POOL_SIZE, value: configuration.threads, ptr_value: nil))
         }
+        if let tls = configuration.tls {
+            // libmicrohttpd reads the PEM text while starting; it is kept
+            // (and wiped) with the server all the same.
+            let certificate = CString(tls.certificatePEM), key = CString(tls.privateKeyPEM)
+            tlsStrings = [certificate, key]
+            flags |= MHD_USE_TLS.rawValue
+            options.append(MHD_OptionItem(option: .HTTPS_MEM_CERT, value: 0, ptr_value: certificate.pointer))
+            options.append(MHD_OptionItem(option: .HTTPS_MEM_KEY, value: 0, ptr_value: key.pointer))
+        }
         options.append(MHD_OptionItem(option: .END, value: 0, ptr_value: nil))
 
         let context = Unmanaged.passUnretained(dispatcher).toOpaque()
@@ -67,7 +77,9 @@ public final class HTTPServer: @unchecked Sendable {
         }
         guard let started else {
             close(socket.descriptor)
-            throw .cannotStart(reason: "libmicrohttpd refused the configuration")
+            throw .cannotStart(reason: configuration.tls == nil
+                ? "libmicrohttpd refused the configuration"
+                : "libmicrohttpd refused the configuration; check that the TLS certificate and key are valid PEM and match")
         }
         daemon = started
         listener = socket
@@ -139,5 +151,23 @@ final class RequestContext {
         } else {
             body.append(contentsOf: bytes)
         }
+    }
+}
+
+/// A NUL-terminated copy of a string for C, zeroed when released (it may hold a private key).
+final class CString {
+    let pointer: UnsafeMutableRawPointer
+    private let count: Int
+
+    init(_ text: String) {
+        let bytes = Array(text.utf8) + [0]
+        count = bytes.count
+        pointer = UnsafeMutableRawPointer.allocate(byteCount: count, alignment: 1)
+        pointer.copyMemory(from: bytes, byteCount: count)
+    }
+
+    deinit {
+        memset(pointer, 0, count)
+        pointer.deallocate()
     }
 }

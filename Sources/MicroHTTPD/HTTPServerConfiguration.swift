@@ -18,6 +18,19 @@ public struct HTTPServerConfiguration: Sendable {
     public var maxConnections: Int = 10_000
     /// Pending connections the kernel queues before accept.
     public var listenBacklog: Int32 = 1024
+    /// Serve HTTPS (through libmicrohttpd's GnuTLS) with these; nil serves plain HTTP.
+    public var tls: TLSCredentials?
 
     public init() {}
+}
+
+/// A certificate chain and its private key, both PEM text.
+public struct TLSCredentials: Sendable, Equatable {
+    public var certificatePEM: String
+    public var privateKeyPEM: String
+
+    public init(certificatePEM: String, privateKeyPEM: String) {
+        self.certificatePEM = certificatePEM
+        self.privateKeyPEM = privateKeyPEM
+    }
 }

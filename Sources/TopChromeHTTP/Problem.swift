@@ -39,6 +39,7 @@ struct Problem: Error, Equatable {
     static func title(for status: Int) -> String {
         switch status {
         case 400: "Bad Request"
+        case 401: "Unauthorized"
         case 404: "Not Found"
         case 405: "Method Not Allowed"
         case 412: "Precondition Failed"

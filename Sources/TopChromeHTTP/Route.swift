@@ -47,7 +47,7 @@ enum Route: Equatable {
         case .sessions, .scroll, .disappear: ["POST"]
         case .session: ["GET", "HEAD", "DELETE"]
         case .inset: ["PUT"]
-        case .events: ["GET"]
+        case .events: ["GET", "HEAD"]
         case .health, .readiness, .openAPI: ["GET", "HEAD"]
         }
     }

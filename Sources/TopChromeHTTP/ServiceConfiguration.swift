@@ -22,6 +22,17 @@ public struct ServiceConfiguration: Sendable, Equatable {
     public var heartbeatSeconds = 15
     public var maxWatchers = 10_000
     public var maxWatchersPerSession = 64
+    /// When set, every /v1 request must carry `Authorization: Bearer <token>`.
+    /// Read from a file so the secret never shows in a process list.
+    public var authToken: String?
+    /// Certificate (chain) and private key for HTTPS, PEM text read at
+    /// parse time so a missing file stops the start at once; both or neither.
+    public var tlsCertificatePEM: String?
+    public var tlsKeyPEM: String?
+    /// Where sessions survive restarts; nil keeps them in memory only.
+    public var stateFile: String?
+    /// Seconds between snapshots to the state file (besides the one at shutdown).
+    public var snapshotInterval = 60
 
     public init() {}
 
@@ -33,6 +44,9 @@ public struct ServiceConfiguration: Sendable, Equatable {
         server.maxBodyBytes = maxBodyBytes
         server.connectionTimeoutSeconds = idleTimeout
         server.maxConnections = maxConnections
+        if let certificate = tlsCertificatePEM, let key = tlsKeyPEM {
+            server.tls = TLSCredentials(certificatePEM: certificate, privateKeyPEM: key)
+        }
         return server
     }
 
@@ -77,6 +91,9 @@ public struct ServiceConfiguration: Sendable, Equatable {
         }
         for (option, value) in flags {
             try option.apply(value, "--\(option.name)", &configuration)
+        }
+        guard (configuration.tlsCertificatePEM == nil) == (configuration.tlsKeyPEM == nil) else {
+            throw UsageError(description: "--tls-cert and --tls-key go together")
         }
         return .serve(configuration)
     }
@@ -163,7 +180,35 @@ public struct ServiceConfiguration: Sendable, Equatable {
         Option(name: "max-watchers-per-session", placeholder: "N", help: "Watchers of one session at most (default 64).") { value, source, config throws(UsageError) in
             config.maxWatchersPerSession = try integer(value, source, in: 1...100_000)
         },
+        Option(name: "auth-token-file", placeholder: "PATH", help: "Require 'Authorization: Bearer <token>' on /v1, token read from PATH.") { value, source, config throws(UsageError) in
+            let token = try contents(of: value, source).trimmingCharacters(in: .whitespacesAndNewlines)
+            guard !token.isEmpty, token.allSatisfy({ $0.isASCII && !$0.isWhitespace }) else {
+                throw UsageError(description: "\(source): the token in '\(value)' must be one word of printable ASCII")
+            }
+            config.authToken = token
+        },
+        Option(name: "tls-cert", placeholder: "PATH", help: "Serve HTTPS with this PEM certificate (chain).") { value, source, config throws(UsageError) in
+            config.tlsCertificatePEM = try contents(of: value, source)
+        },
+        Option(name: "tls-key", placeholder: "PATH", help: "The PEM private key for --tls-cert.") { value, source, config throws(UsageError) in
+            config.tlsKeyPEM = try contents(of: value, source)
+        },
+        Option(name: "state-file", placeholder: "PATH", help: "Keep sessions across restarts in PATH (written atomically).") { value, source, config throws(UsageError) in
+            guard !value.isEmpty else { throw UsageError(description: "\(source) must not be empty") }
+            config.stateFile = value
+        },
+        Option(name: "snapshot-interval", placeholder: "S", help: "Seconds between state-file snapshots (default 60).") { value, source, config throws(UsageError) in
+            config.snapshotInterval = try integer(value, source, in: 1...86_400)
+        },
     ]
+
+    /// A file's text, or a usage error naming the option and the cause.
+    static func contents(of path: String, _ source: String) throws(UsageError) -> String {
+        guard let data = FileManager.default.contents(atPath: path), let text = String(data: data, encoding: .utf8) else {
+            throw UsageError(description: "\(source): cannot read '\(path)'")
+        }
+        return text
+    }
 
     private static func integer(_ value: String, _ source: String, in range: ClosedRange<Int>) throws(UsageError) -> Int {
         guard let number = Int(value), range.contains(number) else {

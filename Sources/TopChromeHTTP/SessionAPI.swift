@@ -20,12 +20,14 @@ public final class SessionAPI: HTTPResponder {
     private let store: any SessionStore
     private let watchers: WatcherHub
     private let maxBodyBytes: Int
+    private let authToken: BearerToken?
     private let ready = Atomic<Bool>(true)
 
-    init(store: any SessionStore, watchers: WatcherHub, maxBodyBytes: Int) {
+    init(store: any SessionStore, watchers: WatcherHub, maxBodyBytes: Int, authToken: String? = nil) {
         self.store = store
         self.watchers = watchers
         self.maxBodyBytes = maxBodyBytes
+        self.authToken = authToken.map(BearerToken.init)
     }
 
     /// Ready until shutdown begins: then `/readyz` answers 503 so load
@@ -46,6 +48,9 @@ public final class SessionAPI: HTTPResponder {
     private func answer(_ request: HTTPRequest) throws(Problem) -> HTTPResponse {
         if request.version == "HTTP/1.1", request.headers["Host"] == nil {
             throw .badRequest("HTTP/1.1 requests must carry a Host header (RFC 9112 §3.2).")
+        }
+        if let authToken, request.path == "/v1" || request.path.hasPrefix("/v1/") {
+            try authToken.check(request.headers["Authorization"])
         }
         guard let route = Route(path: request.path) else {
             throw .notFound("There is no resource at this path; the API lives under /v1/sessions.")
@@ -104,6 +109,11 @@ public final class SessionAPI: HTTPResponder {
             }
             return response
         case let .events(id):
+            guard request.method == "GET" else {
+                // HEAD: the stream's headers, without opening a stream.
+                guard let id, store.session(id) != nil else { throw Self.unknownSession }
+                return HTTPResponse(status: 200, headers: Self.eventStreamHeaders)
+            }
             return try eventStream(of: id, lastEventID: request.headers["Last-Event-ID"])
         case let .inset(id):
             let inset = try body(of: request, RequestBodies.inset)
@@ -122,14 +132,17 @@ public final class SessionAPI: HTTPResponder {
     static let unknownSession = Problem.notFound(
         "No session has this id; it may have been deleted or expired after being idle.")
 
-    /// `Prefer: wait=N` (RFC 7240), capped; nil when absent or 0.
+    /// `Prefer: wait=N` (RFC 7240), capped; nil when absent or 0. Values
+    /// may be quoted and preferences may carry parameters (`wait=5; x=y`).
     static func preferredWait(_ request: HTTPRequest) -> Int? {
         guard let prefer = request.headers.combined("Prefer") else { return nil }
         for preference in prefer.split(separator: ",") {
-            let parts = preference.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
-            if parts.count == 2, parts[0].lowercased() == "wait", let seconds = Int(parts[1]), seconds > 0 {
-                return min(seconds, maxWaitSeconds)
-            }
+            let token = preference.split(separator: ";", maxSplits: 1).first ?? ""
+            let parts = token.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
+            guard parts.count == 2, parts[0].lowercased() == "wait" else { continue }
+            let value = parts[1].hasPrefix("\"") && parts[1].hasSuffix("\"") && parts[1].count >= 2
+                ? String(parts[1].dropFirst().dropLast()) : parts[1]
+            if let seconds = Int(value), seconds > 0 { return min(seconds, maxWaitSeconds) }
         }
         return nil
     }
@@ -160,14 +173,17 @@ public final class SessionAPI: HTTPResponder {
             throw Self.unknownSession
         }
         watcher.start(with: current, lastEventID: lastEventID.flatMap { UInt64($0.trimmingCharacters(in: .whitespaces)) })
-        return .streaming(
-            status: 200,
-            headers: HTTPHeaders([("Content-Type", "text/event-stream"), ("Cache-Control", "no-store"),
-                                  ("X-Accel-Buffering", "no")]),
-            stream: stream)
+        return .streaming(status: 200, headers: Self.eventStreamHeaders, stream: stream)
     }
 
+    /// `X-Accel-Buffering: no` keeps reverse proxies (nginx) from holding events back.
+    private static let eventStreamHeaders = HTTPHeaders([
+        ("Content-Type", "text/event-stream"), ("Cache-Control", "no-store"), ("X-Accel-Buffering", "no"),
+    ])
+
     private func watch(_ id: SessionID, by watcher: any SessionWatcher) throws(Problem) {
+        // Stopping: watchers are being closed; a new one would be cut off at once.
+        guard isReady else { throw Self.shuttingDown }
         do {
             try watchers.add(watcher, for: id)
         } catch {
@@ -180,7 +196,7 @@ public final class SessionAPI: HTTPResponder {
     }
 
     private static let preconditionFailed = Problem(
-        status: 412, detail: "The session changed since the version named in If-Match or If-None-Match; read it again.")
+        status: 412, detail: "If-Match or If-None-Match does not hold for the session's current version; nothing was changed.")
 
     /// Malformed ids name no session; this one stands in for them so lookups simply miss.
     private static let noSession = SessionID(high: 0, low: 0)

@@ -27,7 +27,8 @@ public final class TopChromeService: Sendable {
             capacity: configuration.maxSessions,
             idleTimeout: ttl > 0 ? .seconds(ttl) : nil,
             observer: watchers.publish)
-        api = SessionAPI(store: store, watchers: watchers, maxBodyBytes: configuration.maxBodyBytes)
+        api = SessionAPI(store: store, watchers: watchers, maxBodyBytes: configuration.maxBodyBytes,
+                         authToken: configuration.authToken)
         server = HTTPServer(configuration: configuration.httpServer, responder: api)
         sweeper = DispatchSource.makeTimerSource(queue: .global(qos: .utility))
         heartbeat = DispatchSource.makeTimerSource(queue: .global(qos: .utility))
@@ -39,7 +40,7 @@ public final class TopChromeService: Sendable {
     /// Where clients reach the server, e.g. `http://127.0.0.1:8080`.
     public var url: String {
         let host = configuration.host.contains(":") ? "[\(configuration.host)]" : configuration.host
-        return "http://\(host):\(port)"
+        return "\(configuration.tlsCertificatePEM == nil ? "http" : "https")://\(host):\(port)"
     }
 
     /// Event streams and long-polls open now.

@@ -121,7 +121,11 @@ final class BackgroundRequest: @unchecked Sendable {
         let id = try server.createSession()
         let wrong = try client.request("POST", "/v1/sessions/\(id)/events")
         #expect(wrong.status == 405)
-        #expect(wrong.header("Allow") == "GET")
+        #expect(wrong.header("Allow") == "GET, HEAD")
+        let head = try client.request("HEAD", "/v1/sessions/\(id)/events")
+        #expect(head.status == 200)
+        #expect(head.header("Content-Type") == "text/event-stream")
+        #expect(server.service.watcherCount == 0, "HEAD opens no stream")
     }
 
     @Test func watcherLimits() throws {
@@ -169,6 +173,29 @@ final class BackgroundRequest: @unchecked Sendable {
         #expect(response.header("ETag") == "\"1\"")
         #expect(response.header("Preference-Applied") == "wait=1")
         #expect(eventually { server.service.watcherCount == 0 })
+    }
+
+    @Test func timedOutLongPollNamesTheCurrentVersion() throws {
+        let id = try server.createSession()
+        let server = self.server
+        // The client knows versions 1 and 2, so the change to 2 does not end the wait.
+        let waiting = BackgroundRequest {
+            try server.client().request("GET", "/v1/sessions/\(id)", headers: [("If-None-Match", "\"1\", \"2\""), ("Prefer", "wait=1")])
+        }
+        #expect(eventually { server.service.watcherCount == 1 })
+        try server.client().json("PUT", "/v1/sessions/\(id)/inset", #"{"inset": 3}"#)
+        let response = try waiting.value
+        #expect(response.status == 304)
+        #expect(response.header("ETag") == "\"2\"")
+    }
+
+    @Test func preferWaitForms() throws {
+        let id = try server.createSession()
+        for prefer in ["wait=1", "WAIT = 1", "wait=\"1\"", "respond-async, wait=1; x=y"] {
+            let response = try server.client().request("GET", "/v1/sessions/\(id)", headers: [("If-None-Match", "\"1\""), ("Prefer", prefer)])
+            #expect(response.status == 304)
+            #expect(response.header("Preference-Applied") == "wait=1", "\(prefer)")
+        }
     }
 
     @Test func longPollAnswersAtOnceWhenAlreadyChanged() throws {

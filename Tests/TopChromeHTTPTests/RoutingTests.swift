@@ -75,3 +75,15 @@ import TopChromeCore
         #expect(!SessionAPI.isJSON(""))
     }
 }
+
+@Suite struct BearerTokenTests {
+    @Test func matchesOnlyTheWholeToken() {
+        let token = BearerToken("abc123")
+        #expect(token.matches(Array("abc123".utf8)))
+        #expect(!token.matches(Array("abc124".utf8)))
+        #expect(!token.matches(Array("abc12".utf8)))
+        #expect(!token.matches(Array("abc1234".utf8)))
+        #expect(!token.matches([]))
+        #expect(!token.matches(Array(("abc123" + String(repeating: "x", count: 256)).utf8)), "length differences of 256 count too")
+    }
+}

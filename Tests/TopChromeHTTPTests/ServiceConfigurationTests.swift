@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 @testable import TopChromeHTTP
 
@@ -58,6 +59,20 @@ import Testing
     @Test func badEnvironmentNamesTheVariable() {
         #expect(throws: ServiceConfiguration.UsageError(description: "TOPCHROME_PORT must be a whole number from 0 to 65535, not 'eighty'")) {
             try serve([], ["TOPCHROME_PORT": "eighty"])
+        }
+    }
+
+    @Test func secretsAreReadFromFiles() throws {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("token-\(UUID().uuidString)")
+        try "  s3cret\n".write(to: file, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(at: file) }
+        #expect(try serve(["--auth-token-file", file.path]).authToken == "s3cret")
+        #expect(try serve([], ["TOPCHROME_AUTH_TOKEN_FILE": file.path]).authToken == "s3cret")
+        #expect(throws: ServiceConfiguration.UsageError.self) { try serve(["--auth-token-file", "/nonexistent/token"]) }
+        try "two words".write(to: file, atomically: true, encoding: .utf8)
+        #expect(throws: ServiceConfiguration.UsageError.self) { try serve(["--auth-token-file", file.path]) }
+        #expect(throws: ServiceConfiguration.UsageError(description: "--tls-cert and --tls-key go together")) {
+            try serve(["--tls-cert", file.path])
         }
     }
 

@@ -1,4 +1,5 @@
 import Dispatch
+import Foundation
 import MicroHTTPD
 import TopChromeCore
 
@@ -10,6 +11,9 @@ final class LongPollWatcher: SessionWatcher, @unchecked Sendable {
     /// Holds for versions the client does not have yet.
     private let isNew: VersionCondition
     private let waitSeconds: Int
+    private let lock = NSLock()
+    /// The newest state seen, for the 304 when time is up.
+    private var latest: Session?
 
     init(id: SessionID, isNew: VersionCondition, waitSeconds: Int) {
         self.id = id
@@ -17,27 +21,33 @@ final class LongPollWatcher: SessionWatcher, @unchecked Sendable {
         self.waitSeconds = waitSeconds
     }
 
-    private var applied: (String, String) { ("Preference-Applied", "wait=\(waitSeconds)") }
-
     /// Answers at once if the session already moved on; else starts the clock.
     func start(with session: Session, hub: WatcherHub) {
-        guard deliver(session) else {
+        guard answer(session, waited: false) else {
             hub.remove(self, for: id)
             return
         }
         DispatchQueue.global().asyncAfter(deadline: .now() + .seconds(waitSeconds)) { [self] in
-            var notModified = SessionAPI.stateResponse(session)
-            notModified.status = 304
-            notModified.headers.add(name: applied.0, value: applied.1)
             // Time is up: the client's version is still current.
+            guard var notModified = lock.withLock({ latest }).map({ SessionAPI.stateResponse($0) }) else { return }
+            notModified.status = 304
+            notModified.headers.add(name: "Preference-Applied", value: "wait=\(waitSeconds)")
             if pending.complete(with: notModified) { hub.remove(self, for: id) }
         }
     }
 
     func deliver(_ session: Session) -> Bool {
+        answer(session, waited: true)
+    }
+
+    /// Completes with 200 if `session` is new to the client; returns whether to keep waiting.
+    private func answer(_ session: Session, waited: Bool) -> Bool {
+        lock.withLock {
+            if (latest?.state.version ?? 0) < session.state.version { latest = session }
+        }
         guard isNew.holds(for: session.state.version) else { return !pending.isCompleted }
         var response = SessionAPI.stateResponse(session)
-        response.headers.add(name: applied.0, value: applied.1)
+        if waited { response.headers.add(name: "Preference-Applied", value: "wait=\(waitSeconds)") }
         pending.complete(with: response)
         return false
     }
