@@ -15,6 +15,9 @@ let package = Package(
         // A strict RFC 8259 reader and a small writer for request and response bodies.
         .target(name: "StrictJSON"),
 
+        // Sessions kept in a file across restarts, written atomically.
+        .target(name: "SessionSnapshots", dependencies: ["TopChromeCore", "StrictJSON"]),
+
         // Debian's libmicrohttpd, seen from Swift through a few C shims.
         .systemLibrary(
             name: "CMicroHTTPD",
@@ -28,7 +31,7 @@ let package = Package(
         // The v1 API: routing, JSON in and out, problem details, configuration.
         .target(
             name: "TopChromeHTTP",
-            dependencies: ["TopChromeCore", "MicroHTTPD", "StrictJSON"],
+            dependencies: ["TopChromeCore", "MicroHTTPD", "StrictJSON", "SessionSnapshots"],
             plugins: ["EmbedOpenAPI"]
         ),
 
@@ -41,6 +44,7 @@ let package = Package(
 
         .testTarget(name: "TopChromeCoreTests", dependencies: ["TopChromeCore"]),
         .testTarget(name: "StrictJSONTests", dependencies: ["StrictJSON"]),
+        .testTarget(name: "SessionSnapshotsTests", dependencies: ["SessionSnapshots"]),
         .testTarget(name: "TopChromeHTTPTests", dependencies: ["TopChromeHTTP", "StrictJSON"]),
         .testTarget(
             name: "LiveServerTests",

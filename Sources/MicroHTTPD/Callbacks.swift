@@ -14,19 +14,24 @@ let accessHandler: MHD_AccessHandlerCallback = {
     let dispatcher = Unmanaged<RequestDispatcher>.fromOpaque(cls).takeUnretainedValue()
 
     guard let existing = requestContext.pointee else {
-        let context = RequestContext()
+        let context = RequestContext(method: String(cString: method), path: String(cString: url))
         if let declared = MHD_lookup_connection_value(connection, .HEADER_KIND, "Content-Length"),
            let length = Int(String(cString: declared)), length > dispatcher.maxBodyBytes {
             context.isBodyTooLarge = true
         }
         requestContext.pointee = Unmanaged.passRetained(context).toOpaque()
         dispatcher.inFlight.add(1, ordering: .relaxed)
+        if dispatcher.isDraining.load(ordering: .relaxed) {
+            // Arrived after the stop began (on a kept-alive connection): refuse
+            // it whole now; answering this early also closes the connection.
+            return queue(dispatcher.responder.refusalWhileStopping(), on: connection, context: context, dispatcher: dispatcher)
+        }
         if context.isBodyTooLarge, let expect = MHD_lookup_connection_value(connection, .HEADER_KIND, "Expect"),
            String(cString: expect).lowercased() == "100-continue" {
             // The client waits for "100 Continue" before sending the body:
             // refuse now, so it never uploads bytes that would be thrown away.
             // (Answering this early closes the connection, which is right here.)
-            return respond(to: connection, method: method, url: url, version: version, context: context, dispatcher: dispatcher)
+            return respond(to: connection, version: version, context: context, dispatcher: dispatcher)
         }
         return .YES
     }
@@ -44,16 +49,16 @@ let accessHandler: MHD_AccessHandlerCallback = {
         // Resumed: the answer has come.
         return queueWhenAnswered(pending, on: connection, context: context, dispatcher: dispatcher)
     }
-    return respond(to: connection, method: method, url: url, version: version, context: context, dispatcher: dispatcher)
+    return respond(to: connection, version: version, context: context, dispatcher: dispatcher)
 }
 
 private func respond(
-    to connection: OpaquePointer, method: UnsafePointer<CChar>, url: UnsafePointer<CChar>,
-    version: UnsafePointer<CChar>, context: RequestContext, dispatcher: RequestDispatcher
+    to connection: OpaquePointer, version: UnsafePointer<CChar>, context: RequestContext,
+    dispatcher: RequestDispatcher
 ) -> MHD_Result {
     let request = HTTPRequest(
-        method: String(cString: method),
-        path: String(cString: url),
+        method: context.method,
+        path: context.path,
         version: String(cString: version),
         headers: requestHeaders(of: connection),
         body: context.body,
@@ -65,7 +70,7 @@ private func respond(
         dispatcher.suspensions.add(pending)
         return queueWhenAnswered(pending, on: connection, context: context, dispatcher: dispatcher)
     }
-    return queue(response, on: connection, dispatcher: dispatcher)
+    return queue(response, on: connection, context: context, dispatcher: dispatcher)
 }
 
 /// Queues the pending answer if it has come; otherwise the connection
@@ -76,7 +81,7 @@ private func queueWhenAnswered(
     guard let answer = pending.answerOrSuspend(connection) else { return .YES }
     dispatcher.suspensions.remove(pending)
     context.pending = nil
-    return queue(answer, on: connection, dispatcher: dispatcher)
+    return queue(answer, on: connection, context: context, dispatcher: dispatcher)
 }
 
 let requestCompleted: MHD_RequestCompletedCallback = { cls, _, requestContext, _ in
@@ -101,7 +106,9 @@ private func requestHeaders(of connection: OpaquePointer) -> HTTPHeaders {
     return headers
 }
 
-private func queue(_ response: HTTPResponse, on connection: OpaquePointer, dispatcher: RequestDispatcher) -> MHD_Result {
+private func queue(
+    _ response: HTTPResponse, on connection: OpaquePointer, context: RequestContext, dispatcher: RequestDispatcher
+) -> MHD_Result {
     let created: OpaquePointer?
     if let stream = response.stream {
         stream.attach(to: connection)
@@ -124,7 +131,14 @@ private func queue(_ response: HTTPResponse, on connection: OpaquePointer, dispa
     if dispatcher.isDraining.load(ordering: .relaxed) {
         _ = MHD_add_response_header(created, "Connection", "close")
     }
-    return MHD_queue_response(connection, UInt32(response.status), created)
+    let result = MHD_queue_response(connection, UInt32(response.status), created)
+    if let observer = dispatcher.observer {
+        observer.completed(HTTPExchange(
+            method: context.method, path: context.path, status: response.status,
+            bodyBytes: response.stream == nil ? response.body.count : 0,
+            duration: ContinuousClock.now - context.startedAt, isStream: response.stream != nil))
+    }
+    return result
 }
 
 private let readStream: MHD_ContentReaderCallback = { cls, _, buffer, max in

@@ -37,4 +37,34 @@ public struct HTTPResponse: Sendable {
 /// one of the server's few threads.
 public protocol HTTPResponder: Sendable {
     func respond(to request: HTTPRequest) -> HTTPResponse
+
+    /// The answer to a request that arrives while the server stops (a new
+    /// request on a kept-alive connection, a wait that stopping cuts short).
+    /// It is not served: work that began before the stop finishes, new work
+    /// is refused cleanly rather than cut off halfway.
+    func refusalWhileStopping() -> HTTPResponse
+}
+
+/// What a finished exchange looked like, for access logs and metrics.
+public struct HTTPExchange: Sendable {
+    public var method: String
+    public var path: String
+    public var status: Int
+    /// Body bytes of a complete response; 0 for streams, whose length is open.
+    public var bodyBytes: Int
+    /// From the request's arrival to its response being queued (a long-poll's wait included).
+    public var duration: Duration
+    public var isStream: Bool
+}
+
+/// Told of every exchange once its response is queued.
+public protocol HTTPExchangeObserver: Sendable {
+    func completed(_ exchange: HTTPExchange)
+}
+
+extension HTTPResponder {
+    public func refusalWhileStopping() -> HTTPResponse {
+        HTTPResponse(status: 503, headers: HTTPHeaders([("Content-Type", "text/plain"), ("Retry-After", "1")]),
+                     body: Array("The server is stopping.\n".utf8))
+    }
 }

@@ -14,9 +14,11 @@ public final class HTTPServer: @unchecked Sendable {
     private var boundPort = 0
     private var tlsStrings: [CString] = []
 
-    public init(configuration: HTTPServerConfiguration, responder: any HTTPResponder) {
+    public init(configuration: HTTPServerConfiguration, responder: any HTTPResponder,
+                observer: (any HTTPExchangeObserver)? = nil) {
         self.configuration = configuration
-        self.dispatcher = RequestDispatcher(responder: responder, maxBodyBytes: configuration.maxBodyBytes)
+        self.dispatcher = RequestDispatcher(responder: responder, observer: observer,
+                                            maxBodyBytes: configuration.maxBodyBytes)
     }
 
     deinit {
@@ -27,10 +29,6 @@ public final class HTTPServer: @unchecked Sendable {
     public var port: Int {
         lock.withLock { boundPort }
     }
-
-    private static let stopping = HTTPResponse(
-        status: 503, headers: HTTPHeaders([("Content-Type", "text/plain"), ("Retry-After", "1")]),
-        body: Array("The server is stopping.\n".utf8))
 
     /// Streams and pending responses currently holding a connection.
     public var suspendedCount: Int {
@@ -98,7 +96,7 @@ public final class HTTPServer: @unchecked Sendable {
         dispatcher.isDraining.store(true, ordering: .relaxed)
         // Streams end and waiting requests get 503: every suspended connection
         // must be resumed before libmicrohttpd stops.
-        dispatcher.suspensions.terminateAll(fallback: Self.stopping)
+        dispatcher.suspensions.terminateAll(fallback: dispatcher.responder.refusalWhileStopping())
 
         // Closing the listening socket at once makes new clients fail fast
         // (connection refused) instead of waiting in a backlog nobody accepts.
@@ -121,14 +119,16 @@ public final class HTTPServer: @unchecked Sendable {
 /// What libmicrohttpd's C callbacks reach through their `cls` pointer.
 final class RequestDispatcher: Sendable {
     let responder: any HTTPResponder
+    let observer: (any HTTPExchangeObserver)?
     let maxBodyBytes: Int
     let inFlight = Atomic<Int>(0)
     let suspensions = SuspensionRegistry()
     /// Set when stopping: responses then ask clients to close the connection.
     let isDraining = Atomic<Bool>(false)
 
-    init(responder: any HTTPResponder, maxBodyBytes: Int) {
+    init(responder: any HTTPResponder, observer: (any HTTPExchangeObserver)?, maxBodyBytes: Int) {
         self.responder = responder
+        self.observer = observer
         self.maxBodyBytes = maxBodyBytes
     }
 }
@@ -136,10 +136,18 @@ final class RequestDispatcher: Sendable {
 /// Per-request state, owned by the connection's thread from the first call
 /// of the access handler until the completion callback.
 final class RequestContext {
+    let method: String
+    let path: String
+    let startedAt = ContinuousClock.now
     var body: [UInt8] = []
     var isBodyTooLarge = false
     /// Set while the request waits for a later answer.
     var pending: PendingResponse?
+
+    init(method: String, path: String) {
+        self.method = method
+        self.path = path
+    }
 
     /// Keeps bytes up to the limit; past it, drops what was kept and
     /// discards the rest as it arrives.

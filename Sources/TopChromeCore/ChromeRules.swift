@@ -6,6 +6,16 @@ public enum ChromeInput: Sendable, Hashable {
     case disappear
 }
 
+/// What became of one scroll report.
+public enum ReportOutcome: Sendable, Hashable {
+    /// It came from the vertical scroll view and decided `isRevealed`.
+    case applied
+    /// It came from a horizontal row and was ignored.
+    case horizontal
+    /// Its `seq` was not newer than one already applied; ignored.
+    case stale
+}
+
 /// The rules of the top chrome, as a pure function from (state, input) to the
 /// next state, so that every store applies them the same way.
 public struct ChromeRules: Sendable, Hashable {
@@ -21,17 +31,23 @@ public struct ChromeRules: Sendable, Hashable {
     }
 
     public func apply(_ input: ChromeInput, to state: ChromeState) -> ChromeState {
+        step(input, from: state).state
+    }
+
+    /// The next state, and for a scroll report what became of it.
+    public func step(_ input: ChromeInput, from state: ChromeState) -> (state: ChromeState, report: ReportOutcome?) {
         var next = state
         switch input {
         case let .scroll(report):
             if let seq = report.seq {
-                if let last = state.lastAppliedSeq, seq <= last { return state }
+                if let last = state.lastAppliedSeq, seq <= last { return (state, .stale) }
                 next.lastAppliedSeq = seq
             }
             // Only the outer vertical scroll view counts: a horizontal row always
             // stands at y = 0 and would bring the island back far down the page.
-            guard report.axis == .vertical else { return next }
+            guard report.axis == .vertical else { return (next, .horizontal) }
             next.set(isRevealed: report.effectiveOffset <= revealThreshold)
+            return (next, .applied)
         case let .setInset(inset):
             next.set(inset: inset)
         case .disappear:
@@ -39,7 +55,7 @@ public struct ChromeRules: Sendable, Hashable {
             // would arrive without navigation.
             next.set(isRevealed: true)
         }
-        return next
+        return (next, nil)
     }
 
     /// Applies inputs in order.

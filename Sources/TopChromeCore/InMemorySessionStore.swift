@@ -16,6 +16,8 @@ public final class InMemorySessionStore: SessionStore {
     private let held = Atomic<Int>(0)
     private let now: @Sendable () -> Duration
     private let observer: (@Sendable (SessionEvent) -> Void)?
+    /// What the rules did, counted as inputs are applied.
+    public let statistics = ChromeStatistics()
 
     /// - Parameters:
     ///   - now: a monotonic clock, for idle expiry; tests pass their own.
@@ -80,7 +82,8 @@ public final class InMemorySessionStore: SessionStore {
                 return .conditionFailed(Session(id: id, state: entry.state))
             }
             for input in inputs {
-                let next = rules.apply(input, to: entry.state)
+                let (next, outcome) = rules.step(input, from: entry.state)
+                statistics.record(outcome, flipped: next.isRevealed != entry.state.isRevealed)
                 let changed = next.version != entry.state.version
                 entry.state = next
                 if changed { observer?(.changed(Session(id: id, state: next))) }
@@ -114,6 +117,26 @@ public final class InMemorySessionStore: SessionStore {
             return nil
         }
         return entry
+    }
+
+    /// Every session as it is now (each shard read under its lock), for a snapshot.
+    public func snapshot() -> [Session] {
+        shards.flatMap { shard in
+            shard.withLock { sessions in sessions.map { Session(id: $0.key, state: $0.value.state) } }
+        }
+    }
+
+    /// Puts sessions back as they were, e.g. from a snapshot at start; they
+    /// count as used now. Throws `.full` if they do not fit.
+    public func restore(_ restored: [Session]) throws(SessionStoreError) {
+        guard held.load(ordering: .relaxed) + restored.count <= capacity else { throw .full(capacity: capacity) }
+        let time = now()
+        for session in restored {
+            let isNew = shard(for: session.id).withLock { sessions in
+                sessions.updateValue(Entry(state: session.state, lastUsed: time), forKey: session.id) == nil
+            }
+            if isNew { held.add(1, ordering: .relaxed) }
+        }
     }
 
     /// Drops every session idle for longer than `idleTimeout`; returns how many.

@@ -11,6 +11,8 @@ enum Route: Equatable {
     case health
     case readiness
     case openAPI
+    case metrics
+    case demo
 
     /// The route for `path`, or nil if no resource lives there. A
     /// well-formed path with a malformed id still names a resource kind (so a
@@ -21,6 +23,8 @@ enum Route: Equatable {
         case "/healthz": self = .health; return
         case "/readyz": self = .readiness; return
         case "/openapi.yaml": self = .openAPI; return
+        case "/metrics": self = .metrics; return
+        case "/": self = .demo; return
         default: break
         }
         let prefix = "/v1/sessions/"
@@ -48,7 +52,46 @@ enum Route: Equatable {
         case .session: ["GET", "HEAD", "DELETE"]
         case .inset: ["PUT"]
         case .events: ["GET", "HEAD"]
-        case .health, .readiness, .openAPI: ["GET", "HEAD"]
+        case .health, .readiness, .openAPI, .metrics, .demo: ["GET", "HEAD"]
+        }
+    }
+
+    /// The path with the id left out: what metrics and logs name a request by.
+    enum Template: String, CaseIterable, Sendable {
+        case sessions = "/v1/sessions"
+        case session = "/v1/sessions/{id}"
+        case inset = "/v1/sessions/{id}/inset"
+        case scroll = "/v1/sessions/{id}/scroll"
+        case disappear = "/v1/sessions/{id}/disappear"
+        case events = "/v1/sessions/{id}/events"
+        case health = "/healthz"
+        case readiness = "/readyz"
+        case openAPI = "/openapi.yaml"
+        case metrics = "/metrics"
+        case demo = "/"
+        case unmatched = "unmatched"
+    }
+
+    var template: Template {
+        switch self {
+        case .sessions: .sessions
+        case .session: .session
+        case .inset: .inset
+        case .scroll: .scroll
+        case .disappear: .disappear
+        case .events: .events
+        case .health: .health
+        case .readiness: .readiness
+        case .openAPI: .openAPI
+        case .metrics: .metrics
+        case .demo: .demo
+        }
+    }
+
+    var sessionID: SessionID? {
+        switch self {
+        case let .session(id), let .inset(id), let .scroll(id), let .disappear(id), let .events(id): id
+        default: nil
         }
     }
 }

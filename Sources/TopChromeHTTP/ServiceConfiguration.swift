@@ -33,6 +33,9 @@ public struct ServiceConfiguration: Sendable, Equatable {
     public var stateFile: String?
     /// Seconds between snapshots to the state file (besides the one at shutdown).
     public var snapshotInterval = 60
+    public var logFormat = LogFormat.text
+    /// `info` logs every request; `warn` only problems.
+    public var logLevel = LogLevel.info
 
     public init() {}
 
@@ -192,6 +195,18 @@ public struct ServiceConfiguration: Sendable, Equatable {
         },
         Option(name: "tls-key", placeholder: "PATH", help: "The PEM private key for --tls-cert.") { value, source, config throws(UsageError) in
             config.tlsKeyPEM = try contents(of: value, source)
+        },
+        Option(name: "log-format", placeholder: "F", help: "Log lines as 'text' (default) or 'json'.") { value, source, config throws(UsageError) in
+            guard let format = LogFormat(rawValue: value) else {
+                throw UsageError(description: "\(source) must be text or json, not '\(value)'")
+            }
+            config.logFormat = format
+        },
+        Option(name: "log-level", placeholder: "L", help: "debug, info (default; one line per request), warn or error.") { value, source, config throws(UsageError) in
+            guard let level = LogLevel(name: value) else {
+                throw UsageError(description: "\(source) must be debug, info, warn or error, not '\(value)'")
+            }
+            config.logLevel = level
         },
         Option(name: "state-file", placeholder: "PATH", help: "Keep sessions across restarts in PATH (written atomically).") { value, source, config throws(UsageError) in
             guard !value.isEmpty else { throw UsageError(description: "\(source) must not be empty") }

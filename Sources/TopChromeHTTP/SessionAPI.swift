@@ -21,13 +21,18 @@ public final class SessionAPI: HTTPResponder {
     private let watchers: WatcherHub
     private let maxBodyBytes: Int
     private let authToken: BearerToken?
+    private let metrics: ServiceMetrics
+    private let statistics: ChromeStatistics
     private let ready = Atomic<Bool>(true)
 
-    init(store: any SessionStore, watchers: WatcherHub, maxBodyBytes: Int, authToken: String? = nil) {
+    init(store: any SessionStore, watchers: WatcherHub, maxBodyBytes: Int, authToken: String? = nil,
+         metrics: ServiceMetrics = ServiceMetrics(), statistics: ChromeStatistics = ChromeStatistics()) {
         self.store = store
         self.watchers = watchers
         self.maxBodyBytes = maxBodyBytes
         self.authToken = authToken.map(BearerToken.init)
+        self.metrics = metrics
+        self.statistics = statistics
     }
 
     /// Ready until shutdown begins: then `/readyz` answers 503 so load
@@ -72,6 +77,14 @@ public final class SessionAPI: HTTPResponder {
         case .openAPI:
             return HTTPResponse(status: 200, headers: HTTPHeaders([("Content-Type", "application/yaml")]),
                                 body: Array(openAPIDocument.utf8))
+        case .metrics:
+            let text = metrics.render(sessions: store.count, watchers: watchers.count, statistics: statistics)
+            return HTTPResponse(status: 200, headers: HTTPHeaders([("Content-Type", "text/plain; version=0.0.4; charset=utf-8")]),
+                                body: Array(text.utf8))
+        case .demo:
+            return HTTPResponse(status: 200, headers: HTTPHeaders([("Content-Type", "text/html; charset=utf-8"),
+                                                                   ("Cache-Control", "no-cache")]),
+                                body: Array(demoPage.utf8))
         case .sessions:
             let inset = try body(of: request, RequestBodies.newSession)
             do {
@@ -125,6 +138,10 @@ public final class SessionAPI: HTTPResponder {
             try body(of: request, RequestBodies.disappear)
             return try apply([.disappear], to: id, request)
         }
+    }
+
+    public func refusalWhileStopping() -> HTTPResponse {
+        Self.shuttingDown.response
     }
 
     static let shuttingDown = Problem(status: 503, detail: "The server is shutting down.", headers: [("Retry-After", "1")])

@@ -1,6 +1,27 @@
 import Dispatch
+import Foundation
 import MicroHTTPD
+import SessionSnapshots
 import TopChromeCore
+
+/// Why the service could not start, and the exit status that says so.
+public enum StartupError: Error, CustomStringConvertible {
+    case server(HTTPServerError)
+    case stateFile(SnapshotFile.Failure)
+
+    public var description: String {
+        switch self {
+        case let .server(error): error.description
+        case let .stateFile(failure): failure.description
+        }
+    }
+
+    /// 2 for configuration the operator must fix (like a bad flag), 1 otherwise.
+    public var exitStatus: Int32 {
+        if case .stateFile = self { return 2 }
+        return 1
+    }
+}
 
 /// The whole service: a session store, the API over it, and the HTTP server
 /// in front, started and stopped as one.
@@ -10,11 +31,11 @@ public final class TopChromeService: Sendable {
     public let configuration: ServiceConfiguration
     public let store: InMemorySessionStore
     public let api: SessionAPI
+    public let logger: Logger
     private let watchers: WatcherHub
     private let server: HTTPServer
-    // Dispatch sources are thread-safe; the type just is not marked Sendable.
-    nonisolated(unsafe) private let sweeper: any DispatchSourceTimer
-    nonisolated(unsafe) private let heartbeat: any DispatchSourceTimer
+    private let chores = Chores()
+    private let snapshots: SnapshotFile?
 
     public init(configuration: ServiceConfiguration) {
         self.configuration = configuration
@@ -27,11 +48,13 @@ public final class TopChromeService: Sendable {
             capacity: configuration.maxSessions,
             idleTimeout: ttl > 0 ? .seconds(ttl) : nil,
             observer: watchers.publish)
+        let metrics = ServiceMetrics()
+        logger = Logger(format: configuration.logFormat, level: configuration.logLevel)
         api = SessionAPI(store: store, watchers: watchers, maxBodyBytes: configuration.maxBodyBytes,
-                         authToken: configuration.authToken)
-        server = HTTPServer(configuration: configuration.httpServer, responder: api)
-        sweeper = DispatchSource.makeTimerSource(queue: .global(qos: .utility))
-        heartbeat = DispatchSource.makeTimerSource(queue: .global(qos: .utility))
+                         authToken: configuration.authToken, metrics: metrics, statistics: store.statistics)
+        server = HTTPServer(configuration: configuration.httpServer, responder: api,
+                            observer: ExchangeRecorder(metrics: metrics, logger: logger))
+        snapshots = configuration.stateFile.map(SnapshotFile.init)
     }
 
     /// The port listened on; the real one when configured with 0.
@@ -46,20 +69,32 @@ public final class TopChromeService: Sendable {
     /// Event streams and long-polls open now.
     public var watcherCount: Int { watchers.count }
 
-    public func start() throws(HTTPServerError) {
-        try server.start()
-        let interval = Double(configuration.heartbeatSeconds)
-        heartbeat.schedule(deadline: .now() + interval, repeating: interval)
-        heartbeat.setEventHandler { [watchers] in watchers.heartbeat() }
-        heartbeat.resume()
+    /// Loads the state file (if any), then starts serving.
+    public func start() throws(StartupError) {
+        if let snapshots {
+            do {
+                try store.restore(try snapshots.read())
+            } catch let failure as SnapshotFile.Failure {
+                throw .stateFile(failure)
+            } catch {
+                throw .stateFile(.corrupt(path: snapshots.path, line: 0, reason: "it holds more sessions than --max-sessions"))
+            }
+            chores.every(.seconds(configuration.snapshotInterval)) { [self] in saveSnapshot() }
+        }
+        do {
+            try server.start()
+        } catch {
+            throw .server(error)
+        }
+        chores.every(.seconds(configuration.heartbeatSeconds)) { [watchers] in watchers.heartbeat() }
+        // Request logs are written in batches; this bounds how late a line can be.
+        chores.every(.milliseconds(250)) { [logger] in logger.flush() }
         if let ttl = store.idleTimeout {
             // Expired sessions also vanish when touched; the sweep frees the
             // ones no client will ever touch again.
             let interval = min(ttl / 4, .seconds(60))
             let store = self.store
-            sweeper.schedule(deadline: .now() + interval.timeInterval, repeating: interval.timeInterval)
-            sweeper.setEventHandler { @Sendable in store.removeExpired() }
-            sweeper.resume()
+            chores.every(interval) { store.removeExpired() }
         }
     }
 
@@ -70,15 +105,52 @@ public final class TopChromeService: Sendable {
     @discardableResult
     public func stop() -> Bool {
         api.isReady = false
-        sweeper.cancel()
-        heartbeat.cancel()
+        chores.cancelAll()
         watchers.closeAll()
-        return server.stop(timeout: .milliseconds(Int(configuration.shutdownTimeout * 1000)))
+        let finished = server.stop(timeout: .milliseconds(Int(configuration.shutdownTimeout * 1000)))
+        // After the server stopped: every change a client was told of is in it.
+        saveSnapshot()
+        logger.flush()
+        return finished
+    }
+
+    /// Writes the state file now. A failure is reported and the service goes
+    /// on: the previous snapshot stays in place, and the next try may succeed.
+    public func saveSnapshot() {
+        guard let snapshots else { return }
+        do {
+            try snapshots.write(store.snapshot())
+        } catch {
+            logger.log(.error, "snapshot failed", ["error": .string("\(error)")])
+        }
     }
 }
 
 extension Duration {
     var timeInterval: Double {
         Double(components.seconds) + Double(components.attoseconds) / 1e18
+    }
+}
+
+/// The service's periodic work (sweeping, heartbeats, snapshots, log
+/// flushes), each on a Dispatch timer, all cancelled together at stop.
+private final class Chores: @unchecked Sendable {
+    private let lock = NSLock()
+    private var timers: [any DispatchSourceTimer] = []
+
+    func every(_ interval: Duration, _ work: @escaping @Sendable () -> Void) {
+        let timer = DispatchSource.makeTimerSource(queue: .global(qos: .utility))
+        timer.schedule(deadline: .now() + interval.timeInterval, repeating: interval.timeInterval)
+        timer.setEventHandler(handler: work)
+        timer.resume()
+        lock.withLock { timers.append(timer) }
+    }
+
+    func cancelAll() {
+        let all = lock.withLock {
+            defer { timers = [] }
+            return timers
+        }
+        for timer in all { timer.cancel() }
     }
 }

@@ -42,23 +42,28 @@ enum Launcher {
 
     private static func serve(_ configuration: ServiceConfiguration) -> Never {
         let service = TopChromeService(configuration: configuration)
+        let logger = service.logger
         do {
             try service.start()
         } catch {
-            fail("topchrome: \(error)", status: 1)
+            logger.log(.error, "topchrome: \(error)", always: true)
+            exit(error.exitStatus)
         }
-        print("topchrome listening on \(service.url)")
-        fflush(nil)
+        logger.log(.info, "topchrome listening on \(service.url)", always: true)
 
         var stopSignals = Self.stopSignals
         var received: Int32 = 0
         sigwait(&stopSignals, &received)
 
-        print("topchrome stopping (signal \(received)); waiting up to \(configuration.shutdownTimeout) s for requests")
-        fflush(nil)
+        logger.log(.info, "topchrome stopping", ["signal": .int(Int(received)),
+                                                 "timeout_s": .milliseconds(configuration.shutdownTimeout * 1000)],
+                   always: true)
         let clean = service.stop()
-        print(clean ? "topchrome stopped" : "topchrome stopped; some requests did not finish in time")
-        fflush(nil)
+        if clean {
+            logger.log(.info, "topchrome stopped", always: true)
+        } else {
+            logger.log(.warn, "topchrome stopped; some requests did not finish in time", always: true)
+        }
         exit(0)
     }
 

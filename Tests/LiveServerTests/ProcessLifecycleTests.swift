@@ -11,33 +11,51 @@ import Testing
         return bundleDirectory.appendingPathComponent("topchrome")
     }()
 
-    /// A running `topchrome` with its output captured.
-    final class RunningServer {
+    /// A running `topchrome` with its output captured. Output is read as it
+    /// comes: a server logging every request must never block on a full pipe.
+    final class RunningServer: @unchecked Sendable {
         let process = Process()
         let output = Pipe()
         let errors = Pipe()
         var port = 0
+        private let lock = NSLock()
+        private var printed = Data()
+        private var printedErrors = Data()
 
-        init(_ arguments: [String]) throws {
+        init(_ arguments: [String], environment: [String: String]? = nil) throws {
             process.executableURL = ProcessLifecycleTests.executable
             process.arguments = arguments
+            if let environment { process.environment = environment }
             process.standardOutput = output
             process.standardError = errors
+            output.fileHandleForReading.readabilityHandler = { [weak self] handle in
+                let chunk = handle.availableData
+                self?.lock.withLock { self?.printed.append(chunk) }
+            }
+            errors.fileHandleForReading.readabilityHandler = { [weak self] handle in
+                let chunk = handle.availableData
+                self?.lock.withLock { self?.printedErrors.append(chunk) }
+            }
             try process.run()
         }
 
-        /// Reads stdout until the start line and takes the port from it.
+        /// What the server printed on stdout so far.
+        var standardOutput: String {
+            lock.withLock { String(decoding: printed, as: UTF8.self) }
+        }
+
+        /// Waits for the start line and takes the port from it.
         func waitUntilListening() throws -> String {
-            var text = ""
-            let handle = output.fileHandleForReading
-            while !text.contains("\n") {
-                let chunk = handle.availableData
-                guard !chunk.isEmpty else { break }
-                text += String(decoding: chunk, as: UTF8.self)
+            let deadline = Date().addingTimeInterval(10)
+            while Date() < deadline {
+                if let line = standardOutput.split(separator: "\n").first(where: { $0.contains("listening on") }) {
+                    port = Int(line.split(separator: ":").last ?? "") ?? 0
+                    return String(line)
+                }
+                if !process.isRunning { break }
+                usleep(5_000)
             }
-            let line = text.split(separator: "\n").first.map(String.init) ?? ""
-            port = Int(line.split(separator: ":").last ?? "") ?? 0
-            return line
+            return ""
         }
 
         func signal(_ number: Int32) {
@@ -55,19 +73,23 @@ import Testing
             return process.terminationStatus
         }
 
+        /// What the server printed on stderr (complete once it has exited).
         var standardError: String {
-            String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            usleep(50_000)  // let the last chunk arrive
+            return lock.withLock { String(decoding: printedErrors, as: UTF8.self) }
         }
 
         deinit {
             if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+            output.fileHandleForReading.readabilityHandler = nil
+            errors.fileHandleForReading.readabilityHandler = nil
         }
     }
 
     @Test func printsItsAddressAndStopsOnSIGTERM() throws {
         let server = try RunningServer(["--port", "0", "--threads", "1"])
         let line = try server.waitUntilListening()
-        #expect(line.hasPrefix("topchrome listening on http://127.0.0.1:"))
+        #expect(line.contains(" info topchrome listening on http://127.0.0.1:"), "\(line)")
         #expect(server.port > 0)
 
         let client = try TestHTTPClient(port: server.port)
@@ -137,22 +159,9 @@ import Testing
     }
 
     @Test func environmentConfiguresTheServer() throws {
-        let server = Process()
-        server.executableURL = Self.executable
-        server.arguments = []
-        server.environment = ["TOPCHROME_PORT": "0", "TOPCHROME_MAX_SESSIONS": "1"]
-        let output = Pipe()
-        server.standardOutput = output
-        try server.run()
-        defer { kill(server.processIdentifier, SIGKILL) }
-        var line = ""
-        while !line.contains("\n") {
-            let chunk = output.fileHandleForReading.availableData
-            if chunk.isEmpty { break }
-            line += String(decoding: chunk, as: UTF8.self)
-        }
-        let port = Int(line.split(separator: "\n")[0].split(separator: ":").last ?? "") ?? 0
-        let client = try TestHTTPClient(port: port)
+        let server = try RunningServer([], environment: ["TOPCHROME_PORT": "0", "TOPCHROME_MAX_SESSIONS": "1"])
+        _ = try server.waitUntilListening()
+        let client = try TestHTTPClient(port: server.port)
         #expect(try client.request("POST", "/v1/sessions").status == 201)
         #expect(try client.request("POST", "/v1/sessions").status == 503)
     }
@@ -170,7 +179,9 @@ import Testing
         _ = try first.waitUntilListening()
         let second = try RunningServer(["--port", String(first.port)])
         #expect(second.waitForExit(within: 5) == 1)
-        #expect(second.standardError.contains("Address already in use"))
+        let message = second.standardError
+        #expect(message.contains(" error topchrome: cannot listen on"), "\(message)")
+        #expect(message.contains("Address already in use"))
         first.signal(SIGTERM)
         #expect(first.waitForExit(within: 5) == 0)
     }
@@ -189,10 +200,11 @@ import Testing
     @Test func helpAndVersion() throws {
         let help = try RunningServer(["--help"])
         #expect(help.waitForExit(within: 5) == 0)
-        let text = String(decoding: help.output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        #expect(text.contains("--max-sessions"))
+        usleep(50_000)
+        #expect(help.standardOutput.contains("--max-sessions"))
         let version = try RunningServer(["--version"])
         #expect(version.waitForExit(within: 5) == 0)
-        #expect(String(decoding: version.output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).hasPrefix("topchrome "))
+        usleep(50_000)
+        #expect(version.standardOutput.hasPrefix("topchrome "))
     }
 }

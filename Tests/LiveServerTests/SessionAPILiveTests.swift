@@ -248,7 +248,7 @@ import Testing
         try expectProblem(try client.json("POST", "/v1/sessions/\(nobody)/scroll", #"{"contentOffsetY": 0}"#), 404)
         try expectProblem(try client.json("PUT", "/v1/sessions/\(nobody)/inset", #"{"inset": 0}"#), 404)
         try expectProblem(try client.request("POST", "/v1/sessions/\(nobody)/disappear"), 404)
-        try expectProblem(try client.request("GET", "/"), 404)
+        try expectProblem(try client.request("GET", "/nope"), 404)
         try expectProblem(try client.request("GET", "/v1/sessions/\(nobody)/elsewhere"), 404)
     }
 

@@ -1,0 +1,193 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import StrictJSON
+import TopChromeCore
+
+/// Sessions kept in a file across restarts.
+///
+/// The file is JSON Lines: a header naming the format and the number of
+/// sessions, then one session per line. It is replaced atomically (a temp
+/// file beside it, fsync, rename, fsync of the folder), so a crash leaves
+/// either the old snapshot or the new one, never half of one; the count in
+/// the header catches a file cut short by other means.
+public struct SnapshotFile: Sendable {
+    public static let format = "topchrome-sessions"
+    public static let formatVersion = 1
+
+    public enum Failure: Error, Equatable, CustomStringConvertible {
+        case unreadable(path: String, reason: String)
+        case corrupt(path: String, line: Int, reason: String)
+        case unwritable(path: String, reason: String)
+
+        public var description: String {
+            switch self {
+            case let .unreadable(path, reason): "cannot read state file '\(path)': \(reason)"
+            case let .corrupt(path, line, reason): "state file '\(path)' is not a valid snapshot (line \(line): \(reason)); it was left untouched"
+            case let .unwritable(path, reason): "cannot write state file '\(path)': \(reason)"
+            }
+        }
+    }
+
+    public let path: String
+
+    public init(path: String) {
+        self.path = path
+    }
+
+    /// The sessions in the file; none if there is no file yet (a first start).
+    public func read() throws(Failure) -> [Session] {
+        guard let bytes = try readAll() else { return [] }
+        var lines = bytes.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false)[...]
+        if lines.last?.isEmpty == true { lines.removeLast() }
+        guard let header = lines.popFirst() else { throw corrupt(1, "the file is empty") }
+        let count = try readHeader(Array(header))
+        guard lines.count == count else { throw corrupt(1, "the header counts \(count) sessions, the file holds \(lines.count)") }
+        var sessions: [Session] = []
+        sessions.reserveCapacity(count)
+        var seen = Set<SessionID>()
+        for (index, line) in lines.enumerated() {
+            let session = try readSession(Array(line), line: index + 2)
+            guard seen.insert(session.id).inserted else { throw corrupt(index + 2, "session \(session.id) appears twice") }
+            sessions.append(session)
+        }
+        return sessions
+    }
+
+    /// Replaces the file with `sessions`, atomically.
+    public func write(_ sessions: [Session]) throws(Failure) {
+        var writer = JSONWriter(capacity: 64 + sessions.count * 96)
+        writer.object { object in
+            object.member("format") { $0.string(Self.format) }
+            object.member("version") { $0.number(Self.formatVersion) }
+            object.member("count") { $0.number(sessions.count) }
+        }
+        writer.raw("\n")
+        for session in sessions {
+            writer.object { object in
+                object.member("id") { $0.string(session.id.description) }
+                object.member("inset") { $0.number(session.state.inset) }
+                object.member("isRevealed") { $0.bool(session.state.isRevealed) }
+                object.member("version") { $0.number(session.state.version) }
+                if let seq = session.state.lastAppliedSeq { object.member("lastSeq") { $0.number(seq) } }
+            }
+            writer.raw("\n")
+        }
+        try replace(with: writer.bytes)
+    }
+
+    // MARK: Reading
+
+    private func readAll() throws(Failure) -> [UInt8]? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        if fd < 0 {
+            if errno == ENOENT { return nil }
+            throw .unreadable(path: path, reason: String(cString: strerror(errno)))
+        }
+        defer { close(fd) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 1 << 16)
+        while true {
+            let count = Glibc.read(fd, &chunk, chunk.count)
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw .unreadable(path: path, reason: String(cString: strerror(errno)))
+            }
+            if count == 0 { return bytes }
+            bytes.append(contentsOf: chunk[..<count])
+        }
+    }
+
+    private func corrupt(_ line: Int, _ reason: String) -> Failure {
+        .corrupt(path: path, line: line, reason: reason)
+    }
+
+    private func object(_ bytes: [UInt8], line: Int) throws(Failure) -> [String: JSONValue] {
+        let value: JSONValue
+        do {
+            value = try JSONReader.parse(bytes)
+        } catch {
+            throw corrupt(line, "malformed JSON at byte \(error.offset): \(error.message)")
+        }
+        guard case let .object(members) = value else { throw corrupt(line, "not a JSON object") }
+        return members
+    }
+
+    private func readHeader(_ bytes: [UInt8]) throws(Failure) -> Int {
+        let header = try object(bytes, line: 1)
+        guard header["format"] == .string(Self.format) else { throw corrupt(1, "not a \(Self.format) file") }
+        guard case let .number(version, _) = header["version"], version == Double(Self.formatVersion) else {
+            throw corrupt(1, "unknown format version")
+        }
+        guard case let .number(count, _) = header["count"], count >= 0, count == count.rounded(), count < 1e9 else {
+            throw corrupt(1, "no valid session count")
+        }
+        return Int(count)
+    }
+
+    private func readSession(_ bytes: [UInt8], line: Int) throws(Failure) -> Session {
+        let members = try object(bytes, line: line)
+        guard case let .string(text) = members["id"], let id = SessionID(text) else { throw corrupt(line, "no valid id") }
+        guard case let .number(inset, _) = members["inset"], ChromeState.allowedInsets.contains(inset) else {
+            throw corrupt(line, "no valid inset")
+        }
+        guard case let .bool(isRevealed) = members["isRevealed"] else { throw corrupt(line, "no valid isRevealed") }
+        guard case let .number(version, literal) = members["version"], version >= 1, let exactVersion = UInt64(literal) else {
+            throw corrupt(line, "no valid version")
+        }
+        var lastSeq: UInt64?
+        if let seq = members["lastSeq"] {
+            guard case let .number(_, literal) = seq, let exact = UInt64(literal), ScrollReport.allowedSeqs.contains(exact) else {
+                throw corrupt(line, "no valid lastSeq")
+            }
+            lastSeq = exact
+        }
+        let state = ChromeState(inset: inset, isRevealed: isRevealed, version: exactVersion, lastAppliedSeq: lastSeq)
+        return Session(id: id, state: state)
+    }
+
+    // MARK: Writing
+
+    private func replace(with bytes: [UInt8]) throws(Failure) {
+        let temporary = path + ".tmp"
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw unwritable() }
+        var written = 0
+        while written < bytes.count {
+            let count = bytes[written...].withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+            if count < 0, errno == EINTR { continue }
+            guard count > 0 else {
+                let failure = unwritable()
+                close(fd)
+                unlink(temporary)
+                throw failure
+            }
+            written += count
+        }
+        guard fsync(fd) == 0, close(fd) == 0 else {
+            let failure = unwritable()
+            unlink(temporary)
+            throw failure
+        }
+        guard rename(temporary, path) == 0 else {
+            let failure = unwritable()
+            unlink(temporary)
+            throw failure
+        }
+        // The rename itself is durable only once the folder is synced.
+        let folder = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if folder >= 0 {
+            fsync(folder)
+            close(folder)
+        }
+    }
+
+    private var directory: String {
+        guard let slash = path.lastIndex(of: "/") else { return "." }
+        return slash == path.startIndex ? "/" : String(path[..<slash])
+    }
+
+    private func unwritable() -> Failure {
+        .unwritable(path: path, reason: String(cString: strerror(errno)))
+    }
+}

@@ -1,0 +1,132 @@
+import Foundation
+import Testing
+
+/// Restarts as operators cause them: graceful stops, stops under load, kill -9.
+@Suite struct PersistenceDrillTests {
+    typealias RunningServer = ProcessLifecycleTests.RunningServer
+
+    let folder: URL
+    var stateFile: String { folder.appendingPathComponent("state.jsonl").path }
+
+    init() throws {
+        folder = FileManager.default.temporaryDirectory.appendingPathComponent("drill-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+    }
+
+    func start(_ extra: [String] = []) throws -> RunningServer {
+        let server = try RunningServer(["--port", "0", "--state-file", stateFile] + extra)
+        _ = try server.waitUntilListening()
+        return server
+    }
+
+    func states(_ ids: [String], port: Int) throws -> [String: String] {
+        let client = try TestHTTPClient(port: port)
+        var result: [String: String] = [:]
+        for id in ids { result[id] = try client.request("GET", "/v1/sessions/\(id)").text }
+        return result
+    }
+
+    @Test func gracefulRestartKeepsEverySession() throws {
+        let first = try start()
+        let client = try TestHTTPClient(port: first.port)
+        var ids: [String] = []
+        for index in 0..<50 {
+            let id = try #require(try client.json("POST", "/v1/sessions", #"{"inset": \#(index)}"#).json["id"] as? String)
+            try client.json("POST", "/v1/sessions/\(id)/scroll", #"{"contentOffsetY": \#(index * 10), "seq": \#(index + 100)}"#)
+            ids.append(id)
+        }
+        let before = try states(ids, port: first.port)
+        first.signal(SIGTERM)
+        #expect(first.waitForExit(within: 10) == 0)
+
+        let second = try start()
+        #expect(try states(ids, port: second.port) == before, "identical after the restart")
+        let stale = try TestHTTPClient(port: second.port).json("POST", "/v1/sessions/\(ids[30])/scroll", #"{"contentOffsetY": 0, "seq": 130}"#)
+        #expect(try stale.json["isRevealed"] as? Bool == false, "seq marks survive too")
+        second.signal(SIGTERM)
+        #expect(second.waitForExit(within: 10) == 0)
+    }
+
+    /// Clients post reports as fast as they can while SIGTERM arrives. Every
+    /// report answered 2xx must be in the restarted server, and no client may
+    /// see an error before the stop began.
+    @Test func stopUnderLoadLosesNothingAcknowledged() throws {
+        let first = try start()
+        let ids = try (0..<8).map { _ in try #require(try TestHTTPClient(port: first.port).request("POST", "/v1/sessions").json["id"] as? String) }
+        let port = first.port
+        final class Outcome: @unchecked Sendable {
+            let lock = NSLock()
+            var acknowledged: [String: Int] = [:]
+            var firstErrorAt: Date?
+        }
+        let outcome = Outcome()
+        let group = DispatchGroup()
+        for id in ids {
+            group.enter()
+            // A thread each: blocking clients on Dispatch's pool would not all start.
+            Thread {
+                defer { group.leave() }
+                var client = try? TestHTTPClient(port: port)
+                var seq = 0
+                let deadline = Date().addingTimeInterval(8)
+                while Date() < deadline {
+                    seq += 1
+                    do {
+                        guard let connection = client else { throw TestClientError.closed }
+                        let response = try connection.json("POST", "/v1/sessions/\(id)/scroll",
+                                                           #"{"contentOffsetY": \#(seq % 2 == 0 ? 0 : 500), "seq": \#(seq)}"#)
+                        if (200..<300).contains(response.status), let version = try? response.json["version"] as? Int {
+                            outcome.lock.withLock { outcome.acknowledged[id] = version }
+                        }
+                        if response.header("Connection")?.lowercased() == "close" { client = try? TestHTTPClient(port: port) }
+                    } catch {
+                        outcome.lock.withLock { if outcome.firstErrorAt == nil { outcome.firstErrorAt = Date() } }
+                        // The server is going away: try a new connection, until refused for good.
+                        client = try? TestHTTPClient(port: port)
+                        if client == nil { return }
+                    }
+                }
+            }.start()
+        }
+        usleep(700_000)
+        let stopAt = Date()
+        first.signal(SIGTERM)
+        group.wait()
+        #expect(first.waitForExit(within: 10) == 0)
+        if let errorAt = outcome.firstErrorAt { #expect(errorAt >= stopAt, "no errors before the stop began") }
+
+        let second = try start()
+        let client = try TestHTTPClient(port: second.port)
+        for id in ids {
+            let acknowledged = try #require(outcome.acknowledged[id], "the load did run")
+            let version = try client.request("GET", "/v1/sessions/\(id)").json["version"] as? Int
+            #expect(version == acknowledged, "the last answered version is the one kept")
+        }
+        second.signal(SIGTERM)
+        _ = second.waitForExit(within: 10)
+    }
+
+    @Test func killNineKeepsTheLastSnapshot() throws {
+        let first = try start(["--snapshot-interval", "1"])
+        let client = try TestHTTPClient(port: first.port)
+        let kept = try #require(try client.json("POST", "/v1/sessions", #"{"inset": 59}"#).json["id"] as? String)
+        usleep(1_600_000)  // one snapshot has been taken since
+        let before = try states([kept], port: first.port)
+        first.signal(SIGKILL)
+        _ = first.waitForExit(within: 5)
+
+        let second = try start()
+        #expect(try states([kept], port: second.port) == before)
+        second.signal(SIGTERM)
+        _ = second.waitForExit(within: 10)
+    }
+
+    @Test func corruptStateFileStopsTheStartAndIsLeftAlone() throws {
+        let garbage = "{\"format\":\"topchrome-sessions\",\"version\":1,\"count\":3}\nnot a session\n"
+        try garbage.write(toFile: stateFile, atomically: true, encoding: .utf8)
+        let server = try RunningServer(["--port", "0", "--state-file", stateFile])
+        #expect(server.waitForExit(within: 5) == 2)
+        #expect(server.standardError.contains("state file"))
+        #expect(try String(contentsOfFile: stateFile, encoding: .utf8) == garbage)
+    }
+}
