@@ -2,7 +2,7 @@
 SWIFT ?= swift
 ARGS ?=
 
-.PHONY: run test test-quick test-tsan deps build release check-spec check-readme clean
+.PHONY: run test test-quick test-tsan deps build release check-spec check-readme check-metrics clean
 
 ## Set up, build a release binary and serve on http://127.0.0.1:8080 (ARGS="--port 9000" to change).
 run: deps release
@@ -14,7 +14,7 @@ test:
 	scripts/install-deps.sh --test
 	$(SWIFT) build --build-tests -Xswiftc -warnings-as-errors
 	$(SWIFT) test --skip-build
-	$(MAKE) test-tsan check-spec check-readme
+	$(MAKE) test-tsan check-spec check-readme check-metrics
 
 ## The fast loop: core and API unit tests, no sockets.
 test-quick:
@@ -35,6 +35,9 @@ check-spec:
 
 check-readme: release
 	scripts/check-readme.py .build/release/topchrome
+
+check-metrics: release
+	.build/python/bin/python scripts/check-metrics.py .build/release/topchrome
 
 clean:
 	rm -rf .build

@@ -49,7 +49,9 @@ import Testing
             let deadline = Date().addingTimeInterval(10)
             while Date() < deadline {
                 if let line = standardOutput.split(separator: "\n").first(where: { $0.contains("listening on") }) {
-                    port = Int(line.split(separator: ":").last ?? "") ?? 0
+                    // The URL ends the message in either log format: ...:PORT or ...:PORT"}
+                    let digits = line.split(separator: ":").last?.prefix { $0.isNumber } ?? ""
+                    port = Int(digits) ?? 0
                     return String(line)
                 }
                 if !process.isRunning { break }

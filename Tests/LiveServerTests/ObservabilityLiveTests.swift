@@ -1,0 +1,85 @@
+import Foundation
+import Testing
+
+/// Metrics and logs as operators read them.
+@Suite struct ObservabilityLiveTests {
+    /// The value of one series in a Prometheus text exposition, e.g. `name{a="b"}`.
+    func value(of series: String, in text: String) -> Double? {
+        text.split(separator: "\n").first { $0.hasPrefix(series + " ") }
+            .flatMap { Double($0.split(separator: " ").last ?? "") }
+    }
+
+    @Test func countersMoveAsRequestsAreMade() throws {
+        let server = try LiveServer()
+        let client = try server.client()
+        let before = try client.request("GET", "/metrics")
+        #expect(before.status == 200)
+        #expect(before.header("Content-Type") == "text/plain; version=0.0.4; charset=utf-8")
+
+        let id = try server.createSession()
+        try client.json("POST", "/v1/sessions/\(id)/scroll", #"[{"contentOffsetY": 500, "seq": 2}, {"contentOffsetY": 0, "seq": 1}]"#)
+        try client.json("POST", "/v1/sessions/\(id)/scroll", #"{"contentOffsetY": 0, "axis": "horizontal"}"#)
+        try client.json("POST", "/v1/sessions/\(id)/scroll", #"{"contentOffsetY": 0}"#)
+        try client.request("GET", "/v1/sessions/\(String(repeating: "0", count: 32))")
+
+        let text = try client.request("GET", "/metrics").text
+        #expect(value(of: #"topchrome_http_requests_total{method="POST",route="/v1/sessions/{id}/scroll",status="200"}"#, in: text) == 3)
+        #expect(value(of: #"topchrome_http_requests_total{method="POST",route="/v1/sessions",status="201"}"#, in: text) == 1)
+        #expect(value(of: #"topchrome_http_requests_total{method="GET",route="/v1/sessions/{id}",status="404"}"#, in: text) == 1)
+        #expect(value(of: #"topchrome_scroll_reports_total{outcome="applied"}"#, in: text) == 2)
+        #expect(value(of: #"topchrome_scroll_reports_total{outcome="stale"}"#, in: text) == 1)
+        #expect(value(of: #"topchrome_scroll_reports_total{outcome="horizontal"}"#, in: text) == 1)
+        #expect(value(of: "topchrome_reveal_flips_total", in: text) == 2)
+        #expect(value(of: "topchrome_sessions", in: text) == 1)
+        #expect(value(of: "topchrome_watchers", in: text) == 0)
+        #expect(value(of: #"topchrome_http_request_duration_seconds_count{route="/v1/sessions/{id}/scroll"}"#, in: text) == 3)
+        #expect(value(of: #"topchrome_build_info{version="1.0.0"}"#, in: text) == 1)
+        #expect((value(of: "process_start_time_seconds", in: text) ?? 0) > 1_700_000_000)
+        #expect(!text.contains(id), "no session id in any label")
+    }
+
+    @Test func accessLogIsOneJSONLinePerRequestWithShortIds() throws {
+        let tokenFile = FileManager.default.temporaryDirectory.appendingPathComponent("token-\(UUID().uuidString)")
+        try "log-secret-token".write(to: tokenFile, atomically: true, encoding: .utf8)
+        let server = try ProcessLifecycleTests.RunningServer(
+            ["--port", "0", "--log-format", "json", "--auth-token-file", tokenFile.path])
+        _ = try server.waitUntilListening()
+        let client = try TestHTTPClient(port: server.port)
+        let auth = [("Authorization", "Bearer log-secret-token")]
+        let id = try #require(try client.request("POST", "/v1/sessions", headers: auth).json["id"] as? String)
+        try client.json("POST", "/v1/sessions/\(id)/scroll", #"{"contentOffsetY": 300}"#, headers: auth)
+        try client.request("GET", "/v1/sessions/\(id)")
+        server.signal(SIGTERM)
+        #expect(server.waitForExit(within: 10) == 0)
+        usleep(100_000)
+
+        let lines = server.standardOutput.split(separator: "\n")
+        let entries = try lines.map { try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] ?? [:] }
+        #expect(entries.allSatisfy { $0["time"] is String && $0["level"] is String && $0["msg"] is String })
+        let requests = entries.filter { $0["msg"] as? String == "request" }
+        #expect(requests.count == 3)
+        let scroll = try #require(requests.first { $0["route"] as? String == "/v1/sessions/{id}/scroll" })
+        #expect(scroll["method"] as? String == "POST")
+        #expect(scroll["status"] as? Int == 200)
+        #expect(scroll["session"] as? String == String(id.prefix(8)))
+        #expect(scroll["duration_ms"] is Double || scroll["duration_ms"] is Int)
+        #expect((scroll["bytes"] as? Int ?? 0) > 0)
+        #expect(requests.last?["status"] as? Int == 401)
+        #expect(entries.contains { ($0["msg"] as? String)?.hasPrefix("topchrome listening on") == true })
+        #expect(entries.contains { $0["msg"] as? String == "topchrome stopped" })
+        #expect(!server.standardOutput.contains(id), "a log reader cannot take over a session")
+        #expect(!server.standardOutput.contains("log-secret-token"), "the token never appears")
+    }
+
+    @Test func warnLevelDropsRequestLines() throws {
+        let server = try ProcessLifecycleTests.RunningServer(["--port", "0", "--log-level", "warn"])
+        _ = try server.waitUntilListening()
+        try TestHTTPClient(port: server.port).request("GET", "/healthz")
+        server.signal(SIGTERM)
+        #expect(server.waitForExit(within: 10) == 0)
+        usleep(100_000)
+        let output = server.standardOutput
+        #expect(output.contains("listening on"), "lifecycle lines are always written")
+        #expect(!output.contains(" request "))
+    }
+}

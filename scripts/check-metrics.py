@@ -1,0 +1,70 @@
+#!/usr/bin/env python3
+"""Reads the server's /metrics with Prometheus' own parser and checks that
+the counters move as requests are made.
+
+Usage: check-metrics.py PATH/TO/topchrome
+"""
+import json
+import re
+import subprocess
+import sys
+import urllib.request
+
+from prometheus_client.parser import text_string_to_metric_families
+
+
+def fetch(base, path, method="GET", body=None):
+    data = json.dumps(body).encode() if body is not None else None
+    request = urllib.request.Request(base + path, data=data, method=method,
+                                     headers={"Content-Type": "application/json"} if data else {})
+    with urllib.request.urlopen(request) as response:
+        return response.read().decode()
+
+
+def samples(base):
+    """Every sample as {(name, frozenset(labels)): value}, via the official parser."""
+    result = {}
+    for family in text_string_to_metric_families(fetch(base, "/metrics")):
+        for sample in family.samples:
+            result[(sample.name, frozenset(sample.labels.items()))] = sample.value
+    return result
+
+
+def main():
+    server = subprocess.Popen([sys.argv[1], "--port", "0", "--log-level", "warn"], stdout=subprocess.PIPE, text=True)
+    try:
+        match = re.search(r"listening on (http://[^\s\"]+)", server.stdout.readline())
+        base = match.group(1)
+        before = samples(base)
+        session = json.loads(fetch(base, "/v1/sessions", "POST"))
+        for offset in (400, 0, 400):
+            fetch(base, f"/v1/sessions/{session['id']}/scroll", "POST", {"contentOffsetY": offset})
+        after = samples(base)
+
+        def moved(name, **labels):
+            key = (name, frozenset(labels.items()))
+            return after.get(key, 0) - before.get(key, 0)
+
+        checks = {
+            "scroll requests counted": moved("topchrome_http_requests_total", method="POST",
+                                             route="/v1/sessions/{id}/scroll", status="200") == 3,
+            "session creation counted": moved("topchrome_http_requests_total", method="POST",
+                                              route="/v1/sessions", status="201") == 1,
+            "durations observed": moved("topchrome_http_request_duration_seconds_count",
+                                        route="/v1/sessions/{id}/scroll") == 3,
+            "reports applied": moved("topchrome_scroll_reports_total", outcome="applied") == 3,
+            "island flipped three times": moved("topchrome_reveal_flips_total") == 3,
+            "sessions gauge": after[("topchrome_sessions", frozenset())] == 1,
+            "build info": after[("topchrome_build_info", frozenset({("version", "1.0.0")}))] == 1,
+        }
+        for name, passed in checks.items():
+            print(("ok   " if passed else "FAIL ") + name)
+        print(f"metrics: {len(after)} samples parsed, {sum(checks.values())} passed, {len(checks) - sum(checks.values())} failed")
+        return 0 if all(checks.values()) else 1
+    finally:
+        server.terminate()
+        server.wait(timeout=15)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
