@@ -47,3 +47,19 @@ clean:
 .PHONY: bench-fanout
 bench-fanout:
 	scripts/bench-fanout.sh
+
+## Container image end to end: build it with podman (local stand-in base
+## images, cached), run it on 127.0.0.1, drive the API, health check, user,
+## graceful stop. Needs root; installs podman and debootstrap when missing.
+.PHONY: test-container
+test-container:
+	scripts/container-test.sh
+
+## The demo page (GET /) in a real headless Chromium: scroll down, the row
+## sideways, back up; the island must follow the service. Screenshots of each
+## step in test-results/demo/. Installs chromium, chromium-driver and selenium
+## when missing.
+.PHONY: check-demo
+check-demo: deps release
+	scripts/install-browser.sh
+	.build/python/bin/python scripts/check-demo.py .build/release/topchrome

@@ -77,7 +77,8 @@ start_server() {  # $1: log file; sets server_pid and port
   .build/release/topchrome "${server_flags[@]}" >"$log" 2>&1 &
   server_pid=$!
   for _ in $(seq 100); do
-    port=$(sed -nE 's|^topchrome listening on http://127\.0\.0\.1:([0-9]+).*|\1|p' "$log")
+    # The start line may carry a log prefix (timestamp, level): match it anywhere.
+    port=$(sed -nE 's|.*topchrome listening on http://127\.0\.0\.1:([0-9]+).*|\1|p' "$log" | head -n 1)
     [ -n "$port" ] && return 0
     kill -0 "$server_pid" 2>/dev/null || break
     sleep 0.1
@@ -117,19 +118,21 @@ field() {  # field NAME "RESULT a=1 b=2 ..."
 threads_shown=${THREADS:-"default ($(nproc) = cores)"}
 echo
 echo "Fan-out (Server-Sent Events): $ROUNDS rounds per N, server --threads $threads_shown"
-echo "latency = PUT written -> watcher has the event; p50/p99 = median over rounds of the per-round value"
-printf '%6s | %7s | %7s | %9s | %9s | %7s | %10s | %10s | %11s\n' \
-  N "p50 ms" "p99 ms" "p99 worst" "max worst" "PUT ms" "RSS before" "RSS with N" "per watcher"
-printf '%s\n' "-------+---------+---------+-----------+-----------+---------+------------+------------+------------"
+echo "latency = PUT written -> watcher has the event; p50/p99 = median over rounds of the per-round value;"
+echo "PUT ms = median PUT round trip; CPU ms/chg = server + client CPU per change (server at 10 ms tick resolution / rounds)"
+printf '%6s | %7s | %7s | %9s | %9s | %7s | %10s | %10s | %11s | %11s\n' \
+  N "p50 ms" "p99 ms" "p99 worst" "max worst" "PUT ms" "RSS before" "RSS with N" "per watcher" "CPU ms/chg"
+printf '%s\n' "-------+---------+---------+-----------+-----------+---------+------------+------------+-------------+------------"
 target_line="p99 target (N=$TARGET_N, p99 <= $TARGET_P99_MS ms): not run"
 for line in "${results[@]}"; do
   n=$(field n "$line")
-  printf '%6s | %7s | %7s | %9s | %9s | %7s | %7s MiB | %7s MiB | %7s KiB\n' \
+  printf '%6s | %7s | %7s | %9s | %9s | %7s | %6s MiB | %6s MiB | %7s KiB | %4s + %4s\n' \
     "$n" "$(field p50_ms "$line")" "$(field p99_ms "$line")" "$(field p99_worst_ms "$line")" \
     "$(field max_ms "$line")" "$(field put_ms "$line")" \
     "$(awk -v k="$(field rss_before_kib "$line")" 'BEGIN { printf "%.1f", k / 1024 }')" \
     "$(awk -v k="$(field rss_with_kib "$line")" 'BEGIN { printf "%.1f", k / 1024 }')" \
-    "$(field kib_per_watcher "$line")"
+    "$(field kib_per_watcher "$line")" \
+    "$(field server_cpu_ms_per_round "$line")" "$(field client_cpu_ms_per_round "$line")"
   if [ "$n" = "$TARGET_N" ]; then
     p99=$(field p99_ms "$line")
     verdict=$(awk -v p="$p99" -v t="$TARGET_P99_MS" 'BEGIN { print (p <= t) ? "met" : "MISSED" }')

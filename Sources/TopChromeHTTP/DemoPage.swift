@@ -1,11 +1,133 @@
-/// `GET /`: a page that shows what the service does. Its island hides and
-/// shows from the service's own state (an event stream), while the page
-/// reports its scrolling; a horizontal row reports too, and must not bring
-/// the island back. Self-contained: no external assets.
+/// `GET /`: a page that shows what the service does, for a person and for the
+/// browser check (`scripts/check-demo.py`). The island hides and shows only
+/// from the service's state, which an `EventSource` delivers, never from the
+/// page's own scroll position: the service is the one source of truth, as it is
+/// for a remote app. The page reports its vertical scrolling, and a horizontal
+/// row reports too, which must not bring the island back. Reports go one
+/// request at a time, batched, with increasing `seq`, so they never overtake
+/// each other. Self-contained (no external assets); `data-session` on `<html>`
+/// and `data-revealed` / `data-version` on the island expose what it shows.
 let demoPage = #"""
 <!doctype html>
 <html lang="en">
-<head><meta charset="utf-8"><title>TopChrome</title></head>
-<body><p>TopChrome demo page: see README.</p></body>
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>TopChrome demo</title>
+<link rel="icon" href="data:,">
+<style>
+  :root { --inset: 92px; --status: 28px; }
+  * { box-sizing: border-box; }
+  body { margin: 0; font: 16px/1.5 system-ui, sans-serif; color: #1d2433; background: #f4f6fb; }
+  #chrome { position: fixed; inset: 0 0 auto 0; z-index: 10; pointer-events: none; }
+  #status { height: var(--status); padding: 0 14px; display: flex; gap: 14px; align-items: center;
+            font: 12px/1 ui-monospace, monospace; color: #fff; background: rgba(20, 24, 36, .88); }
+  #island { margin: 8px auto 0; width: min(560px, calc(100% - 24px)); height: 56px; padding: 0 20px;
+            display: flex; align-items: center; gap: 22px; border-radius: 28px; pointer-events: auto;
+            background: #12151f; color: #fff; box-shadow: 0 6px 20px rgba(0, 0, 0, .25);
+            transition: transform .25s, opacity .25s, visibility .25s; }
+  #island.hidden { transform: translateY(-130%); opacity: 0; visibility: hidden; }
+  #island b { margin-right: auto; }
+  #island span { opacity: .75; }
+  main { padding-top: var(--inset); }
+  .hero { margin-top: calc(-1 * var(--inset)); padding: calc(var(--inset) + 48px) 32px 64px; color: #fff;
+          background: linear-gradient(135deg, #3b5bdb, #9c36b5); }
+  .hero h1 { margin: 0 0 8px; font-size: 40px; }
+  section { max-width: 760px; margin: 0 auto; padding: 8px 24px; }
+  .block { height: 320px; margin: 24px 0; border-radius: 16px; padding: 20px; background: #fff;
+           box-shadow: 0 1px 4px rgba(0, 0, 0, .08); }
+  #row { display: flex; gap: 16px; overflow-x: auto; padding: 8px 24px 20px; }
+  #row div { flex: 0 0 220px; height: 160px; border-radius: 16px; padding: 16px; color: #fff; font-weight: 600; }
+</style>
+</head>
+<body>
+<div id="chrome">
+  <div id="status"><span id="sid">session …</span><span id="line">connecting…</span></div>
+  <nav id="island"><b>TopChrome</b><span>Home</span><span>Search</span><span>Profile</span></nav>
+</div>
+<main>
+  <header class="hero">
+    <h1>The island follows the service</h1>
+    <p>Scroll down: the page reports it, the service decides the island hides, and its event stream says so.
+       Back at the top it returns. The cards row below scrolls sideways and must not bring it back.</p>
+  </header>
+  <section id="blocks-before"></section>
+  <section><h2>A horizontal row</h2></section>
+  <div id="row"></div>
+  <section id="blocks-after"></section>
+</main>
+<script>
+"use strict";
+const island = document.getElementById("island"), row = document.getElementById("row");
+for (const [id, count] of [["blocks-before", 3], ["blocks-after", 4]])
+  for (let i = 0; i < count; i++)
+    document.getElementById(id).insertAdjacentHTML("beforeend", `<div class="block">Block ${id === "blocks-before" ? i + 1 : i + 4}</div>`);
+for (let i = 0; i < 12; i++)
+  row.insertAdjacentHTML("beforeend", `<div style="background:hsl(${i * 30} 60% 48%)">Card ${i + 1}</div>`);
+
+let session = null, seq = 0, pending = [], sending = false;
+const say = text => { document.getElementById("line").textContent = text; };
+
+// Sends what is pending as one batch, one request at a time, so that reports
+// arrive in the order of their seq.
+async function flush() {
+  if (sending || !session || pending.length === 0) return;
+  sending = true;
+  const batch = pending.splice(0, 1024);
+  try {
+    await fetch(`/v1/sessions/${session}/scroll`, {
+      method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(batch) });
+  } catch (error) {
+    say(`report failed: ${error}`);
+  }
+  sending = false;
+  flush();
+}
+
+// One report per frame and scroller at most: the latest position counts.
+function reporter(makeReport) {
+  let scheduled = false;
+  return () => {
+    if (scheduled) return;
+    scheduled = true;
+    requestAnimationFrame(() => { scheduled = false; pending.push({ ...makeReport(), seq: ++seq }); flush(); });
+  };
+}
+const reportVertical = reporter(() => ({ contentOffsetY: window.scrollY, contentInsetTop: 0, axis: "vertical" }));
+window.addEventListener("scroll", reportVertical, { passive: true });
+row.addEventListener("scroll", reporter(() =>
+  ({ contentOffsetY: 0, axis: "horizontal" })), { passive: true });
+
+// The island shows or hides from the service's state only.
+function show(state) {
+  island.classList.toggle("hidden", !state.isRevealed);
+  island.dataset.revealed = String(state.isRevealed);
+  island.dataset.version = String(state.version);
+  document.documentElement.style.setProperty("--inset", `${state.inset}px`);
+  say(`v${state.version} · isRevealed ${state.isRevealed} · inset ${state.inset}`);
+}
+
+async function start() {
+  const inset = Math.ceil(island.getBoundingClientRect().bottom);
+  const response = await fetch("/v1/sessions", {
+    method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ inset }) });
+  if (!response.ok) throw new Error(`POST /v1/sessions answered ${response.status}`);
+  session = (await response.json()).id;
+  document.documentElement.dataset.session = session;
+  document.getElementById("sid").textContent = `session ${session.slice(0, 8)}…`;
+  const events = new EventSource(`/v1/sessions/${session}/events`);
+  events.addEventListener("state", event => show(JSON.parse(event.data)));
+  events.addEventListener("deleted", () => { events.close(); say("session deleted"); });
+  events.onerror = () => say(events.readyState === EventSource.CLOSED ? "event stream closed" : "reconnecting…");
+  reportVertical(); // where the page stands now, e.g. after a reload restored the scroll position
+}
+
+// Leaving the screen brings the island back (sendBeacon cannot send JSON; keepalive fetch outlives the page).
+window.addEventListener("pagehide", () => {
+  if (session) fetch(`/v1/sessions/${session}/disappear`, { method: "POST", keepalive: true });
+});
+start().catch(error => say(`could not start: ${error.message}`));
+</script>
+</body>
 </html>
 """#

@@ -1,0 +1,526 @@
+/*
+ * fanout.c - Server-Sent Events fan-out benchmark client for TopChrome.
+ *
+ * Question answered: when one session has N open event streams and its state
+ * changes once, how long until every one of the N watchers has the new event?
+ *
+ * What it does, in one thread with epoll and non-blocking sockets:
+ *   1. creates a session (POST /v1/sessions) on a keep-alive "control"
+ *      connection and reads the server's VmRSS (/proc/PID/status);
+ *   2. opens N watchers (GET /v1/sessions/ID/events), at most -c of them
+ *      connecting at a time so the listen backlog never overflows (an
+ *      overflow costs a 1 s SYN retransmit and would only measure the kernel);
+ *   3. waits until every watcher has its initial state, waits -s ms for the
+ *      server to settle, reads VmRSS again: (with - before) / N = memory per
+ *      watcher;
+ *   4. R rounds: PUT /v1/sessions/ID/inset on the control connection (the
+ *      inset alternates, so every PUT really changes the state and bumps the
+ *      version by exactly one), t0 = CLOCK_MONOTONIC just before write();
+ *      each watcher's latency = time of the epoll_wait() return in which its
+ *      `id: <expected version>` line completed, minus t0. Stamping the epoll
+ *      return (not each read) keeps this client's own serial read() cost out
+ *      of the figure as far as a single thread can; what is left is bounded
+ *      by one batch's processing time and is part of what is measured.
+ *   5. prints p50/p99/max per round, then a RESULT line (median over rounds of
+ *      the per-round p50 and p99, worst p99, worst max, memory, and the CPU
+ *      both processes used per change: on 2 shared cores the client's share
+ *      competes with the server and belongs next to the latencies) for the script.
+ *
+ * Parsing: only `id: <digits>` lines matter. A tiny per-watcher state
+ * machine scans every byte for "\nid: " followed by digits and "\n", so a
+ * marker split across two reads is still found. HTTP chunk framing is not
+ * decoded: the server writes each event with one write (one chunk), and the
+ * framing ("\r\n<hex>\r\n") can never look like "\nid: ". A watcher whose
+ * event never matches shows up as missing, which fails the run.
+ *
+ * Anything wrong (a refused watcher, a closed stream, a wrong or skipped
+ * version, an event that never arrives within -t ms) ends the run with a
+ * message and a non-zero exit status: this is a benchmark, but figures from a
+ * run that lost events would be meaningless.
+ *
+ * Only 127.0.0.1 is ever contacted.
+ *
+ * Build: gcc -O2 -std=gnu11 -Wall -Wextra -o fanout fanout.c
+ * Usage: fanout -p PORT -n N [-r ROUNDS] [-P SERVER_PID] [-c CONNECTING]
+ *               [-g GAP_MS] [-s SETTLE_MS] [-t TIMEOUT_MS] [-v]
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_EVENTS 4096
+#define CONTROL UINT32_MAX /* epoll tag of the control connection */
+
+enum { W_CONNECTING, W_STATUS, W_STREAMING };
+
+/* One event stream. Kept small: 5,000 of them are scanned byte by byte. */
+struct watcher {
+    int fd;
+    uint8_t state;
+    uint8_t matched;   /* bytes of "\nid: " matched so far */
+    uint8_t ndigits;   /* digits of the id seen so far (0 = none yet) */
+    uint8_t nstatus;   /* bytes of the status line kept so far */
+    char status[12];   /* "HTTP/1.1 200" */
+    uint64_t digits;   /* the id being read */
+    uint64_t version;  /* last complete id seen; 0 = none yet */
+};
+
+static const char MARKER[] = "\nid: ";
+#define MARKER_LEN 5
+
+static int port, n_watchers, rounds = 20, max_connecting = 256;
+static int gap_ms = 100, settle_ms = 500, timeout_ms = 10000, verbose;
+static long server_pid;
+static char session_id[64];
+
+static struct watcher *watchers;
+static int ready;                 /* watchers with their initial state */
+static int connecting;            /* opened, initial state not yet seen */
+static uint64_t initial_version;  /* the version every new watcher must see */
+static uint64_t expected;         /* the version of the running round; 0 = none */
+static int64_t t0;                /* when this round's PUT was written */
+static int64_t *latencies;        /* this round's, one per watcher, ns */
+static int received;              /* watchers that have this round's event */
+
+static void die(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("fanout: FAILED: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    exit(2);
+}
+
+static int64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* VmRSS of the server in KiB, or -1 without a pid. */
+static long server_rss_kib(void)
+{
+    if (server_pid <= 0) return -1;
+    char path[64], line[256];
+    snprintf(path, sizeof path, "/proc/%ld/status", server_pid);
+    FILE *f = fopen(path, "r");
+    if (!f) die("cannot read %s (server gone?)", path);
+    long kib = -1;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "VmRSS: %ld kB", &kib) == 1) break;
+    fclose(f);
+    return kib;
+}
+
+/* CPU time (user + system) the server has used, in ms (clock-tick resolution), or -1. */
+static double server_cpu_ms(void)
+{
+    if (server_pid <= 0) return -1;
+    char path[64], text[1024];
+    snprintf(path, sizeof path, "/proc/%ld/stat", server_pid);
+    FILE *f = fopen(path, "r");
+    if (!f) die("cannot read %s (server gone?)", path);
+    size_t len = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[len] = '\0';
+    unsigned long utime, stime;
+    const char *after_name = strrchr(text, ')'); /* the command name may hold spaces */
+    if (!after_name || sscanf(after_name + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu",
+                              &utime, &stime) != 2)
+        die("cannot parse %s", path);
+    return (utime + stime) * 1000.0 / sysconf(_SC_CLK_TCK);
+}
+
+/* This process's CPU time (user + system), in ms. */
+static double own_cpu_ms(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e3 + (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e3;
+}
+
+static int open_socket(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) die("socket: %s (raise ulimit -n?)", strerror(errno));
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    struct sockaddr_in addr = { .sin_family = AF_INET, .sin_port = htons(port) };
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK); /* 127.0.0.1 only */
+    if (connect(fd, (struct sockaddr *)&addr, sizeof addr) < 0 && errno != EINPROGRESS)
+        die("connect: %s", strerror(errno));
+    return fd;
+}
+
+static void write_all(int fd, const char *buf, size_t len, const char *what)
+{
+    while (len > 0) {
+        ssize_t n = write(fd, buf, len);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) die("writing %s: %s", what, n < 0 ? strerror(errno) : "short write");
+        buf += n;
+        len -= (size_t)n;
+    }
+}
+
+/* ---- control connection: tiny HTTP/1.1 client for Content-Length replies ---- */
+
+static int control_fd;
+static char control_buf[16384];
+static size_t control_len;
+
+/* If control_buf holds a whole response: its status, and its body copied
+ * (NUL-terminated) into body; consumes it and returns 1. Else 0. */
+static int control_response(int *status, char *body, size_t body_size)
+{
+    control_buf[control_len] = '\0';
+    char *end = strstr(control_buf, "\r\n\r\n");
+    if (!end) return 0;
+    size_t header_len = (size_t)(end - control_buf) + 4, content_length = 0;
+    for (char *p = control_buf; p && p < end; p = strstr(p, "\r\n"), p = p ? p + 2 : p)
+        if (strncasecmp(p, "content-length:", 15) == 0) content_length = strtoul(p + 15, NULL, 10);
+    if (control_len < header_len + content_length) return 0;
+    if (sscanf(control_buf, "HTTP/1.%*d %d", status) != 1) die("bad control reply: %.80s", control_buf);
+    size_t copy = content_length < body_size - 1 ? content_length : body_size - 1;
+    memcpy(body, control_buf + header_len, copy);
+    body[copy] = '\0';
+    control_len -= header_len + content_length;
+    memmove(control_buf, control_buf + header_len + content_length, control_len);
+    return 1;
+}
+
+/* Reads what the control socket has; returns whether a response is complete. */
+static int control_read(int *status, char *body, size_t body_size)
+{
+    for (;;) {
+        if (control_len >= sizeof control_buf - 1) die("control reply too large");
+        ssize_t n = read(control_fd, control_buf + control_len, sizeof control_buf - 1 - control_len);
+        if (n > 0) { control_len += (size_t)n; continue; }
+        if (n == 0) die("server closed the control connection");
+        if (errno == EAGAIN) break;
+        if (errno != EINTR) die("control read: %s", strerror(errno));
+    }
+    return control_response(status, body, body_size);
+}
+
+static uint64_t json_version(const char *body)
+{
+    const char *v = strstr(body, "\"version\":");
+    if (!v) die("no version in reply: %.200s", body);
+    return strtoull(v + 10, NULL, 10);
+}
+
+static char control_request[512];
+
+static int control_put_inset(int inset)
+{
+    char json[32];
+    int body_len = snprintf(json, sizeof json, "{\"inset\": %d}", inset);
+    return snprintf(control_request, sizeof control_request,
+                    "PUT /v1/sessions/%s/inset HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
+                    "Content-Type: application/json\r\nContent-Length: %d\r\n\r\n%s",
+                    session_id, port, body_len, json);
+}
+
+/* Creates the session, blocking (poll-free busy loop is fine: once, at start). */
+static void create_session(void)
+{
+    control_fd = open_socket();
+    int len = snprintf(control_request, sizeof control_request,
+                       "POST /v1/sessions HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
+                       "Content-Type: application/json\r\nContent-Length: 12\r\n\r\n{\"inset\": 0}",
+                       port);
+    int64_t deadline = now_ns() + 5000000000LL;
+    for (;;) { /* wait for the connection */
+        ssize_t n = write(control_fd, control_request, (size_t)len);
+        if (n == len) break;
+        if (n >= 0 || (errno != EAGAIN && errno != ENOTCONN)) die("sending POST: %s", strerror(errno));
+        if (now_ns() > deadline) die("cannot connect to 127.0.0.1:%d", port);
+        usleep(1000);
+    }
+    int status;
+    char body[1024];
+    while (!control_read(&status, body, sizeof body)) {
+        if (now_ns() > deadline) die("no reply to POST /v1/sessions");
+        usleep(1000);
+    }
+    if (status != 201) die("POST /v1/sessions answered %d: %s", status, body);
+    const char *id = strstr(body, "\"id\":\"");
+    if (!id || sscanf(id + 6, "%63[0-9a-f]", session_id) != 1) die("no id in %s", body);
+    initial_version = json_version(body);
+}
+
+/* ---- watchers ---- */
+
+static char watch_request[256];
+static int watch_request_len;
+
+static void on_version(int i, uint64_t version, int64_t ts)
+{
+    struct watcher *w = &watchers[i];
+    if (w->version == 0) { /* the initial state */
+        if (version != initial_version)
+            die("watcher %d: initial id %llu, expected %llu", i, (unsigned long long)version,
+                (unsigned long long)initial_version);
+        w->version = version;
+        ready++;
+        connecting--;
+        return;
+    }
+    if (expected == 0 || version != expected || w->version != expected - 1)
+        die("watcher %d: got id %llu after %llu, while round expects %llu (skipped, repeated or unasked event)",
+            i, (unsigned long long)version, (unsigned long long)w->version, (unsigned long long)expected);
+    w->version = version;
+    latencies[received++] = ts - t0;
+}
+
+/* Scans bytes for "\nid: <digits>\n"; state survives across reads. */
+static void scan(int i, const char *buf, ssize_t len, int64_t ts)
+{
+    struct watcher *w = &watchers[i];
+    for (ssize_t k = 0; k < len; k++) {
+        char c = buf[k];
+        if (w->matched < MARKER_LEN) {
+            if (c == MARKER[w->matched]) w->matched++;
+            else w->matched = (c == '\n');
+            continue;
+        }
+        if (c >= '0' && c <= '9' && w->ndigits < 19) {
+            w->digits = w->digits * 10 + (uint64_t)(c - '0');
+            w->ndigits++;
+            continue;
+        }
+        if (c == '\n' && w->ndigits > 0) on_version(i, w->digits, ts);
+        w->matched = (c == '\n'); /* this '\n' may start the next marker */
+        w->ndigits = 0;
+        w->digits = 0;
+    }
+}
+
+static int epoll_fd;
+
+static void open_watcher(int i)
+{
+    struct watcher *w = &watchers[i];
+    memset(w, 0, sizeof *w);
+    w->fd = open_socket();
+    w->state = W_CONNECTING;
+    struct epoll_event ev = { .events = EPOLLOUT, .data.u32 = (uint32_t)i };
+    if (epoll_ctl(epoll_fd, EPOLL_CTL_ADD, w->fd, &ev) < 0) die("epoll_ctl: %s", strerror(errno));
+    connecting++;
+}
+
+static void on_watcher_event(int i, uint32_t events, int64_t ts)
+{
+    struct watcher *w = &watchers[i];
+    if (w->state == W_CONNECTING) {
+        int err = 0;
+        socklen_t len = sizeof err;
+        getsockopt(w->fd, SOL_SOCKET, SO_ERROR, &err, &len);
+        if (err) die("watcher %d: connect: %s", i, strerror(err));
+        if (!(events & EPOLLOUT)) return;
+        /* A fresh socket's send buffer takes ~150 bytes at once. */
+        if (write(w->fd, watch_request, (size_t)watch_request_len) != watch_request_len)
+            die("watcher %d: sending request: %s", i, strerror(errno));
+        struct epoll_event ev = { .events = EPOLLIN, .data.u32 = (uint32_t)i };
+        epoll_ctl(epoll_fd, EPOLL_CTL_MOD, w->fd, &ev);
+        w->state = W_STATUS;
+        return;
+    }
+    char buf[4096];
+    ssize_t n = read(w->fd, buf, sizeof buf); /* level-triggered: the rest comes next time */
+    if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
+    if (n < 0) die("watcher %d: read: %s", i, strerror(errno));
+    if (n == 0)
+        die("watcher %d: server closed the stream (last id %llu, %d/%d ready)", i,
+            (unsigned long long)w->version, ready, n_watchers);
+    ssize_t start = 0;
+    if (w->state == W_STATUS) { /* the status line must say 200 before anything counts */
+        while (start < n && w->nstatus < sizeof w->status) w->status[w->nstatus++] = buf[start++];
+        if (w->nstatus < sizeof w->status) return;
+        if (memcmp(w->status, "HTTP/1.1 200", sizeof w->status) != 0)
+            die("watcher %d refused: %.*s", i, (int)(n < 300 ? n : 300), buf);
+        w->state = W_STREAMING;
+    }
+    scan(i, buf + start, n - start, ts);
+}
+
+/* One epoll_wait and its events; returns whether the PUT reply completed. */
+static int poll_once(int wait_ms, int *put_status, char *put_body, size_t put_body_size)
+{
+    static struct epoll_event events[MAX_EVENTS];
+    int n = epoll_wait(epoll_fd, events, MAX_EVENTS, wait_ms);
+    if (n < 0 && errno != EINTR) die("epoll_wait: %s", strerror(errno));
+    int64_t ts = now_ns(); /* every ready socket here had its data by now */
+    int put_done = 0;
+    for (int k = 0; k < n; k++) {
+        if (events[k].data.u32 == CONTROL) {
+            if (!put_body) die("unexpected data on the control connection");
+            put_done |= control_read(put_status, put_body, put_body_size);
+        } else {
+            on_watcher_event((int)events[k].data.u32, events[k].events, ts);
+        }
+    }
+    return put_done;
+}
+
+static int compare_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+static int compare_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Nearest-rank percentile of a sorted array, in ms. */
+static double percentile_ms(const int64_t *sorted, int n, double p)
+{
+    int rank = (int)((p / 100.0) * n + 0.999999);
+    if (rank < 1) rank = 1;
+    return sorted[rank - 1] / 1e6;
+}
+
+static double median(double *values, int n)
+{
+    qsort(values, (size_t)n, sizeof *values, compare_double);
+    return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+}
+
+int main(int argc, char **argv)
+{
+    int opt;
+    while ((opt = getopt(argc, argv, "p:n:r:P:c:g:s:t:v")) != -1) {
+        switch (opt) {
+        case 'p': port = atoi(optarg); break;
+        case 'n': n_watchers = atoi(optarg); break;
+        case 'r': rounds = atoi(optarg); break;
+        case 'P': server_pid = atol(optarg); break;
+        case 'c': max_connecting = atoi(optarg); break;
+        case 'g': gap_ms = atoi(optarg); break;
+        case 's': settle_ms = atoi(optarg); break;
+        case 't': timeout_ms = atoi(optarg); break;
+        case 'v': verbose = 1; break;
+        default:
+            fprintf(stderr, "usage: %s -p PORT -n N [-r ROUNDS] [-P SERVER_PID] [-c CONNECTING] "
+                            "[-g GAP_MS] [-s SETTLE_MS] [-t TIMEOUT_MS] [-v]\n", argv[0]);
+            return 64;
+        }
+    }
+    if (port <= 0 || port > 65535 || n_watchers <= 0 || rounds <= 0 || max_connecting <= 0)
+        die("need -p PORT, -n N > 0, -r ROUNDS > 0");
+
+    watchers = calloc((size_t)n_watchers, sizeof *watchers);
+    latencies = calloc((size_t)n_watchers, sizeof *latencies);
+    double *p50s = calloc((size_t)rounds, sizeof(double)), *p99s = calloc((size_t)rounds, sizeof(double));
+    double *put_ms = calloc((size_t)rounds, sizeof(double));
+    if (!watchers || !latencies || !p50s || !p99s || !put_ms) die("out of memory");
+    epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+
+    create_session();
+    struct epoll_event ev = { .events = EPOLLIN, .data.u32 = CONTROL };
+    epoll_ctl(epoll_fd, EPOLL_CTL_ADD, control_fd, &ev);
+    watch_request_len = snprintf(watch_request, sizeof watch_request,
+                                 "GET /v1/sessions/%s/events HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
+                                 "Accept: text/event-stream\r\n\r\n", session_id, port);
+
+    usleep((useconds_t)settle_ms * 1000);
+    long rss_before = server_rss_kib();
+
+    /* Open all watchers, a bounded number connecting at a time. */
+    int64_t setup_start = now_ns(), setup_deadline = setup_start + 120000000000LL;
+    int opened = 0;
+    while (ready < n_watchers) {
+        while (opened < n_watchers && connecting < max_connecting) open_watcher(opened++);
+        poll_once(100, NULL, NULL, 0);
+        if (now_ns() > setup_deadline)
+            die("only %d of %d watchers got their initial state within 120 s", ready, n_watchers);
+    }
+    double setup_s = (now_ns() - setup_start) / 1e9;
+    usleep((useconds_t)settle_ms * 1000);
+    long rss_with = server_rss_kib();
+
+    double worst_max = 0, worst_p99 = 0, worst_p50 = 0;
+    /* CPU per change, both sides: shows how much of the 2 cores each used
+     * (the quiet gaps cost next to nothing). */
+    double server_cpu_start = server_cpu_ms(), own_cpu_start = own_cpu_ms();
+    for (int r = 0; r < rounds; r++) {
+        /* Quiet gap: drain anything stray (there should be nothing). */
+        int64_t gap_end = now_ns() + (int64_t)gap_ms * 1000000;
+        while (now_ns() < gap_end) poll_once(gap_ms > 0 ? 1 : 0, NULL, NULL, 0);
+
+        expected = initial_version + (uint64_t)r + 1;
+        received = 0;
+        int len = control_put_inset(r % 2 ? 13 : 12); /* differs from the state before: a real change */
+        int put_status = 0, put_done = 0;
+        char put_body[1024];
+        int64_t put_ns = 0;
+        t0 = now_ns();
+        write_all(control_fd, control_request, (size_t)len, "PUT");
+        int64_t deadline = t0 + (int64_t)timeout_ms * 1000000;
+        while (received < n_watchers || !put_done) {
+            if (poll_once(10, &put_status, put_body, sizeof put_body)) {
+                put_done = 1;
+                put_ns = now_ns() - t0;
+                if (put_status != 200) die("PUT answered %d: %s", put_status, put_body);
+                if (json_version(put_body) != expected)
+                    die("PUT made version %llu, expected %llu", (unsigned long long)json_version(put_body),
+                        (unsigned long long)expected);
+            }
+            if (now_ns() > deadline) {
+                int missing = n_watchers - received, first = -1;
+                for (int i = 0; i < n_watchers && first < 0; i++)
+                    if (watchers[i].version != expected) first = i;
+                die("round %d: %d of %d watchers never got id %llu within %d ms (first missing: #%d, "
+                    "last id %llu); PUT %s",
+                    r + 1, missing, n_watchers, (unsigned long long)expected, timeout_ms, first,
+                    first >= 0 ? (unsigned long long)watchers[first].version : 0ULL,
+                    put_done ? "answered" : "never answered");
+            }
+        }
+        qsort(latencies, (size_t)n_watchers, sizeof *latencies, compare_i64);
+        double p50 = percentile_ms(latencies, n_watchers, 50), p99 = percentile_ms(latencies, n_watchers, 99);
+        double max = latencies[n_watchers - 1] / 1e6;
+        p50s[r] = p50;
+        p99s[r] = p99;
+        put_ms[r] = put_ns / 1e6;
+        if (max > worst_max) worst_max = max;
+        if (p99 > worst_p99) worst_p99 = p99;
+        if (p50 > worst_p50) worst_p50 = p50;
+        if (verbose)
+            printf("  round %2d: min %7.3f  p50 %7.3f  p99 %7.3f  max %7.3f ms  (PUT answered after %.3f ms)\n",
+                   r + 1, latencies[0] / 1e6, p50, p99, max, put_ms[r]);
+    }
+    expected = 0;
+    double server_cpu = server_pid > 0 ? (server_cpu_ms() - server_cpu_start) / rounds : -1;
+    double own_cpu = (own_cpu_ms() - own_cpu_start) / rounds;
+
+    double kib_per = rss_before >= 0 ? (double)(rss_with - rss_before) / n_watchers : -1;
+    printf("RESULT n=%d rounds=%d p50_ms=%.3f p99_ms=%.3f p50_worst_ms=%.3f p99_worst_ms=%.3f max_ms=%.3f "
+           "put_ms=%.3f rss_before_kib=%ld rss_with_kib=%ld kib_per_watcher=%.2f setup_s=%.2f "
+           "server_cpu_ms_per_round=%.1f client_cpu_ms_per_round=%.1f\n",
+           n_watchers, rounds, median(p50s, rounds), median(p99s, rounds), worst_p50, worst_p99, worst_max,
+           median(put_ms, rounds), rss_before, rss_with, kib_per, setup_s, server_cpu, own_cpu);
+    fflush(stdout);
+    for (int i = 0; i < n_watchers; i++) close(watchers[i].fd);
+    close(control_fd);
+    return 0;
+}
