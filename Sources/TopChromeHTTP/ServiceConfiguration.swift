@@ -22,6 +22,8 @@ public struct ServiceConfiguration: Sendable, Equatable {
     public var heartbeatSeconds = 15
     public var maxWatchers = 10_000
     public var maxWatchersPerSession = 64
+    /// Longest long-poll (`Prefer: wait=N`) honoured, in seconds.
+    public var maxWaitSeconds = 60
     /// When set, every /v1 request must carry `Authorization: Bearer <token>`.
     /// Read from a file so the secret never shows in a process list.
     public var authToken: String?
@@ -182,6 +184,9 @@ public struct ServiceConfiguration: Sendable, Equatable {
         },
         Option(name: "max-watchers-per-session", placeholder: "N", help: "Watchers of one session at most (default 64).") { value, source, config throws(UsageError) in
             config.maxWatchersPerSession = try integer(value, source, in: 1...100_000)
+        },
+        Option(name: "max-wait", placeholder: "S", help: "Longest long-poll wait honoured, in seconds (default 60).") { value, source, config throws(UsageError) in
+            config.maxWaitSeconds = try integer(value, source, in: 1...3600)
         },
         Option(name: "auth-token-file", placeholder: "PATH", help: "Require 'Authorization: Bearer <token>' on /v1, token read from PATH.") { value, source, config throws(UsageError) in
             let token = try contents(of: value, source).trimmingCharacters(in: .whitespacesAndNewlines)

@@ -13,7 +13,7 @@ public final class SessionAPI: HTTPResponder {
     static let retryAfterWhenFull = 30
 
     /// Longest `Prefer: wait=N` honoured, in seconds; longer asks wait this long.
-    public static let maxWaitSeconds = 60
+    let maxWaitSeconds: Int
     /// Seconds a client is told to wait when there are too many watchers.
     static let retryAfterWhenWatched = 5
 
@@ -26,7 +26,9 @@ public final class SessionAPI: HTTPResponder {
     private let ready = Atomic<Bool>(true)
 
     init(store: any SessionStore, watchers: WatcherHub, maxBodyBytes: Int, authToken: String? = nil,
-         metrics: ServiceMetrics = ServiceMetrics(), statistics: ChromeStatistics = ChromeStatistics()) {
+         maxWaitSeconds: Int = 60, metrics: ServiceMetrics = ServiceMetrics(),
+         statistics: ChromeStatistics = ChromeStatistics()) {
+        self.maxWaitSeconds = maxWaitSeconds
         self.store = store
         self.watchers = watchers
         self.maxBodyBytes = maxBodyBytes
@@ -113,7 +115,7 @@ public final class SessionAPI: HTTPResponder {
             guard preconditions.matchCondition.holds(for: version) else { throw Self.preconditionFailed }
             var response = Self.stateResponse(session)
             if !preconditions.noneMatchCondition.holds(for: version) {
-                if let wait = Self.preferredWait(request) {
+                if let wait = Self.preferredWait(request, cap: maxWaitSeconds) {
                     return try waitForChange(of: id, isNew: preconditions.noneMatchCondition, seconds: wait)
                 }
                 // Not modified: the headers of the 200 it stands for. The server
@@ -151,7 +153,7 @@ public final class SessionAPI: HTTPResponder {
 
     /// `Prefer: wait=N` (RFC 7240), capped; nil when absent or 0. Values
     /// may be quoted and preferences may carry parameters (`wait=5; x=y`).
-    static func preferredWait(_ request: HTTPRequest) -> Int? {
+    static func preferredWait(_ request: HTTPRequest, cap: Int) -> Int? {
         guard let prefer = request.headers.combined("Prefer") else { return nil }
         for preference in prefer.split(separator: ",") {
             let token = preference.split(separator: ";", maxSplits: 1).first ?? ""
@@ -159,7 +161,7 @@ public final class SessionAPI: HTTPResponder {
             guard parts.count == 2, parts[0].lowercased() == "wait" else { continue }
             let value = parts[1].hasPrefix("\"") && parts[1].hasSuffix("\"") && parts[1].count >= 2
                 ? String(parts[1].dropFirst().dropLast()) : parts[1]
-            if let seconds = Int(value), seconds > 0 { return min(seconds, maxWaitSeconds) }
+            if let seconds = Int(value), seconds > 0 { return min(seconds, cap) }
         }
         return nil
     }

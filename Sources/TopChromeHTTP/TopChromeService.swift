@@ -51,7 +51,8 @@ public final class TopChromeService: Sendable {
         let metrics = ServiceMetrics()
         logger = Logger(format: configuration.logFormat, level: configuration.logLevel)
         api = SessionAPI(store: store, watchers: watchers, maxBodyBytes: configuration.maxBodyBytes,
-                         authToken: configuration.authToken, metrics: metrics, statistics: store.statistics)
+                         authToken: configuration.authToken, maxWaitSeconds: configuration.maxWaitSeconds,
+                         metrics: metrics, statistics: store.statistics)
         server = HTTPServer(configuration: configuration.httpServer, responder: api,
                             observer: ExchangeRecorder(metrics: metrics, logger: logger))
         snapshots = configuration.stateFile.map(SnapshotFile.init)

@@ -56,7 +56,7 @@ enum Launcher {
         sigwait(&stopSignals, &received)
 
         logger.log(.info, "topchrome stopping", ["signal": .int(Int(received)),
-                                                 "timeout_s": .milliseconds(configuration.shutdownTimeout * 1000)],
+                                                 "timeout_ms": .int(Int(configuration.shutdownTimeout * 1000))],
                    always: true)
         let clean = service.stop()
         if clean {

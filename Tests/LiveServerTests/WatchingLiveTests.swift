@@ -189,6 +189,14 @@ final class BackgroundRequest: @unchecked Sendable {
         #expect(response.header("ETag") == "\"2\"")
     }
 
+    @Test func longWaitsAreCapped() throws {
+        let capped = try LiveServer { $0.maxWaitSeconds = 1 }
+        let id = try capped.createSession()
+        let response = try capped.client().request("GET", "/v1/sessions/\(id)", headers: [("If-None-Match", "\"1\""), ("Prefer", "wait=600")])
+        #expect(response.status == 304)
+        #expect(response.header("Preference-Applied") == "wait=1")
+    }
+
     @Test func preferWaitForms() throws {
         let id = try server.createSession()
         for prefer in ["wait=1", "WAIT = 1", "wait=\"1\"", "respond-async, wait=1; x=y"] {

@@ -31,21 +31,26 @@ final class EventStreamWatcher: SessionWatcher, @unchecked Sendable {
             if lastEventID == session.state.version {
                 lastSentVersion = max(lastSentVersion, session.state.version)
             } else {
-                _ = send(session)
+                _ = send(version: session.state.version, Self.event(for: session))
             }
         }
     }
 
-    func deliver(_ session: Session) -> Bool {
-        lock.withLock { send(session) }
+    func deliver(_ change: SessionChange) -> Bool {
+        lock.withLock {
+            guard change.session.state.version > lastSentVersion else { return stream.isOpen }
+            return send(version: change.session.state.version, change.eventBytes)
+        }
     }
 
-    private func send(_ session: Session) -> Bool {
-        guard session.state.version > lastSentVersion else { return stream.isOpen }
-        lastSentVersion = session.state.version
-        var event = Array("event: state\nid: \(session.state.version)\ndata: ".utf8)
-        event += SessionAPI.stateJSON(session)
-        event += Array("\n\n".utf8)
+    /// `event: state`, the version as id, the state as one line of JSON.
+    static func event(for session: Session) -> [UInt8] {
+        Array("event: state\nid: \(session.state.version)\ndata: ".utf8) + SessionAPI.stateJSON(session) + Array("\n\n".utf8)
+    }
+
+    private func send(version: UInt64, _ event: [UInt8]) -> Bool {
+        guard version > lastSentVersion else { return stream.isOpen }
+        lastSentVersion = version
         return writeOrClose(event)
     }
 

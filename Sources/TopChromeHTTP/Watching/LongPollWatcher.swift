@@ -36,8 +36,8 @@ final class LongPollWatcher: SessionWatcher, @unchecked Sendable {
         }
     }
 
-    func deliver(_ session: Session) -> Bool {
-        answer(session, waited: true)
+    func deliver(_ change: SessionChange) -> Bool {
+        answer(change.session, waited: true)
     }
 
     /// Completes with 200 if `session` is new to the client; returns whether to keep waiting.

@@ -2,11 +2,25 @@ import Foundation
 import Synchronization
 import TopChromeCore
 
+/// One change of a session as watchers receive it. The event-stream bytes
+/// are made once per change, not once per watcher: one change may fan out
+/// to thousands of streams.
+final class SessionChange: @unchecked Sendable {
+    let session: Session
+
+    init(_ session: Session) {
+        self.session = session
+    }
+
+    /// Read only by `WatcherHub.publish`, on one thread at a time under the session's lock.
+    private(set) lazy var eventBytes: [UInt8] = EventStreamWatcher.event(for: session)
+}
+
 /// Someone waiting to learn of a session's changes: an event stream or a long-poll.
 protocol SessionWatcher: AnyObject, Sendable {
     /// The session changed. Returns whether the watcher wants more.
     /// Called in order, with the session still locked: must be quick.
-    func deliver(_ session: Session) -> Bool
+    func deliver(_ change: SessionChange) -> Bool
     /// The session is gone (deleted or expired).
     func sessionRemoved()
     /// A periodic tick: streams send a heartbeat, so proxies keep them open
@@ -75,7 +89,8 @@ final class WatcherHub: Sendable {
         case let .changed(session):
             let dropped = shard(for: session.id).withLock { watchers -> Int in
                 guard let current = watchers[session.id] else { return 0 }
-                let done = current.filter { !$0.value.deliver(session) }.keys
+                let change = SessionChange(session)
+                let done = current.filter { !$0.value.deliver(change) }.keys
                 for key in done { watchers[session.id]?[key] = nil }
                 if watchers[session.id]?.isEmpty == true { watchers[session.id] = nil }
                 return done.count
