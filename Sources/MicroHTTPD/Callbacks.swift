@@ -24,6 +24,7 @@ let accessHandler: MHD_AccessHandlerCallback = {
         if dispatcher.isDraining.load(ordering: .relaxed) {
             // Arrived after the stop began (on a kept-alive connection): refuse
             // it whole now; answering this early also closes the connection.
+            context.isAnswered = true
             return queue(dispatcher.responder.refusalWhileStopping(), on: connection, context: context, dispatcher: dispatcher)
         }
         if context.isBodyTooLarge, let expect = MHD_lookup_connection_value(connection, .HEADER_KIND, "Expect"),
@@ -31,11 +32,19 @@ let accessHandler: MHD_AccessHandlerCallback = {
             // The client waits for "100 Continue" before sending the body:
             // refuse now, so it never uploads bytes that would be thrown away.
             // (Answering this early closes the connection, which is right here.)
+            context.isAnswered = true
             return respond(to: connection, version: version, context: context, dispatcher: dispatcher)
         }
         return .YES
     }
     let context = Unmanaged<RequestContext>.fromOpaque(existing).takeUnretainedValue()
+
+    if context.isAnswered {
+        // Answered on the first call (refused early): libmicrohttpd may still
+        // hand over the body; drop it, and never run the request.
+        uploadDataSize.pointee = 0
+        return .YES
+    }
 
     if uploadDataSize.pointee > 0 {
         // Every byte offered must be consumed, or libmicrohttpd fails the request.

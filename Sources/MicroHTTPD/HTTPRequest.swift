@@ -68,10 +68,17 @@ public struct HTTPHeaders: Sendable, Sequence {
 extension String {
     /// ASCII case-insensitive comparison: header names are ASCII tokens.
     func caseInsensitiveEquals(_ other: String) -> Bool {
-        let a = utf8, b = other.utf8
-        guard a.count == b.count else { return false }
-        return zip(a, b).allSatisfy { x, y in
-            x == y || (x | 0x20 == y | 0x20 && (x | 0x20) >= UInt8(ascii: "a") && (x | 0x20) <= UInt8(ascii: "z"))
+        if self == other { return true }  // the usual case, and cheap
+        var a = self, b = other
+        return a.withUTF8 { x in
+            b.withUTF8 { y in
+                guard x.count == y.count else { return false }
+                for index in 0..<x.count where x[index] != y[index] {
+                    let lower = x[index] | 0x20
+                    guard lower == y[index] | 0x20, lower >= UInt8(ascii: "a"), lower <= UInt8(ascii: "z") else { return false }
+                }
+                return true
+            }
         }
     }
 }

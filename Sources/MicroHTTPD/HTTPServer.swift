@@ -143,6 +143,8 @@ final class RequestContext {
     var isBodyTooLarge = false
     /// Set while the request waits for a later answer.
     var pending: PendingResponse?
+    /// Answered on the first call, before the body: the rest is ignored.
+    var isAnswered = false
 
     init(method: String, path: String) {
         self.method = method

@@ -139,6 +139,20 @@ public struct JSONReader {
 
     private mutating func readString() throws(SyntaxError) -> String {
         position += 1
+        // Most strings (member names, "vertical") hold no escape: take them
+        // straight from the input, without a buffer of their own.
+        let start = position
+        var end = position
+        while end < bytes.count, bytes[end] != UInt8(ascii: "\""), bytes[end] != UInt8(ascii: "\\"), bytes[end] >= 0x20 {
+            end += 1
+        }
+        if end < bytes.count, bytes[end] == UInt8(ascii: "\"") {
+            guard let string = String(validating: bytes[start..<end], as: UTF8.self) else {
+                throw error("string is not valid UTF-8")
+            }
+            position = end + 1
+            return string
+        }
         var utf8: [UInt8] = []
         while true {
             guard let byte = current else { throw error("unterminated string") }

@@ -19,10 +19,17 @@ public struct SessionID: Sendable, Hashable, CustomStringConvertible {
 
     /// Parses exactly 32 lowercase hex digits; anything else is no id.
     public init?(_ text: some StringProtocol) {
-        let utf8 = text.utf8
+        var text = String(text)
+        guard let id = text.withUTF8({ SessionID(utf8: $0) }) else { return nil }
+        self = id
+    }
+
+    /// Parses exactly 32 lowercase hex digits from UTF-8 bytes.
+    public init?(utf8: UnsafeBufferPointer<UInt8>) {
         guard utf8.count == 32 else { return nil }
         var high: UInt64 = 0, low: UInt64 = 0
-        for (index, byte) in utf8.enumerated() {
+        for index in 0..<32 {
+            let byte = utf8[index]
             let nibble: UInt8
             switch byte {
             case UInt8(ascii: "0")...UInt8(ascii: "9"): nibble = byte &- UInt8(ascii: "0")
@@ -35,11 +42,18 @@ public struct SessionID: Sendable, Hashable, CustomStringConvertible {
     }
 
     public var description: String {
-        Self.hex(high) + Self.hex(low)
+        String(unsafeUninitializedCapacity: 32) { buffer in
+            Self.writeHex(high, into: buffer, at: 0)
+            Self.writeHex(low, into: buffer, at: 16)
+            return 32
+        }
     }
 
-    private static func hex(_ value: UInt64) -> String {
-        let digits = String(value, radix: 16)
-        return String(repeating: "0", count: 16 - digits.count) + digits
+    private static func writeHex(_ value: UInt64, into buffer: UnsafeMutableBufferPointer<UInt8>, at offset: Int) {
+        let digits: StaticString = "0123456789abcdef"
+        for index in 0..<16 {
+            let nibble = Int(truncatingIfNeeded: value >> UInt64(60 - 4 * index)) & 0xF
+            buffer[offset + index] = digits.utf8Start[nibble]
+        }
     }
 }

@@ -16,7 +16,7 @@ enum RequestBodies {
     /// `{"inset": n}`, required.
     static func inset(_ body: [UInt8]) throws(BodyError) -> Double {
         let members = try object(try required(body), context: "the body")
-        try rejectUnknown(members, allowed: ["inset"], context: "the body")
+        try rejectUnknown(members, allowed: insetFields, context: "the body")
         guard let value = members["inset"] else { throw BodyError(detail: "\"inset\" is required") }
         return try inset(value)
     }
@@ -25,7 +25,7 @@ enum RequestBodies {
     static func newSession(_ body: [UInt8]) throws(BodyError) -> Double {
         guard let value = try parse(body) else { return 0 }
         let members = try object(value, context: "the body")
-        try rejectUnknown(members, allowed: ["inset"], context: "the body")
+        try rejectUnknown(members, allowed: insetFields, context: "the body")
         return try members["inset"].map { v throws(BodyError) in try inset(v) } ?? 0
     }
 
@@ -40,7 +40,7 @@ enum RequestBodies {
     static func scrollReports(_ body: [UInt8]) throws(BodyError) -> [ScrollReport] {
         let value = try required(body)
         guard case let .array(elements) = value else {
-            return [try scrollReport(value, context: "the report")]
+            return [try scrollReport(value, index: nil)]
         }
         guard !elements.isEmpty else { throw BodyError(detail: "a batch needs at least one report") }
         guard elements.count <= maxBatchCount else {
@@ -49,14 +49,19 @@ enum RequestBodies {
         var reports: [ScrollReport] = []
         reports.reserveCapacity(elements.count)
         for (index, element) in elements.enumerated() {
-            reports.append(try scrollReport(element, context: "report [\(index)]"))
+            reports.append(try scrollReport(element, index: index))
         }
         return reports
     }
 
-    private static func scrollReport(_ value: JSONValue, context: String) throws(BodyError) -> ScrollReport {
+    private static let reportFields: Set<String> = ["contentOffsetY", "contentInsetTop", "axis", "seq"]
+    private static let insetFields: Set<String> = ["inset"]
+
+    /// - Parameter index: the report's place in a batch, for error messages.
+    private static func scrollReport(_ value: JSONValue, index: Int?) throws(BodyError) -> ScrollReport {
+        let context = index.map { "report [\($0)]" } ?? "the report"
         let members = try object(value, context: context)
-        try rejectUnknown(members, allowed: ["contentOffsetY", "contentInsetTop", "axis", "seq"], context: context)
+        try rejectUnknown(members, allowed: reportFields, context: context)
         guard let offset = members["contentOffsetY"] else {
             throw BodyError(detail: "\(context): \"contentOffsetY\" is required")
         }
@@ -128,6 +133,7 @@ enum RequestBodies {
     }
 
     private static func rejectUnknown(_ members: [String: JSONValue], allowed: Set<String>, context: String) throws(BodyError) {
+        guard members.count > allowed.count || !members.keys.allSatisfy(allowed.contains) else { return }
         if let unknown = members.keys.filter({ !allowed.contains($0) }).min() {
             let known = allowed.isEmpty ? "no fields" : "only " + allowed.sorted().map { "\"\($0)\"" }.joined(separator: ", ")
             throw BodyError(detail: "\(context): unknown field \"\(unknown.prefix(64))\" (it takes \(known))")

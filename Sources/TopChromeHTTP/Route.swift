@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import TopChromeCore
 
 /// The resources of the API, read from a request path.
@@ -27,20 +30,31 @@ enum Route: Equatable {
         case "/": self = .demo; return
         default: break
         }
-        let prefix = "/v1/sessions/"
-        guard path.hasPrefix(prefix) else { return nil }
-        let rest = path.dropFirst(prefix.count).split(separator: "/", omittingEmptySubsequences: false)
-        let id = rest.first.flatMap { SessionID($0) }
-        switch rest.count {
-        case 1 where !rest[0].isEmpty: self = .session(id)
-        case 2 where !rest[0].isEmpty:
-            switch rest[1] {
-            case "inset": self = .inset(id)
-            case "scroll": self = .scroll(id)
-            case "disappear": self = .disappear(id)
-            case "events": self = .events(id)
-            default: return nil
-            }
+        // Byte-wise: this runs on every request, twice (answer, metrics).
+        var path = path
+        guard let route = path.withUTF8({ Route(sessionPath: $0) }) else { return nil }
+        self = route
+    }
+
+    /// `/v1/sessions/{id}` and its sub-resources.
+    private init?(sessionPath bytes: UnsafeBufferPointer<UInt8>) {
+        let prefix: StaticString = "/v1/sessions/"
+        let prefixCount = prefix.utf8CodeUnitCount
+        guard bytes.count > prefixCount,
+              memcmp(bytes.baseAddress!, prefix.utf8Start, prefixCount) == 0 else { return nil }
+        let rest = UnsafeBufferPointer(rebasing: bytes[prefixCount...])
+        let slash = rest.firstIndex(of: UInt8(ascii: "/")) ?? rest.endIndex
+        guard slash > 0 else { return nil }
+        let id = SessionID(utf8: UnsafeBufferPointer(rebasing: rest[..<slash]))
+        if slash == rest.endIndex {
+            self = .session(id)
+            return
+        }
+        switch String(decoding: UnsafeBufferPointer(rebasing: rest[(slash + 1)...]), as: UTF8.self) {
+        case "inset": self = .inset(id)
+        case "scroll": self = .scroll(id)
+        case "disappear": self = .disappear(id)
+        case "events": self = .events(id)
         default: return nil
         }
     }

@@ -249,6 +249,7 @@ public final class SessionAPI: HTTPResponder {
 
     /// `application/json` or any `+json` type, parameters allowed.
     static func isJSON(_ contentType: String) -> Bool {
+        if contentType == "application/json" { return true }  // nearly every request: skip the parsing
         let mediaType = contentType.split(separator: ";", maxSplits: 1).first?
             .trimmingCharacters(in: .whitespaces).lowercased() ?? ""
         return mediaType == "application/json" || (mediaType.hasPrefix("application/") && mediaType.hasSuffix("+json"))
@@ -258,14 +259,17 @@ public final class SessionAPI: HTTPResponder {
         "\"\(state.version)\""
     }
 
+    /// `{"id":…,"inset":…,"isRevealed":…,"version":…}`, written directly:
+    /// every answer to a scroll report carries it.
     static func stateJSON(_ session: Session) -> [UInt8] {
-        var json = JSONWriter()
-        json.object { object in
-            object.member("id") { $0.string(session.id.description) }
-            object.member("inset") { $0.number(session.state.inset) }
-            object.member("isRevealed") { $0.bool(session.state.isRevealed) }
-            object.member("version") { $0.number(session.state.version) }
-        }
+        var json = JSONWriter(capacity: 96)
+        json.raw(#"{"id":""#)
+        json.raw(session.id.description)
+        json.raw(#"","inset":"#)
+        json.number(session.state.inset)
+        json.raw(session.state.isRevealed ? #","isRevealed":true,"version":"# : #","isRevealed":false,"version":"#)
+        json.number(session.state.version)
+        json.raw("}")
         return json.bytes
     }
 
