@@ -16,6 +16,11 @@ public struct HTTPServerConfiguration: Sendable {
     /// Open connections at most; further ones wait in the listen backlog
     /// until one closes (idle ones close after `connectionTimeoutSeconds`).
     public var maxConnections: Int = 10_000
+    /// Memory each connection may use for the request line, headers and
+    /// the response head; headers that do not fit get 431. libmicrohttpd
+    /// clears this area for every request and keeps it for every open
+    /// stream, so it is kept small (its own default is 32 KiB).
+    public var connectionMemoryBytes: Int = 8192
     /// Pending connections the kernel queues before accept.
     public var listenBacklog: Int32 = 1024
     /// Serve HTTPS (through libmicrohttpd's GnuTLS) with these; nil serves plain HTTP.

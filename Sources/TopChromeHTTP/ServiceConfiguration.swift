@@ -18,6 +18,8 @@ public struct ServiceConfiguration: Sendable, Equatable {
     /// Seconds an idle connection is kept open; 0 = forever.
     public var idleTimeout = 60
     public var maxConnections = 10_000
+    /// Bytes per connection for the request line and headers (larger get 431).
+    public var connectionMemory = 8192
     /// Seconds between heartbeat comments on event streams.
     public var heartbeatSeconds = 15
     public var maxWatchers = 10_000
@@ -49,6 +51,7 @@ public struct ServiceConfiguration: Sendable, Equatable {
         server.maxBodyBytes = maxBodyBytes
         server.connectionTimeoutSeconds = idleTimeout
         server.maxConnections = maxConnections
+        server.connectionMemoryBytes = connectionMemory
         if let certificate = tlsCertificatePEM, let key = tlsKeyPEM {
             server.tls = TLSCredentials(certificatePEM: certificate, privateKeyPEM: key)
         }
@@ -175,6 +178,9 @@ public struct ServiceConfiguration: Sendable, Equatable {
         },
         Option(name: "max-connections", placeholder: "N", help: "Open connections at most (default 10000).") { value, source, config throws(UsageError) in
             config.maxConnections = try integer(value, source, in: 1...1_000_000)
+        },
+        Option(name: "connection-memory", placeholder: "B", help: "Bytes per connection for request line and headers; more gets 431 (default 8192).") { value, source, config throws(UsageError) in
+            config.connectionMemory = try integer(value, source, in: 4096...(1 << 20))
         },
         Option(name: "heartbeat", placeholder: "S", help: "Seconds between heartbeats on event streams (default 15).") { value, source, config throws(UsageError) in
             config.heartbeatSeconds = try integer(value, source, in: 1...3600)

@@ -263,6 +263,15 @@ import Testing
         #expect(try state(id, client)["version"] as? Int == 1)
     }
 
+    @Test func oversizedHeadersAre431AndTheServerGoesOn() throws {
+        let client = try server.client()
+        let fits = try client.request("GET", "/healthz", headers: [("X-Padding", String(repeating: "a", count: 6000))])
+        #expect(fits.status == 200)
+        let tooLarge = try server.client().request("GET", "/healthz", headers: [("X-Padding", String(repeating: "a", count: 20_000))])
+        #expect(tooLarge.status == 431)
+        #expect(try server.client().request("GET", "/healthz").status == 200)
+    }
+
     @Test func http11WithoutHostIs400() throws {
         let client = try server.client()
         try client.send(raw: Array("GET /healthz HTTP/1.1\r\n\r\n".utf8))
