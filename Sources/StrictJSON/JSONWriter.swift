@@ -10,6 +10,11 @@ public struct JSONWriter {
         bytes.append(contentsOf: text.utf8)
     }
 
+    /// Bytes as they are, e.g. text already known to need no escaping.
+    public mutating func raw(_ utf8: UnsafeBufferPointer<UInt8>) {
+        bytes.append(contentsOf: utf8)
+    }
+
     public mutating func string(_ text: String) {
         bytes.append(UInt8(ascii: "\""))
         for byte in text.utf8 {

@@ -49,6 +49,15 @@ public struct SessionID: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
+    /// The 32 hex digits, lent without making a String.
+    public func withHexDigits<Result>(_ body: (UnsafeBufferPointer<UInt8>) throws -> Result) rethrows -> Result {
+        try withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 32) { buffer in
+            Self.writeHex(high, into: buffer, at: 0)
+            Self.writeHex(low, into: buffer, at: 16)
+            return try body(UnsafeBufferPointer(buffer))
+        }
+    }
+
     private static func writeHex(_ value: UInt64, into buffer: UnsafeMutableBufferPointer<UInt8>, at offset: Int) {
         let digits: StaticString = "0123456789abcdef"
         for index in 0..<16 {

@@ -38,6 +38,12 @@ enum RequestBodies {
     /// One report, or an array of 1…1024. All are checked before any is
     /// applied, so a batch with one bad report changes nothing.
     static func scrollReports(_ body: [UInt8]) throws(BodyError) -> [ScrollReport] {
+        if let reports = ScrollReportFastPath.reports(body) { return reports }
+        return try strictScrollReports(body)
+    }
+
+    /// The reference reading of scroll reports: every case, every error.
+    static func strictScrollReports(_ body: [UInt8]) throws(BodyError) -> [ScrollReport] {
         let value = try required(body)
         guard case let .array(elements) = value else {
             return [try scrollReport(value, index: nil)]

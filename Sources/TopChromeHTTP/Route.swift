@@ -21,19 +21,34 @@ enum Route: Equatable {
     /// well-formed path with a malformed id still names a resource kind (so a
     /// wrong method gets 405); its id is nil and it is simply not found.
     init?(path: String) {
-        switch path {
-        case "/v1/sessions": self = .sessions; return
-        case "/healthz": self = .health; return
-        case "/readyz": self = .readiness; return
-        case "/openapi.yaml": self = .openAPI; return
-        case "/metrics": self = .metrics; return
-        case "/": self = .demo; return
-        default: break
-        }
         // Byte-wise: this runs on every request, twice (answer, metrics).
         var path = path
-        guard let route = path.withUTF8({ Route(sessionPath: $0) }) else { return nil }
+        guard let route = path.withUTF8({ Route(bytes: $0) }) else { return nil }
         self = route
+    }
+
+    private init?(bytes: UnsafeBufferPointer<UInt8>) {
+        func equals(_ literal: StaticString) -> Bool {
+            bytes.count == literal.utf8CodeUnitCount && memcmp(bytes.baseAddress!, literal.utf8Start, bytes.count) == 0
+        }
+        guard !bytes.isEmpty else { return nil }
+        if let route = Route(sessionPath: bytes) {
+            self = route
+        } else if equals("/v1/sessions") {
+            self = .sessions
+        } else if equals("/healthz") {
+            self = .health
+        } else if equals("/readyz") {
+            self = .readiness
+        } else if equals("/openapi.yaml") {
+            self = .openAPI
+        } else if equals("/metrics") {
+            self = .metrics
+        } else if equals("/") {
+            self = .demo
+        } else {
+            return nil
+        }
     }
 
     /// `/v1/sessions/{id}` and its sub-resources.
@@ -50,12 +65,20 @@ enum Route: Equatable {
             self = .session(id)
             return
         }
-        switch String(decoding: UnsafeBufferPointer(rebasing: rest[(slash + 1)...]), as: UTF8.self) {
-        case "inset": self = .inset(id)
-        case "scroll": self = .scroll(id)
-        case "disappear": self = .disappear(id)
-        case "events": self = .events(id)
-        default: return nil
+        let suffix = UnsafeBufferPointer(rebasing: rest[(slash + 1)...])
+        func suffixIs(_ literal: StaticString) -> Bool {
+            suffix.count == literal.utf8CodeUnitCount && memcmp(suffix.baseAddress!, literal.utf8Start, suffix.count) == 0
+        }
+        if suffixIs("scroll") {
+            self = .scroll(id)
+        } else if suffixIs("inset") {
+            self = .inset(id)
+        } else if suffixIs("disappear") {
+            self = .disappear(id)
+        } else if suffixIs("events") {
+            self = .events(id)
+        } else {
+            return nil
         }
     }
 

@@ -264,7 +264,7 @@ public final class SessionAPI: HTTPResponder {
     static func stateJSON(_ session: Session) -> [UInt8] {
         var json = JSONWriter(capacity: 96)
         json.raw(#"{"id":""#)
-        json.raw(session.id.description)
+        session.id.withHexDigits { json.raw($0) }
         json.raw(#"","inset":"#)
         json.number(session.state.inset)
         json.raw(session.state.isRevealed ? #","isRevealed":true,"version":"# : #","isRevealed":false,"version":"#)

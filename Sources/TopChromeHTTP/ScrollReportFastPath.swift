@@ -1,0 +1,175 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import TopChromeCore
+
+/// Scroll-report bodies of the everyday shape, read straight from the bytes
+/// without building a JSON tree: clients post them many times a second.
+///
+/// It answers only when the body is plainly valid (known members once each,
+/// no escapes, numbers that convert exactly as the strict reader converts
+/// them) and returns nil for anything else, which then goes to the strict
+/// reader in `RequestBodies`. So errors and edge cases have one source of
+/// truth; where this path answers, it answers as the strict reader would
+/// (checked by a differential test and fuzz target).
+enum ScrollReportFastPath {
+    static func reports(_ body: [UInt8]) -> [ScrollReport]? {
+        body.withUnsafeBufferPointer { bytes in
+            var cursor = Cursor(bytes: bytes)
+            cursor.skipWhitespace()
+            var reports: [ScrollReport] = []
+            switch cursor.peek {
+            case UInt8(ascii: "{"):
+                guard let report = cursor.report() else { return nil }
+                reports.append(report)
+            case UInt8(ascii: "["):
+                cursor.index += 1
+                while true {
+                    cursor.skipWhitespace()
+                    guard reports.count < RequestBodies.maxBatchCount, let report = cursor.report() else { return nil }
+                    reports.append(report)
+                    cursor.skipWhitespace()
+                    if cursor.take(UInt8(ascii: ",")) { continue }
+                    guard cursor.take(UInt8(ascii: "]")) else { return nil }
+                    break
+                }
+            default:
+                return nil
+            }
+            cursor.skipWhitespace()
+            return cursor.index == bytes.count ? reports : nil
+        }
+    }
+
+    private struct Cursor {
+        let bytes: UnsafeBufferPointer<UInt8>
+        var index = 0
+
+        var peek: UInt8? { index < bytes.count ? bytes[index] : nil }
+
+        mutating func take(_ byte: UInt8) -> Bool {
+            guard peek == byte else { return false }
+            index += 1
+            return true
+        }
+
+        mutating func skipWhitespace() {
+            while let byte = peek, byte == 0x20 || byte == 0x0A || byte == 0x0D || byte == 0x09 { index += 1 }
+        }
+
+        /// `{"contentOffsetY": n, "contentInsetTop": n, "axis": "…", "seq": n}` in any order.
+        mutating func report() -> ScrollReport? {
+            guard take(UInt8(ascii: "{")) else { return nil }
+            var offset: Double?, insetTop = 0.0, axis = ScrollReport.Axis.vertical, seq: UInt64?
+            var seen: UInt8 = 0
+            skipWhitespace()
+            guard peek != UInt8(ascii: "}") else { return nil }
+            while true {
+                skipWhitespace()
+                guard let field = key(), seen & field.bit == 0 else { return nil }
+                seen |= field.bit
+                skipWhitespace()
+                guard take(UInt8(ascii: ":")) else { return nil }
+                skipWhitespace()
+                switch field {
+                case .contentOffsetY: guard let value = number() else { return nil }; offset = value
+                case .contentInsetTop: guard let value = number() else { return nil }; insetTop = value
+                case .axis: guard let value = axisName() else { return nil }; axis = value
+                case .seq: guard let value = sequenceNumber() else { return nil }; seq = value
+                }
+                skipWhitespace()
+                if take(UInt8(ascii: ",")) { continue }
+                guard take(UInt8(ascii: "}")), let offset else { return nil }
+                return ScrollReport(contentOffsetY: offset, contentInsetTop: insetTop, axis: axis, seq: seq)
+            }
+        }
+
+        enum Field {
+            case contentOffsetY, contentInsetTop, axis, seq
+            var bit: UInt8 {
+                switch self {
+                case .contentOffsetY: 1
+                case .contentInsetTop: 2
+                case .axis: 4
+                case .seq: 8
+                }
+            }
+        }
+
+        mutating func key() -> Field? {
+            guard let text = plainString() else { return nil }
+            if equals(text, "contentOffsetY") { return .contentOffsetY }
+            if equals(text, "contentInsetTop") { return .contentInsetTop }
+            if equals(text, "axis") { return .axis }
+            if equals(text, "seq") { return .seq }
+            return nil
+        }
+
+        mutating func axisName() -> ScrollReport.Axis? {
+            guard let text = plainString() else { return nil }
+            if equals(text, "vertical") { return .vertical }
+            if equals(text, "horizontal") { return .horizontal }
+            return nil
+        }
+
+        /// A string without escapes or control characters, as the range of its bytes.
+        mutating func plainString() -> Range<Int>? {
+            guard take(UInt8(ascii: "\"")) else { return nil }
+            let start = index
+            while let byte = peek, byte != UInt8(ascii: "\"") {
+                guard byte >= 0x20, byte != UInt8(ascii: "\\") else { return nil }
+                index += 1
+            }
+            guard take(UInt8(ascii: "\"")) else { return nil }
+            return start..<(index - 1)
+        }
+
+        func equals(_ range: Range<Int>, _ literal: StaticString) -> Bool {
+            range.count == literal.utf8CodeUnitCount
+                && memcmp(bytes.baseAddress! + range.lowerBound, literal.utf8Start, range.count) == 0
+        }
+
+        /// A JSON number, converted by strtod as the strict reader's
+        /// `Double(String)` converts it; nil if not finite.
+        mutating func number() -> Double? {
+            let start = index
+            _ = take(UInt8(ascii: "-"))
+            if !take(UInt8(ascii: "0")) {
+                guard digits() > 0 else { return nil }
+            }
+            if take(UInt8(ascii: ".")) {
+                guard digits() > 0 else { return nil }
+            }
+            if take(UInt8(ascii: "e")) || take(UInt8(ascii: "E")) {
+                if !take(UInt8(ascii: "+")) { _ = take(UInt8(ascii: "-")) }
+                guard digits() > 0 else { return nil }
+            }
+            let count = index - start
+            guard count < 64 else { return nil }
+            return withUnsafeTemporaryAllocation(of: CChar.self, capacity: 64) { text in
+                for offset in 0..<count { text[offset] = CChar(bitPattern: bytes[start + offset]) }
+                text[count] = 0
+                let value = strtod(text.baseAddress!, nil)
+                return value.isFinite ? value : nil
+            }
+        }
+
+        /// A plain integer literal within `ScrollReport.allowedSeqs`.
+        mutating func sequenceNumber() -> UInt64? {
+            let start = index
+            guard digits() > 0, index - start <= 16, bytes[start] != UInt8(ascii: "0") || index - start == 1 else {
+                return nil
+            }
+            guard peek != UInt8(ascii: "."), peek != UInt8(ascii: "e"), peek != UInt8(ascii: "E") else { return nil }
+            var value: UInt64 = 0
+            for position in start..<index { value = value * 10 + UInt64(bytes[position] &- UInt8(ascii: "0")) }
+            return ScrollReport.allowedSeqs.contains(value) ? value : nil
+        }
+
+        mutating func digits() -> Int {
+            let start = index
+            while let byte = peek, byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") { index += 1 }
+            return index - start
+        }
+    }
+}
