@@ -2,7 +2,7 @@
 SWIFT ?= swift
 ARGS ?=
 
-.PHONY: run test test-quick test-tsan deps build release check-spec check-readme check-metrics clean
+.PHONY: run test test-quick test-tsan deps build release check-spec check-readme check-metrics bench clean
 
 ## Set up, build a release binary and serve on http://127.0.0.1:8080 (ARGS="--port 9000" to change).
 run: deps release
@@ -38,6 +38,11 @@ check-readme: release
 
 check-metrics: release
 	.build/python/bin/python scripts/check-metrics.py .build/release/topchrome
+
+## Performance figures (BENCHMARKS.md): wrk workloads, time to ready, memory
+## per session at 1,000,000 sessions, the core's cost per report.
+bench:
+	scripts/bench.sh
 
 clean:
 	rm -rf .build

@@ -35,6 +35,9 @@ let package = Package(
             plugins: ["EmbedOpenAPI"]
         ),
 
+        // `make bench`: the core's cost per scroll report, without HTTP.
+        .executableTarget(name: "TopChromeBench", dependencies: ["TopChromeCore"]),
+
         // Build-time only: compiles the top-level openapi.yaml into TopChromeHTTP.
         .executableTarget(name: "EmbedFile"),
         .plugin(name: "EmbedOpenAPI", capability: .buildTool(), dependencies: ["EmbedFile"]),

@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# The performance figures of BENCHMARKS.md: HTTP throughput and latency with
+# wrk (scroll, get, mixed over 1000 sessions), time from exec to ready,
+# memory per session at 1,000,000 sessions, and the core's cost per report.
+# Fails on any non-2xx answer during the HTTP workloads.
+#
+# Settings (environment): WRK_THREADS=1 WRK_CONNS=32 WRK_DURATION=5s
+# SESSIONS=1000 MEMORY_SESSIONS=1000000 THREADS= (server --threads; default: cores)
+# WORKLOADS="scroll get mixed" SKIP_MEMORY=0
+set -euo pipefail
+cd "$(dirname "$0")/.."
+: "${WRK_THREADS:=1}" "${WRK_CONNS:=32}" "${WRK_DURATION:=5s}" "${SESSIONS:=1000}"
+: "${MEMORY_SESSIONS:=1000000}" "${THREADS:=}" "${WORKLOADS:=scroll get mixed}" "${SKIP_MEMORY:=0}"
+
+command -v wrk >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >/dev/null; }
+scripts/install-deps.sh
+swift build -c release --product topchrome --product TopChromeBench >/dev/null
+binary=.build/release/topchrome
+work=$(mktemp -d)
+server_pid=
+cleanup() { [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null; wait 2>/dev/null; rm -rf "$work"; }
+trap cleanup EXIT
+export BENCH_LUA_DIR="$PWD/Benchmarks/wrk"
+
+start_server() {  # start_server ARGS...: sets server_pid and base
+  "$binary" --port 0 --log-level warn ${THREADS:+--threads "$THREADS"} "$@" >"$work/server.log" 2>&1 &
+  server_pid=$!
+  for _ in $(seq 200); do
+    base=$(grep -o 'http://[0-9.:]*' "$work/server.log" | head -1 || true)
+    [ -n "$base" ] && return 0
+    sleep 0.01
+  done
+  echo "server did not start" >&2; cat "$work/server.log" >&2; exit 1
+}
+stop_server() { kill "$server_pid"; wait "$server_pid" 2>/dev/null || true; server_pid=; }
+rss_kib() { awk '/VmRSS/ {print $2}' "/proc/$1/status"; }
+
+create_sessions() {  # create_sessions BASE N FILE
+  python3 - "$@" <<'PY'
+import http.client, json, sys, urllib.parse
+base, count, path = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+url = urllib.parse.urlsplit(base)
+connection = http.client.HTTPConnection(url.hostname, url.port)
+with open(path, "w") as out:
+    for _ in range(count):
+        connection.request("POST", "/v1/sessions")
+        response = connection.getresponse()
+        out.write(json.loads(response.read())["id"] + "\n")
+PY
+}
+
+echo "# $(date -u +%Y-%m-%dT%H:%MZ) $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), wrk -t$WRK_THREADS -c$WRK_CONNS -d$WRK_DURATION"
+
+# --- HTTP workloads ----------------------------------------------------------
+start_server
+create_sessions "$base" "$SESSIONS" "$work/ids"
+IDS_FILE="$work/ids" wrk -t1 -c"$WRK_CONNS" -d2s -s "$BENCH_LUA_DIR/mixed.lua" "$base" >/dev/null  # warm-up
+printf '%-8s %10s %9s %9s %7s\n' workload "req/s" "p50 µs" "p99 µs" non2xx
+failed=0
+for workload in $WORKLOADS; do
+  IDS_FILE="$work/ids" wrk -t"$WRK_THREADS" -c"$WRK_CONNS" -d"$WRK_DURATION" --latency \
+    -s "$BENCH_LUA_DIR/$workload.lua" "$base" >"$work/$workload.txt"
+  python3 - "$workload" "$work/$workload.txt" <<'PY' || failed=1
+import re, sys
+name, text = sys.argv[1], open(sys.argv[2]).read()
+def micros(label):
+    match = re.search(rf"^\s*{label}%\s+([\d.]+)(us|ms|s)\s*$", text, re.M)
+    value, unit = float(match.group(1)), match.group(2)
+    return value * {"us": 1, "ms": 1000, "s": 1e6}[unit]
+rate = float(re.search(r"Requests/sec:\s+([\d.]+)", text).group(1))
+errors = re.search(r"Non-2xx or 3xx responses: (\d+)", text)
+non2xx = int(errors.group(1)) if errors else 0
+socket = re.search(r"Socket errors: (.*)", text)
+print(f"{name:<8} {rate:>10.0f} {micros(50):>9.0f} {micros(99):>9.0f} {non2xx:>7}" + (f"  socket errors: {socket.group(1)}" if socket else ""))
+sys.exit(1 if non2xx or socket else 0)
+PY
+done
+stop_server
+
+# --- time from exec to ready -------------------------------------------------
+python3 - "$binary" <<'PY'
+import socket, statistics, subprocess, sys, time
+def ready_ms():
+    probe = socket.socket(); probe.bind(("127.0.0.1", 0)); port = probe.getsockname()[1]; probe.close()
+    start = time.perf_counter()
+    server = subprocess.Popen([sys.argv[1], "--port", str(port), "--log-level", "warn"], stdout=subprocess.DEVNULL)
+    while True:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1) as s:
+                s.sendall(b"GET /readyz HTTP/1.1\r\nHost: x\r\n\r\n")
+                if s.recv(64).startswith(b"HTTP/1.1 200"):
+                    elapsed = (time.perf_counter() - start) * 1000
+                    break
+        except OSError:
+            time.sleep(0.0002)
+    server.terminate(); server.wait()
+    return elapsed
+runs = sorted(ready_ms() for _ in range(15))
+print(f"ready after exec: median {statistics.median(runs):.1f} ms (min {runs[0]:.1f}, max {runs[-1]:.1f}, 15 runs)")
+PY
+
+# --- memory per session ------------------------------------------------------
+if [ "$SKIP_MEMORY" != 1 ]; then
+  start_server --max-sessions "$MEMORY_SESSIONS"
+  before=$(rss_kib "$server_pid")
+  while :; do
+    count=$(curl -s "$base/metrics" | awk '$1 == "topchrome_sessions" {print $2}')
+    [ "$count" -ge "$MEMORY_SESSIONS" ] && break
+    wrk -t1 -c32 -d3s -s "$BENCH_LUA_DIR/create.lua" "$base" >/dev/null
+  done
+  after=$(rss_kib "$server_pid")
+  python3 -c "import sys; b,a,n=map(int,sys.argv[1:]); print(f'memory: VmRSS {b/1024:.1f} -> {a/1024:.1f} MiB with {n} sessions: {(a-b)*1024/n:.1f} bytes per session')" "$before" "$after" "$count"
+  stop_server
+fi
+
+# --- the core without HTTP -----------------------------------------------------
+.build/release/TopChromeBench
+exit "$failed"
