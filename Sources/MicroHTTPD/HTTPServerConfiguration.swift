@@ -13,6 +13,10 @@ public struct HTTPServerConfiguration: Sendable {
     /// Seconds a connection may sit idle before it is closed, so idle or
     /// stalled clients cannot hold connections forever. 0 disables.
     public var connectionTimeoutSeconds: Int = 60
+    /// Open connections from one client address at most; further ones are
+    /// closed at once, so one client cannot take every connection. 0: no limit
+    /// (behind a load balancer every client has the balancer's address).
+    public var maxConnectionsPerAddress: Int = 0
     /// Open connections at most; further ones wait in the listen backlog
     /// until one closes (idle ones close after `connectionTimeoutSeconds`).
     public var maxConnections: Int = 10_000

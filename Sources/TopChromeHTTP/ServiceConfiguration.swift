@@ -18,6 +18,8 @@ public struct ServiceConfiguration: Sendable, Equatable {
     /// Seconds an idle connection is kept open; 0 = forever.
     public var idleTimeout = 60
     public var maxConnections = 10_000
+    /// Connections from one client address at most; 0 = no limit.
+    public var maxConnectionsPerIP = 0
     /// Bytes per connection for the request line and headers (larger get 431).
     public var connectionMemory = 8192
     /// Seconds between heartbeat comments on event streams.
@@ -52,6 +54,7 @@ public struct ServiceConfiguration: Sendable, Equatable {
         server.connectionTimeoutSeconds = idleTimeout
         server.maxConnections = maxConnections
         server.connectionMemoryBytes = connectionMemory
+        server.maxConnectionsPerAddress = maxConnectionsPerIP
         if let certificate = tlsCertificatePEM, let key = tlsKeyPEM {
             server.tls = TLSCredentials(certificatePEM: certificate, privateKeyPEM: key)
         }
@@ -178,6 +181,9 @@ public struct ServiceConfiguration: Sendable, Equatable {
         },
         Option(name: "max-connections", placeholder: "N", help: "Open connections at most (default 10000).") { value, source, config throws(UsageError) in
             config.maxConnections = try integer(value, source, in: 1...1_000_000)
+        },
+        Option(name: "max-connections-per-ip", placeholder: "N", help: "Connections from one client address at most; 0 = no limit (default).") { value, source, config throws(UsageError) in
+            config.maxConnectionsPerIP = try integer(value, source, in: 0...1_000_000)
         },
         Option(name: "connection-memory", placeholder: "B", help: "Bytes per connection for request line and headers; more gets 431 (default 8192).") { value, source, config throws(UsageError) in
             config.connectionMemory = try integer(value, source, in: 4096...(1 << 20))

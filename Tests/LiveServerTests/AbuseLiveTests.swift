@@ -1,0 +1,95 @@
+import Foundation
+import Testing
+
+/// Limits that hold when clients misbehave: idle and trickling connections,
+/// one client taking every connection, oversized headers and bodies, a full store.
+@Suite struct AbuseLiveTests {
+    func eventually(within seconds: Double = 5, _ condition: () -> Bool) -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            if condition() { return true }
+            usleep(20_000)
+        }
+        return condition()
+    }
+
+    /// 500 idle connections and 500 that send their request a byte at a time:
+    /// an ordinary client is still answered at once.
+    @Test func idleAndTricklingConnectionsDoNotStarveOthers() throws {
+        let server = try LiveServer()
+        var idle: [TestHTTPClient] = []
+        var tricklers: [TestHTTPClient] = []
+        for _ in 0..<500 { idle.append(try server.client()) }
+        for _ in 0..<500 {
+            let client = try server.client()
+            try client.send(raw: Array("G".utf8))
+            tricklers.append(client)
+        }
+        for byte in "ET /hea".utf8 {
+            for client in tricklers { try client.send(raw: [byte]) }
+        }
+        let ordinary = try server.client()
+        ordinary.setReadTimeout(seconds: 2)
+        #expect(try ordinary.request("GET", "/healthz").status == 200)
+        #expect(try ordinary.json("POST", "/v1/sessions", "{}").status == 201)
+        _ = idle
+    }
+
+    @Test func idleConnectionsAreClosedAfterTheIdleTimeout() throws {
+        let server = try LiveServer { $0.idleTimeout = 1 }
+        let client = try server.client()
+        #expect(try client.request("GET", "/healthz").status == 200)
+        client.setReadTimeout(seconds: 4)
+        #expect(client.isClosedByServer(), "closed by the server after about a second idle")
+    }
+
+    @Test func oneAddressCannotTakeEveryConnection() throws {
+        let server = try LiveServer { $0.maxConnectionsPerIP = 4 }
+        let held = try (0..<4).map { _ in try server.client() }
+        for client in held { #expect(try client.request("GET", "/healthz").status == 200) }
+        let extra = try server.client()
+        extra.setReadTimeout(seconds: 2)
+        #expect(extra.isClosedByServer(), "the fifth connection from 127.0.0.1 is closed at once")
+    }
+
+    @Test func totalConnectionLimitQueuesTheRest() throws {
+        let server = try LiveServer { $0.maxConnections = 3 }
+        var held = try (0..<3).map { _ in try server.client() }
+        for client in held { #expect(try client.request("GET", "/healthz").status == 200) }
+        let waiting = try server.client()  // accepted by the kernel, not yet by the server
+        try waiting.send(raw: Array("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n".utf8))
+        held.removeFirst()  // one leaves; the waiting one is served
+        waiting.setReadTimeout(seconds: 5)
+        #expect(try waiting.readResponse().status == 200)
+    }
+
+    /// Thousands of refused requests (431, 413, 503) leave the server's
+    /// memory where it was: nothing of them is kept.
+    @Test func refusalsKeepMemoryBounded() throws {
+        let server = try ProcessLifecycleTests.RunningServer(["--port", "0", "--max-sessions", "10", "--log-level", "warn"])
+        _ = try server.waitUntilListening()
+        let client = try TestHTTPClient(port: server.port)
+        for _ in 0..<10 { #expect(try client.request("POST", "/v1/sessions").status == 201) }
+        func rss() -> Int {
+            let status = (try? String(contentsOfFile: "/proc/\(server.process.processIdentifier)/status", encoding: .utf8)) ?? ""
+            let line = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") } ?? ""
+            return Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
+        }
+        // Warm up each path once, then measure.
+        #expect(try client.request("POST", "/v1/sessions").status == 503)
+        let before = rss()
+        let body = [UInt8](repeating: UInt8(ascii: " "), count: 1 << 20)
+        for round in 0..<300 {
+            #expect(try client.request("POST", "/v1/sessions").status == 503)
+            if round % 3 == 0 {
+                #expect(try client.request("POST", "/v1/sessions", headers: [("Content-Type", "application/json")], body: body).status == 413)
+            }
+            let big = try TestHTTPClient(port: server.port)
+            #expect(try big.request("GET", "/healthz", headers: [("X-Padding", String(repeating: "a", count: 20_000))]).status == 431)
+        }
+        let growth = rss() - before
+        #expect(growth < 4096, "RSS grew by \(growth) KiB over 300 rounds of refusals")
+        server.signal(SIGTERM)
+        #expect(server.waitForExit(within: 10) == 0)
+    }
+}
