@@ -2,7 +2,7 @@
 SWIFT ?= swift
 ARGS ?=
 
-.PHONY: run test test-quick test-tsan deps build release check-spec check-readme check-metrics bench clean
+.PHONY: run test test-quick test-tsan deps build release check-spec check-readme check-metrics check-conformance bench clean
 
 ## Set up, build a release binary and serve on http://127.0.0.1:8080 (ARGS="--port 9000" to change).
 run: deps release
@@ -14,7 +14,7 @@ test:
 	scripts/install-deps.sh --test
 	$(SWIFT) build --build-tests -Xswiftc -warnings-as-errors
 	$(SWIFT) test --skip-build
-	$(MAKE) test-tsan check-spec check-readme check-metrics
+	$(MAKE) test-tsan check-spec check-readme check-metrics check-conformance
 
 ## The fast loop: core and API unit tests, no sockets.
 test-quick:
@@ -38,6 +38,11 @@ check-readme: release
 
 check-metrics: release
 	.build/python/bin/python scripts/check-metrics.py .build/release/topchrome
+
+## openapi.yaml against the live server with Schemathesis: every operation,
+## every check, >= 1,000 requests, also with a bearer token (SEED=n to vary).
+check-conformance: release
+	scripts/check-conformance.sh .build/release/topchrome
 
 ## Performance figures (BENCHMARKS.md): wrk workloads, time to ready, memory
 ## per session at 1,000,000 sessions, the core's cost per report.
@@ -68,3 +73,4 @@ test-container:
 check-demo: deps release
 	scripts/install-browser.sh
 	.build/python/bin/python scripts/check-demo.py .build/release/topchrome
+

@@ -121,9 +121,10 @@ enum RequestBodies {
         return value
     }
 
-    /// nil for an empty body (or one of only white space).
+    /// nil for an empty body. White space alone is not "no body" but
+    /// malformed JSON: a client that sent it meant to send something.
     private static func parse(_ body: [UInt8]) throws(BodyError) -> JSONValue? {
-        if body.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0A || $0 == 0x0D }) { return nil }
+        if body.isEmpty { return nil }
         do {
             return try JSONReader.parse(body)
         } catch {

@@ -80,7 +80,7 @@ import TopChromeCore
 
     @Test func newSessionBodies() throws {
         #expect(try RequestBodies.newSession([]) == 0)
-        #expect(try RequestBodies.newSession(bytes("  \n")) == 0)
+        #expect(throws: BodyError.self, "white space is not an empty body") { try RequestBodies.newSession(bytes("  \n")) }
         #expect(try RequestBodies.newSession(bytes("{}")) == 0)
         #expect(try RequestBodies.newSession(bytes(#"{"inset":47.5}"#)) == 47.5)
         #expect(throws: BodyError.self) { try RequestBodies.newSession(bytes(#"{"inset":20000}"#)) }
