@@ -1,9 +1,21 @@
 import Foundation
 import Synchronization
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
 
 /// Sessions in memory, split into shards with a lock each, so that clients
 /// of different sessions rarely wait for one another while all changes to
 /// one session stay strictly ordered.
+///
+/// Each shard keeps its sessions in a `SessionTable` of 40-byte slots (about
+/// 84 bytes per session at a million), with the last use packed beside the
+/// version (see `IdleClock` for what that implies for `removeExpired()`).
+/// States a slot cannot hold — a version of 2^40 or more, a seq of
+/// `UInt64.max`, the id 0/0 — are kept aside in a dictionary; only restored
+/// or hand-made states are like that.
 public final class InMemorySessionStore: SessionStore {
     public let rules: ChromeRules
     /// Sessions held at most.
@@ -12,14 +24,18 @@ public final class InMemorySessionStore: SessionStore {
     /// Clients vanish without saying goodbye; their sessions must not pile up.
     public let idleTimeout: Duration?
 
-    private let shards: [Shard]
+    private let shards: Shards
     private let held = Atomic<Int>(0)
     private let now: @Sendable () -> Duration
+    /// Nil when sessions never expire: then the clock is not even read.
+    private let idleClock: IdleClock?
     private let observer: (@Sendable (SessionEvent) -> Void)?
     /// What the rules did, counted as inputs are applied.
     public let statistics = ChromeStatistics()
 
     /// - Parameters:
+    ///   - idleTimeout: any length; past ≈ 56 days expiry gets coarser than
+    ///     a second (see `IdleClock`).
     ///   - now: a monotonic clock, for idle expiry; tests pass their own.
     ///   - observer: told of every change of a session's chrome (a new
     ///     version) and of its removal, in order, while that session is
@@ -36,15 +52,35 @@ public final class InMemorySessionStore: SessionStore {
         self.rules = rules
         self.capacity = capacity
         self.idleTimeout = idleTimeout
-        self.shards = (0..<shardCount).map { _ in Shard() }
+        self.idleClock = idleTimeout.map(IdleClock.init)
+        self.shards = Shards(count: shardCount)
         self.now = now
         self.observer = observer
     }
 
+    deinit {
+        shards.deallocate()
+    }
+
     /// Time since the process started, on a clock that never goes back.
+    /// On Linux the coarse monotonic clock (a few milliseconds' resolution):
+    /// it is read on every request, and a precise read costs 20–40 ns here,
+    /// as much as the rest of applying a report; expiry needs no better.
     public static let uptime: @Sendable () -> Duration = {
+        #if os(Linux)
+        var start = timespec()
+        clock_gettime(CLOCK_MONOTONIC_COARSE, &start)
+        return { [start] in
+            var time = timespec()
+            clock_gettime(CLOCK_MONOTONIC_COARSE, &time)
+            return Duration(
+                secondsComponent: Int64(time.tv_sec - start.tv_sec),
+                attosecondsComponent: Int64(time.tv_nsec - start.tv_nsec) * 1_000_000_000)
+        }
+        #else
         let start = ContinuousClock.now
         return { ContinuousClock.now - start }
+        #endif
     }()
 
     public var count: Int {
@@ -57,15 +93,17 @@ public final class InMemorySessionStore: SessionStore {
             throw .full(capacity: capacity)
         }
         let state = ChromeState(inset: inset)
-        let time = now()
+        let tick = currentTick()
         while true {
             let id = SessionID.random()
+            // 0/0 marks empty slots. It, like a repeat of 128 random bits, is
+            // next to impossible; draw again if it happens.
+            if id.high | id.low == 0 { continue }
             let inserted = shard(for: id).withLock { sessions in
-                guard sessions[id] == nil else { return false }
-                sessions[id] = Entry(state: state, lastUsed: time)
+                guard sessions.place(of: id) == nil else { return false }
+                sessions.table.insert(SessionSlot(id: id, state: state, lastUsed: tick))
                 return true
             }
-            // A repeat of 128 random bits is next to impossible; draw again if it happens.
             if inserted { return Session(id: id, state: state) }
         }
     }
@@ -75,65 +113,75 @@ public final class InMemorySessionStore: SessionStore {
     }
 
     public func apply(_ inputs: [ChromeInput], to id: SessionID, if condition: VersionCondition) -> StoreOutcome {
-        let time = now()
+        let tick = currentTick()
         return shard(for: id).withLock { sessions -> StoreOutcome in
-            guard var entry = liveEntry(id, in: &sessions, at: time) else { return .notFound }
-            guard condition.holds(for: entry.state.version) else {
-                return .conditionFailed(Session(id: id, state: entry.state))
+            guard let place = livePlace(of: id, in: &sessions, at: tick) else { return .notFound }
+            var state = sessions.state(at: place, id)
+            guard allows(condition, state.version) else {
+                return .conditionFailed(Session(id: id, state: state))
             }
             for input in inputs {
-                let (next, outcome) = rules.step(input, from: entry.state)
-                statistics.record(outcome, flipped: next.isRevealed != entry.state.isRevealed)
-                let changed = next.version != entry.state.version
-                entry.state = next
+                let (next, outcome) = rules.step(input, from: state)
+                statistics.record(outcome, flipped: next.isRevealed != state.isRevealed)
+                let changed = next.version != state.version
+                state = next
                 if changed { observer?(.changed(Session(id: id, state: next))) }
             }
-            entry.lastUsed = time
-            sessions[id] = entry
-            return .done(Session(id: id, state: entry.state))
+            sessions.set(state, lastUsed: tick, at: place, id)
+            return .done(Session(id: id, state: state))
         }
     }
 
     public func remove(_ id: SessionID, if condition: VersionCondition) -> StoreOutcome {
-        let time = now()
+        let tick = currentTick()
         return shard(for: id).withLock { sessions -> StoreOutcome in
-            guard let entry = liveEntry(id, in: &sessions, at: time) else { return .notFound }
-            let session = Session(id: id, state: entry.state)
-            guard condition.holds(for: entry.state.version) else { return .conditionFailed(session) }
-            sessions[id] = nil
+            guard let place = livePlace(of: id, in: &sessions, at: tick) else { return .notFound }
+            let session = Session(id: id, state: sessions.state(at: place, id))
+            guard allows(condition, session.state.version) else { return .conditionFailed(session) }
+            sessions.remove(at: place, id)
             held.subtract(1, ordering: .relaxed)
             observer?(.removed(id))
             return .done(session)
         }
     }
 
-    /// The entry, unless it is missing or has expired (then it is dropped here).
-    private func liveEntry(_ id: SessionID, in sessions: inout [SessionID: Entry], at time: Duration) -> Entry? {
-        guard let entry = sessions[id] else { return nil }
-        guard !isExpired(entry, at: time) else {
-            sessions[id] = nil
-            held.subtract(1, ordering: .relaxed)
-            observer?(.removed(id))
-            return nil
+    /// Where the session is, unless it is missing or has expired (then it is dropped here).
+    @inline(__always)
+    private func livePlace(of id: SessionID, in sessions: inout ShardSessions, at tick: UInt64) -> Place? {
+        guard let place = sessions.place(of: id) else { return nil }
+        guard let idleClock, idleClock.isExpired(lastUsed: sessions.lastUsed(at: place, id), now: tick) else {
+            return place
         }
-        return entry
+        sessions.remove(at: place, id)
+        held.subtract(1, ordering: .relaxed)
+        observer?(.removed(id))
+        return nil
     }
 
     /// Every session as it is now (each shard read under its lock), for a snapshot.
     public func snapshot() -> [Session] {
-        shards.flatMap { shard in
-            shard.withLock { sessions in sessions.map { Session(id: $0.key, state: $0.value.state) } }
+        var sessions: [Session] = []
+        sessions.reserveCapacity(count)
+        for index in 0..<shards.count {
+            shards[index].withLock { contents in
+                contents.table.forEach { sessions.append(Session(id: $0.id, state: $0.state)) }
+                for (id, entry) in contents.aside { sessions.append(Session(id: id, state: entry.state)) }
+            }
         }
+        return sessions
     }
 
     /// Puts sessions back as they were, e.g. from a snapshot at start; they
     /// count as used now. Throws `.full` if they do not fit.
     public func restore(_ restored: [Session]) throws(SessionStoreError) {
         guard held.load(ordering: .relaxed) + restored.count <= capacity else { throw .full(capacity: capacity) }
-        let time = now()
+        let tick = currentTick()
         for session in restored {
             let isNew = shard(for: session.id).withLock { sessions in
-                sessions.updateValue(Entry(state: session.state, lastUsed: time), forKey: session.id) == nil
+                let place = sessions.place(of: session.id)
+                if let place { sessions.remove(at: place, session.id) }
+                sessions.insert(session, lastUsed: tick)
+                return place == nil
             }
             if isNew { held.add(1, ordering: .relaxed) }
         }
@@ -141,19 +189,30 @@ public final class InMemorySessionStore: SessionStore {
 
     /// Drops every session idle for longer than `idleTimeout`; returns how many.
     /// Expired sessions also vanish when touched; this frees the ones nobody touches.
+    /// Run it at least every 56 days (see `IdleClock`); the service does so every minute.
     @discardableResult
     public func removeExpired() -> Int {
-        guard idleTimeout != nil else { return 0 }
-        let time = now()
+        guard let idleClock else { return 0 }
+        let tick = currentTick()
         var removed = 0
-        for shard in shards {
-            let dropped = shard.withLock { sessions in
-                let expired = sessions.filter { isExpired($0.value, at: time) }.keys
-                for id in expired {
-                    sessions[id] = nil
-                    observer?(.removed(id))
+        for index in 0..<shards.count {
+            let dropped = shards[index].withLock { sessions in
+                var dropped = 0
+                sessions.table.removeAll { slot in
+                    guard idleClock.isExpired(lastUsed: slot.lastUsed, now: tick) else { return false }
+                    observer?(.removed(slot.id))
+                    dropped += 1
+                    return true
                 }
-                return expired.count
+                if !sessions.aside.isEmpty {
+                    let expired = sessions.aside.filter { idleClock.isExpired(lastUsed: $0.value.lastUsed, now: tick) }.keys
+                    for id in expired {
+                        sessions.aside[id] = nil
+                        observer?(.removed(id))
+                    }
+                    dropped += expired.count
+                }
+                return dropped
             }
             removed += dropped
         }
@@ -161,31 +220,159 @@ public final class InMemorySessionStore: SessionStore {
         return removed
     }
 
-    private func isExpired(_ entry: Entry, at time: Duration) -> Bool {
-        guard let idleTimeout else { return false }
-        return time - entry.lastUsed > idleTimeout
+    /// Now on the idle clock; 0 (without reading the clock) if nothing expires.
+    @inline(__always)
+    private func currentTick() -> UInt64 {
+        guard let idleClock else { return 0 }
+        return idleClock.tick(at: now())
     }
 
+    @inline(__always)
     private func shard(for id: SessionID) -> Shard {
         // Ids are uniformly random, so their low bits spread sessions evenly.
+        // (The table within a shard uses the low bits of `high`.)
         shards[Int(truncatingIfNeeded: id.low) & (shards.count - 1)]
+    }
+
+    /// `condition.holds(for:)`, with the everyday case decided inline.
+    @inline(__always)
+    private func allows(_ condition: VersionCondition, _ version: UInt64) -> Bool {
+        if case .always = condition { return true }
+        return condition.holds(for: version)
     }
 }
 
-private struct Entry {
-    var state: ChromeState
-    var lastUsed: Duration
+/// Where a session is in its shard.
+private enum Place {
+    case slot(Int)
+    /// In ``ShardSessions/aside``.
+    case aside
 }
 
-/// One lock and the sessions it guards. `NSLock` rather than `Mutex`: the
-/// thread sanitizer reports false races on `Mutex` with this toolchain.
-private final class Shard: @unchecked Sendable {
-    private let lock = NSLock()
-    private var sessions: [SessionID: Entry] = [:]
+/// A session whose state no slot can hold (see ``SessionSlot/fits(_:)``).
+private struct AsideEntry {
+    var state: ChromeState
+    var lastUsed: UInt64
+}
 
-    func withLock<Result>(_ body: (inout [SessionID: Entry]) throws -> Result) rethrows -> Result {
-        lock.lock()
-        defer { lock.unlock() }
-        return try body(&sessions)
+/// One shard's sessions: nearly all in the table, the odd one aside.
+private struct ShardSessions: ~Copyable {
+    var table = SessionTable()
+    /// Sessions no slot can hold: normally none, so a miss in the table
+    /// costs one check more and a hit nothing.
+    var aside: [SessionID: AsideEntry] = [:]
+
+    @inline(__always)
+    func place(of id: SessionID) -> Place? {
+        if let index = table.index(high: id.high, low: id.low) { return .slot(index) }
+        if aside.isEmpty || aside[id] == nil { return nil }
+        return .aside
+    }
+
+    @inline(__always)
+    func state(at place: Place, _ id: SessionID) -> ChromeState {
+        switch place {
+        case let .slot(index): table[index].state
+        case .aside: aside[id]!.state
+        }
+    }
+
+    @inline(__always)
+    func lastUsed(at place: Place, _ id: SessionID) -> UInt64 {
+        switch place {
+        case let .slot(index): table[index].lastUsed
+        case .aside: aside[id]!.lastUsed
+        }
+    }
+
+    /// Changes the session at `place`, moving it between table and aside if it must.
+    @inline(__always)
+    mutating func set(_ state: ChromeState, lastUsed tick: UInt64, at place: Place, _ id: SessionID) {
+        if case let .slot(index) = place, SessionSlot.fits(state) {
+            table[index].set(state, lastUsed: tick)
+        } else {
+            remove(at: place, id)
+            insert(Session(id: id, state: state), lastUsed: tick)
+        }
+    }
+
+    /// Adds a session that is not here yet.
+    mutating func insert(_ session: Session, lastUsed tick: UInt64) {
+        let id = session.id
+        if id.high | id.low != 0 && SessionSlot.fits(session.state) {
+            table.insert(SessionSlot(id: id, state: session.state, lastUsed: tick))
+        } else {
+            aside[id] = AsideEntry(state: session.state, lastUsed: tick)
+        }
+    }
+
+    mutating func remove(at place: Place, _ id: SessionID) {
+        switch place {
+        case let .slot(index): table.remove(at: index)
+        case .aside: aside[id] = nil
+        }
+    }
+}
+
+/// The shards, in one allocation the store frees in its deinit: a shard
+/// object would be retained and released on every call and its sessions
+/// checked for exclusive access, which together cost as much as the rest of
+/// applying a report. Shards lie 128 bytes apart so threads on different
+/// shards do not share cache lines. Sendable because a shard's sessions are
+/// only ever touched under its mutex.
+private struct Shards: @unchecked Sendable {
+    private static let sessionsOffset = roundUp(MemoryLayout<pthread_mutex_t>.size, to: 64)
+    fileprivate static let stride = roundUp(sessionsOffset + MemoryLayout<ShardSessions>.size, to: 128)
+
+    private let base: UnsafeMutableRawPointer
+    /// A power of two.
+    let count: Int
+
+    init(count: Int) {
+        self.count = count
+        base = UnsafeMutableRawPointer.allocate(byteCount: count * Self.stride, alignment: 128)
+        for index in 0..<count {
+            let shard = base + index * Self.stride
+            let mutex = shard.bindMemory(to: pthread_mutex_t.self, capacity: 1)
+            mutex.initialize(to: pthread_mutex_t())
+            precondition(pthread_mutex_init(mutex, nil) == 0, "pthread_mutex_init failed")
+            (shard + Self.sessionsOffset).bindMemory(to: ShardSessions.self, capacity: 1).initialize(to: ShardSessions())
+        }
+    }
+
+    func deallocate() {
+        for index in 0..<count {
+            let shard = self[index]
+            shard.sessions.deinitialize(count: 1)
+            pthread_mutex_destroy(shard.mutex)
+        }
+        base.deallocate()
+    }
+
+    @inline(__always)
+    subscript(index: Int) -> Shard {
+        let shard = base + index * Self.stride
+        return Shard(
+            mutex: shard.assumingMemoryBound(to: pthread_mutex_t.self),
+            sessions: (shard + Self.sessionsOffset).assumingMemoryBound(to: ShardSessions.self))
+    }
+
+    private static func roundUp(_ size: Int, to alignment: Int) -> Int {
+        (size + alignment - 1) / alignment * alignment
+    }
+}
+
+/// One lock and the sessions it guards. A pthread mutex, as `NSLock` uses
+/// inside, rather than `Mutex`: the thread sanitizer reports false races on
+/// `Mutex` with this toolchain.
+private struct Shard {
+    let mutex: UnsafeMutablePointer<pthread_mutex_t>
+    let sessions: UnsafeMutablePointer<ShardSessions>
+
+    @inline(__always)
+    func withLock<Result>(_ body: (inout ShardSessions) throws -> Result) rethrows -> Result {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        return try body(&sessions.pointee)
     }
 }
