@@ -8,13 +8,16 @@ ARGS ?=
 run: deps release
 	.build/release/topchrome $(ARGS)
 
-## Set up and run every check: warnings-as-errors build, all tests, the thread
-## sanitizer, the OpenAPI validator and every curl example of the README.
+## Set up and run every check: warnings-as-errors build, all tests, the suite
+## again under the thread and the address sanitizer, the OpenAPI validator, the
+## README's curl examples, metrics through Prometheus' parser, Schemathesis
+## against the live server, every fuzz target, the demo page in headless
+## Chromium, and the container image built and run with podman.
 test:
 	scripts/install-deps.sh --test
 	$(SWIFT) build --build-tests -Xswiftc -warnings-as-errors
 	$(SWIFT) test --skip-build
-	$(MAKE) test-tsan check-spec check-readme check-metrics check-conformance
+	$(MAKE) test-tsan test-asan check-spec check-readme check-metrics check-conformance fuzz check-demo test-container
 
 ## The fast loop: core and API unit tests, no sockets.
 test-quick:
@@ -74,3 +77,18 @@ check-demo: deps release
 	scripts/install-browser.sh
 	.build/python/bin/python scripts/check-demo.py .build/release/topchrome
 
+## Fuzz everything that reads untrusted bytes (JSON, whole HTTP requests,
+## request bodies, the state file) with libFuzzer + AddressSanitizer,
+## FUZZ_SECONDS per target (default 60) on copies of Fuzz/corpus; fails on any
+## crash, sanitizer report, leak or broken invariant (see Fuzz/README.md).
+FUZZ_SECONDS ?= 60
+.PHONY: fuzz
+fuzz:
+	scripts/fuzz.sh $(FUZZ_SECONDS)
+
+## The whole suite under AddressSanitizer + LeakSanitizer (its own build
+## folder, .build/asan); only libXCTest/libcurl/FoundationNetworking leaks are
+## suppressed (scripts/lsan.supp). Fails on any report, from any process.
+.PHONY: test-asan
+test-asan:
+	scripts/test-asan.sh

@@ -45,6 +45,14 @@ let package = Package(
         // The executable: read configuration, start, wait for a signal, stop.
         .executableTarget(name: "topchrome", dependencies: ["TopChromeHTTP"]),
 
+        // libFuzzer targets over everything that reads untrusted bytes (scripts/fuzz.sh,
+        // Fuzz/README.md). Built with -DFUZZING and libFuzzer + AddressSanitizer;
+        // a plain build replays inputs through the same checks.
+        .executableTarget(
+            name: "TopChromeFuzz",
+            dependencies: ["TopChromeHTTP", "TopChromeCore", "MicroHTTPD", "StrictJSON", "SessionSnapshots"]
+        ),
+
         .testTarget(name: "TopChromeCoreTests", dependencies: ["TopChromeCore"]),
         .testTarget(name: "StrictJSONTests", dependencies: ["StrictJSON"]),
         .testTarget(name: "SessionSnapshotsTests", dependencies: ["SessionSnapshots"]),

@@ -120,9 +120,7 @@ private func queue(
 ) -> MHD_Result {
     let created: OpaquePointer?
     if let stream = response.stream {
-        stream.attach(to: connection)
-        stream.registry = dispatcher.suspensions
-        dispatcher.suspensions.add(stream)
+        stream.attach(to: connection, registry: dispatcher.suspensions)
         // Size unknown: sent chunked. The stream is released when libmicrohttpd frees the response.
         created = MHD_create_response_from_callback(UInt64.max, 4096, readStream,
                                                     Unmanaged.passRetained(stream).toOpaque(), releaseStream)

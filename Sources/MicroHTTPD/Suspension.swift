@@ -55,7 +55,9 @@ public final class ResponseStream: @unchecked Sendable, Suspending {
     private var isClosed = false
     private var suspension = SuspendedConnection()
     private var closeHandler: (@Sendable () -> Void)?
-    weak var registry: SuspensionRegistry?
+    /// Set while registered; cleared at close, which ends the reference cycle.
+    /// (Not `weak`: LeakSanitizer takes a weak reference table still alive at exit for a leak.)
+    var registry: SuspensionRegistry?
 
     public init(maxBuffered: Int = 64 * 1024) {
         self.maxBuffered = maxBuffered
@@ -95,8 +97,12 @@ public final class ResponseStream: @unchecked Sendable, Suspending {
         lock.withLock { !isFinished && !isClosed }
     }
 
-    func attach(to connection: OpaquePointer) {
-        lock.withLock { suspension.attach(connection) }
+    func attach(to connection: OpaquePointer, registry: SuspensionRegistry) {
+        lock.withLock {
+            suspension.attach(connection)
+            self.registry = registry
+        }
+        registry.add(self)
     }
 
     /// libmicrohttpd's content reader: copies what is pending, or suspends
@@ -123,6 +129,10 @@ public final class ResponseStream: @unchecked Sendable, Suspending {
             suspension.detach()
             defer { closeHandler = nil }
             return closeHandler
+        }
+        let registry = lock.withLock {
+            defer { self.registry = nil }
+            return self.registry
         }
         registry?.remove(self)
         if let handler { DispatchQueue.global().async(execute: handler) }

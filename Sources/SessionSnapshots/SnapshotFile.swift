@@ -14,6 +14,8 @@ import TopChromeCore
 public struct SnapshotFile: Sendable {
     public static let format = "topchrome-sessions"
     public static let formatVersion = 1
+    /// The largest session version a snapshot may hold (2^53 − 1).
+    public static let maxVersion: UInt64 = (1 << 53) - 1
 
     public enum Failure: Error, Equatable, CustomStringConvertible {
         case unreadable(path: String, reason: String)
@@ -132,7 +134,10 @@ public struct SnapshotFile: Sendable {
             throw corrupt(line, "no valid inset")
         }
         guard case let .bool(isRevealed) = members["isRevealed"] else { throw corrupt(line, "no valid isRevealed") }
-        guard case let .number(version, literal) = members["version"], version >= 1, let exactVersion = UInt64(literal) else {
+        // Versions grow by one per change: 2^53 of them is more than any
+        // session sees, and a larger one could only overflow later.
+        guard case let .number(version, literal) = members["version"], version >= 1, let exactVersion = UInt64(literal),
+              exactVersion <= Self.maxVersion else {
             throw corrupt(line, "no valid version")
         }
         var lastSeq: UInt64?

@@ -22,11 +22,18 @@ struct Preconditions {
                 let isWeak = tag.hasPrefix("W/")
                 if isWeak { tag = tag.dropFirst(2) }
                 guard tag.count >= 3, tag.first == "\"", tag.last == "\"",
-                      let version = UInt64(tag.dropFirst().dropLast()) else { continue }
+                      let version = Preconditions.version(tag.dropFirst().dropLast()) else { continue }
                 if isWeak { weak.insert(version) } else { strong.insert(version) }
             }
             self = .versions(strong: strong, weak: weak)
         }
+    }
+
+    /// The version an entity tag's text names, compared as text as RFC 9110
+    /// wants: only the exact digits we send (`"3"`, never `"03"` or `"+3"`).
+    fileprivate static func version(_ text: Substring) -> UInt64? {
+        guard let first = text.first, first != "0", text.allSatisfy({ $0.isASCII && $0.isNumber }) else { return nil }
+        return UInt64(text)
     }
 
     let ifMatch: Tags?

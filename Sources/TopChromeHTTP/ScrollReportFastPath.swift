@@ -173,3 +173,12 @@ enum ScrollReportFastPath {
         }
     }
 }
+
+/// For the differential fuzz target: whether the fast path, wherever it
+/// answers `body`, answers exactly as the strict reader does.
+public enum ScrollReportReaders {
+    public static func agree(on body: [UInt8]) -> Bool {
+        guard let fast = ScrollReportFastPath.reports(body) else { return true }
+        return (try? RequestBodies.strictScrollReports(body)) == fast
+    }
+}

@@ -18,9 +18,14 @@ import Testing
         let output = Pipe()
         let errors = Pipe()
         var port = 0
-        private let lock = NSLock()
-        private var printed = Data()
-        private var printedErrors = Data()
+        /// What the server printed; filled by reader threads that must not
+        /// keep the server object alive (its deinit stops the server).
+        private final class Printed: @unchecked Sendable {
+            let lock = NSLock()
+            var output = Data()
+            var errors = Data()
+        }
+        private let printed = Printed()
 
         init(_ arguments: [String], environment: [String: String]? = nil) throws {
             process.executableURL = ProcessLifecycleTests.executable
@@ -28,20 +33,28 @@ import Testing
             if let environment { process.environment = environment }
             process.standardOutput = output
             process.standardError = errors
-            output.fileHandleForReading.readabilityHandler = { [weak self] handle in
-                let chunk = handle.availableData
-                self?.lock.withLock { self?.printed.append(chunk) }
-            }
-            errors.fileHandleForReading.readabilityHandler = { [weak self] handle in
-                let chunk = handle.availableData
-                self?.lock.withLock { self?.printedErrors.append(chunk) }
-            }
             try process.run()
+            // A thread per pipe, reading until the server closes it (plain
+            // reads, not readabilityHandler, whose weak references
+            // LeakSanitizer mistakes for leaks).
+            let printed = self.printed
+            for (pipe, isError) in [(output, false), (errors, true)] {
+                let handle = pipe.fileHandleForReading
+                Thread {
+                    while true {
+                        let chunk = handle.availableData
+                        if chunk.isEmpty { return }
+                        printed.lock.withLock {
+                            if isError { printed.errors.append(chunk) } else { printed.output.append(chunk) }
+                        }
+                    }
+                }.start()
+            }
         }
 
         /// What the server printed on stdout so far.
         var standardOutput: String {
-            lock.withLock { String(decoding: printed, as: UTF8.self) }
+            printed.lock.withLock { String(decoding: printed.output, as: UTF8.self) }
         }
 
         /// Waits for the start line and takes the port from it.
@@ -78,13 +91,11 @@ import Testing
         /// What the server printed on stderr (complete once it has exited).
         var standardError: String {
             usleep(50_000)  // let the last chunk arrive
-            return lock.withLock { String(decoding: printedErrors, as: UTF8.self) }
+            return printed.lock.withLock { String(decoding: printed.errors, as: UTF8.self) }
         }
 
         deinit {
             if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-            output.fileHandleForReading.readabilityHandler = nil
-            errors.fileHandleForReading.readabilityHandler = nil
         }
     }
 

@@ -44,13 +44,21 @@ import TopChromeCore
         "{\"format\":\"topchrome-sessions\",\"version\":1,\"count\":1}\n{\"id\":\"XYZ\",\"inset\":0,\"isRevealed\":true,\"version\":1}\n",
         "{\"format\":\"topchrome-sessions\",\"version\":1,\"count\":1}\n{\"id\":\"00000000000000000000000000000001\",\"inset\":-5,\"isRevealed\":true,\"version\":1}\n",
         "{\"format\":\"topchrome-sessions\",\"version\":1,\"count\":1}\n{\"id\":\"00000000000000000000000000000001\",\"inset\":0,\"isRevealed\":true,\"version\":0}\n",
+        "{\"format\":\"topchrome-sessions\",\"version\":1,\"count\":1}\n{\"id\":\"00000000000000000000000000000001\",\"inset\":0,\"isRevealed\":true,\"version\":18446744073709551615}\n",
         "{\"format\":\"topchrome-sessions\",\"version\":1,\"count\":1}\n{\"id\":\"00000000000000000000000000000001\",\"inset\":0,\"isRevealed\":true,\"version\":1,\"lastSeq\":-1}\n",
         "{\"format\":\"topchrome-sessions\",\"version\":1,\"count\":2}\n{\"id\":\"00000000000000000000000000000001\",\"inset\":0,\"isRevealed\":true,\"version\":1}\n{\"id\":\"00000000000000000000000000000001\",\"inset\":0,\"isRevealed\":true,\"version\":1}\n",
     ])
     func corruptFilesAreRefused(_ text: String) throws {
         try text.write(toFile: file.path, atomically: true, encoding: .utf8)
         #expect(throws: SnapshotFile.Failure.self) { try file.read() }
-        #expect(try String(contentsOfFile: file.path, encoding: .utf8) == text, "left untouched")
+        #expect(try contents(of: file.path) == text, "left untouched")
+    }
+
+    /// A file's text. An empty file is not read through Foundation, which
+    /// leaks a buffer for it (a toolchain bug LeakSanitizer reports).
+    func contents(of path: String) throws -> String {
+        let size = (try FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0
+        return size == 0 ? "" : try String(contentsOfFile: path, encoding: .utf8)
     }
 
     @Test func truncatedFileIsRefused() throws {

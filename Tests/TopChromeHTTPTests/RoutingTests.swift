@@ -33,6 +33,7 @@ import TopChromeCore
         #expect(Tags("\"3\"") == .versions(strong: [3], weak: []))
         #expect(Tags("W/\"3\", \"4\" ,\"x\", 5, \"\"") == .versions(strong: [4], weak: [3]))
         #expect(Tags("") == .versions(strong: [], weak: []))
+        #expect(Tags("\"03\", \"+3\", \"3 \", \"٣\"") == .versions(strong: [], weak: []), "tags compare as text")
     }
 
     @Test func ifNoneMatchComparesWeakly() {

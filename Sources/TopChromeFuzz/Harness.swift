@@ -1,0 +1,341 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import MicroHTTPD
+import StrictJSON
+import TopChromeCore
+import TopChromeHTTP
+
+/// The real service, never started: requests go straight to its `SessionAPI`.
+/// Small limits, so that every limit is within a fuzzer's reach.
+final class Harness: Sendable {
+    /// Open, as by default.
+    static let open = Harness(authToken: nil)
+    /// With `--auth-token`: every /v1 request needs `Authorization: Bearer fuzz-token`.
+    static let guarded = Harness(authToken: "fuzz-token")
+
+    let configuration: ServiceConfiguration
+    let service: TopChromeService
+    /// Entity tags compared as strings (RFC 9110), so `"03"` does not match
+    /// version 3; `TOPCHROME_FUZZ_LENIENT_ETAGS=1` accepts the numeric reading.
+    let strictTags: Bool
+
+    private init(authToken: String?) {
+        var configuration = ServiceConfiguration()
+        configuration.maxSessions = 4
+        configuration.maxBodyBytes = 3000
+        configuration.sessionTTL = 0
+        configuration.maxWatchers = 3
+        configuration.maxWatchersPerSession = 2
+        // Long-polls end within a second, so their timers do not pile up.
+        configuration.maxWaitSeconds = 1
+        configuration.authToken = authToken
+        self.configuration = configuration
+        service = TopChromeService(configuration: configuration)
+        strictTags = getenv("TOPCHROME_FUZZ_LENIENT_ETAGS").map { String(cString: $0) } != "1"
+    }
+
+    var store: InMemorySessionStore { service.store }
+}
+
+/// What a request came to.
+enum Outcome: Hashable, CustomStringConvertible {
+    case status(Int)
+    case pending
+    case stream
+
+    var description: String {
+        switch self {
+        case let .status(code): String(code)
+        case .pending: "pending (long-poll)"
+        case .stream: "stream"
+        }
+    }
+}
+
+/// One input's sessions and the requests run against them.
+///
+/// Before the first request: `{s0}` is a new session (inset 0, revealed,
+/// version 1); `{s1}` has scrolled down with seq 10 and had its inset set
+/// to 47 (hidden, version 3, last seq 10); `{gone}` was created and deleted;
+/// `{new}` is the last session a request created (else `{gone}`).
+/// Afterwards every session is deleted; all long-polls must then be
+/// answered, all streams finished and no watcher left.
+struct World {
+    let harness: Harness
+    let s0: SessionID
+    let s1: SessionID
+    let gone: SessionID
+    private(set) var known: [SessionID]
+    private(set) var newest: SessionID?
+    private var pendings: [PendingResponse] = []
+    private var streams: [ResponseStream] = []
+    private var store: InMemorySessionStore { harness.store }
+
+    init(_ harness: Harness) {
+        self.harness = harness
+        let store = harness.store
+        check(store.count == 0, "sessions left over from the previous input: \(store.count)")
+        check(harness.service.watcherCount == 0, "watchers left over from the previous input")
+        do {
+            s0 = try store.create(inset: 0).id
+            s1 = try store.create(inset: 59).id
+            gone = try store.create(inset: 0).id
+        } catch {
+            fail("cannot create the fixture sessions: \(error)")
+        }
+        _ = store.apply([.scroll(ScrollReport(contentOffsetY: 500, seq: 10)), .setInset(47)], to: s1)
+        _ = store.remove(gone)
+        check(store.session(s1)?.state == ChromeState(inset: 47, isRevealed: false, version: 3, lastAppliedSeq: 10),
+              "fixture session s1 is not as documented: \(String(describing: store.session(s1)))")
+        known = [s0, s1]
+    }
+
+    func expand(_ text: String) -> String {
+        guard text.contains("{") else { return text }
+        return text.replacingOccurrences(of: "{s0}", with: s0.description)
+            .replacingOccurrences(of: "{s1}", with: s1.description)
+            .replacingOccurrences(of: "{gone}", with: gone.description)
+            .replacingOccurrences(of: "{new}", with: (newest ?? gone).description)
+    }
+
+    /// Runs one request through the real API and checks the answer against the model.
+    mutating func perform(_ scripted: ScriptedRequest) {
+        let configuration = harness.configuration
+        let headers = scripted.headers.map { ($0.0, expand($0.1)) }
+        let tooLarge = scripted.body.count > configuration.maxBodyBytes
+        let request = HTTPRequest(
+            method: scripted.method, path: expand(scripted.path), version: scripted.version,
+            headers: HTTPHeaders(headers), body: tooLarge ? [] : scripted.body, isBodyTooLarge: tooLarge)
+        let body = scripted.body
+        // Built only when a check fails: most requests pass.
+        let context = { World.describe(request, tooLarge: tooLarge, originalBody: body) }
+
+        let resource = HTTPModel.resource(request.path)
+        let target = resource?.1
+        var before: [SessionID: ChromeState] = [:]
+        for id in known + (target.map { [$0] } ?? []) { before[id] = store.session(id)?.state }
+        let countBefore = store.count
+        let watchersBefore = harness.service.watcherCount
+        let expected = expectedOutcomes(request, resource: resource, state: target.flatMap { before[$0] },
+                                        count: countBefore, watchers: watchersBefore)
+
+        let response = harness.service.api.respond(to: request)
+
+        let outcome: Outcome = response.pending != nil ? .pending : response.stream != nil ? .stream : .status(response.status)
+        check(expected.contains(outcome),
+              "answered \(outcome), the model expects one of \(expected.map(\.description).sorted())\n\(context())\n\(World.describe(response))")
+        checkHeaders(response, context)
+
+        var after: [SessionID: ChromeState] = [:]
+        for id in before.keys { after[id] = store.session(id)?.state }
+        /// Every session but `except` is as it was.
+        func othersUnchanged(except changed: SessionID?) {
+            for (id, state) in before where id != changed {
+                check(after[id] == state, "session \(id) changed from \(state) to \(String(describing: after[id])) "
+                      + "though the request answered \(outcome)\n\(context())")
+            }
+        }
+
+        switch outcome {
+        case let .status(status) where status >= 400:
+            othersUnchanged(except: nil)
+            check(store.count == countBefore, "a refused request changed the number of sessions\n\(context())")
+            checkProblem(response, status: status, resource: resource?.0, context)
+        case .status(201):
+            othersUnchanged(except: nil)
+            check(store.count == countBefore + 1, "201 without a new session\n\(context())")
+            guard let location = response.headers["Location"], location.hasPrefix("/v1/sessions/"),
+                  let id = HTTPModel.sessionID(location.utf8.dropFirst("/v1/sessions/".utf8.count)),
+                  let state = store.session(id)?.state else {
+                fail("201 without a Location of a session that exists\n\(context())\n\(World.describe(response))")
+            }
+            let inset = BodyModel.newSession(request.body) ?? .nan
+            check(state == ChromeState(inset: inset), "new session is \(state), the body asked for inset \(inset)\n\(context())")
+            checkState(response, id: id, state: state, context)
+            known.append(id)
+            newest = id
+        case .status(204):
+            guard let id = target else { fail("204 for no session\n\(context())") }
+            othersUnchanged(except: id)
+            check(after[id] == nil, "204 but the session is still there\n\(context())")
+            check(store.count == countBefore - 1, "204 but the number of sessions went from \(countBefore) to \(store.count)")
+            check(response.body.isEmpty, "204 with a body\n\(context())")
+        case .status(200), .status(304):
+            guard let (kind, id) = resource else { fail("\(outcome) for no resource\n\(context())") }
+            if let type = kind.contentType {
+                // Not a session's state: health, readiness, openapi.yaml, metrics, the demo page, HEAD of events.
+                othersUnchanged(except: nil)
+                check(response.headers["Content-Type"] == type, "Content-Type is not \(type)\n\(context())\n\(World.describe(response))")
+                return
+            }
+            guard let id else { fail("\(outcome) for a malformed id\n\(context())") }
+            guard let state = after[id] else { fail("answered \(outcome) for a session that is gone\n\(context())") }
+            let expectedState = expectedState(kind, request: request, before: before[id]!)
+            check(state == expectedState, "session is \(state), the model expects \(expectedState)\n\(context())")
+            othersUnchanged(except: id)
+            checkState(response, id: id, state: state, context)
+        case .pending:
+            othersUnchanged(except: nil)
+            if let pending = response.pending { pendings.append(pending) }
+        case .stream:
+            othersUnchanged(except: nil)
+            if let stream = response.stream {
+                check(stream.isOpen, "a new event stream is already closed\n\(context())")
+                streams.append(stream)
+            }
+        default:
+            fail("unexpected outcome \(outcome)\n\(context())")
+        }
+    }
+
+    /// Deletes every session, then checks nothing is left waiting.
+    mutating func tearDown() {
+        for id in known { _ = store.remove(id) }
+        check(store.count == 0, "sessions left after deleting all known ones: \(store.count)")
+        check(harness.service.watcherCount == 0,
+              "\(harness.service.watcherCount) watchers still registered after every session was deleted")
+        for pending in pendings {
+            check(pending.isCompleted, "a long-poll of a deleted session was never answered")
+        }
+        for stream in streams {
+            check(!stream.isOpen, "an event stream of a deleted session is still open")
+            // The server breaks the stream's reference to its watcher when it
+            // releases the response; without a server, do it here.
+            stream.onClose {}
+        }
+        pendings = []
+        streams = []
+    }
+
+    // MARK: The model
+
+    private func expectedOutcomes(
+        _ request: HTTPRequest, resource: (HTTPModel.Resource, SessionID?)?, state: ChromeState?,
+        count: Int, watchers: Int
+    ) -> Set<Outcome> {
+        let headers = request.headers.fields.map { ($0.name, $0.value) }
+        let strict = harness.strictTags
+        let capacity = harness.configuration.maxSessions
+        return Chooser.all { choose -> Outcome in
+            if request.version == "HTTP/1.1", HTTPModel.header(headers, "Host") == nil { return .status(400) }
+            if let token = harness.configuration.authToken, request.path == "/v1" || request.path.hasPrefix("/v1/"),
+               !choose(HTTPModel.authorized(HTTPModel.header(headers, "Authorization"), token: token)) {
+                return .status(401)
+            }
+            guard let (kind, _) = resource else { return .status(404) }
+            let method = request.method == "HEAD" && kind.allowed.contains("GET") ? "GET" : request.method
+            guard kind.allowed.contains(method) else { return .status(405) }
+            if request.isBodyTooLarge { return .status(413) }
+            if kind.takesBody {
+                if !request.body.isEmpty, let type = HTTPModel.header(headers, "Content-Type"),
+                   !choose(HTTPModel.isJSON(type)) { return .status(415) }
+                let valid = switch kind {
+                case .sessions: BodyModel.newSession(request.body) != nil
+                case .inset: BodyModel.inset(request.body) != nil
+                case .scroll: BodyModel.scroll(request.body) != nil
+                default: BodyModel.disappear(request.body)
+                }
+                guard valid else { return .status(400) }
+            }
+            let ifMatch = HTTPModel.combined(headers, "If-Match")
+            let ifNoneMatch = HTTPModel.combined(headers, "If-None-Match")
+            switch kind {
+            case .health, .readiness, .openAPI, .metrics, .demo:
+                return .status(200)
+            case .sessions:
+                return .status(count >= capacity ? 503 : 201)
+            case .events:
+                guard state != nil else { return .status(404) }
+                if method != request.method { return .status(200) }  // HEAD: the headers, no stream
+                return watchers > 0 && choose(.either) ? .status(503) : .stream
+            case .session where method == "GET":
+                guard let state else { return .status(404) }
+                guard choose(HTTPModel.ifMatchHolds(ifMatch, version: state.version, strictTags: strict)) else {
+                    return .status(412)
+                }
+                if choose(HTTPModel.ifNoneMatchHolds(ifNoneMatch, version: state.version, strictTags: strict)) {
+                    return .status(200)
+                }
+                guard choose(HTTPModel.wantsWait(HTTPModel.combined(headers, "Prefer"))) else { return .status(304) }
+                return watchers > 0 && choose(.either) ? .status(503) : .pending
+            case .session, .inset, .scroll, .disappear:
+                guard let state else { return .status(404) }
+                guard choose(HTTPModel.ifMatchHolds(ifMatch, version: state.version, strictTags: strict)),
+                      choose(HTTPModel.ifNoneMatchHolds(ifNoneMatch, version: state.version, strictTags: strict)) else {
+                    return .status(412)
+                }
+                return .status(kind == .session ? 204 : 200)
+            }
+        }
+    }
+
+    private func expectedState(_ kind: HTTPModel.Resource, request: HTTPRequest, before: ChromeState) -> ChromeState {
+        let threshold = harness.configuration.revealThreshold
+        switch kind {
+        case .inset:
+            return RulesModel.apply([.inset(BodyModel.inset(request.body) ?? .nan)], to: before, threshold: threshold)
+        case .scroll:
+            let reports = BodyModel.scroll(request.body) ?? []
+            return RulesModel.apply(reports.map { .scroll($0) }, to: before, threshold: threshold)
+        case .disappear:
+            return RulesModel.apply([.disappear], to: before, threshold: threshold)
+        default:
+            return before
+        }
+    }
+
+    // MARK: Checks of the answer
+
+    private func checkHeaders(_ response: HTTPResponse, _ context: () -> String) {
+        for field in response.headers {
+            let bad = (field.name + field.value).utf8.contains { $0 == 0x0D || $0 == 0x0A || $0 == 0 }
+            check(!bad, "response header \(field.name) carries CR, LF or NUL\n\(context())")
+        }
+    }
+
+    private func checkProblem(_ response: HTTPResponse, status: Int, resource: HTTPModel.Resource?, _ context: () -> String) {
+        check(response.headers["Content-Type"] == "application/problem+json",
+              "a \(status) without Content-Type application/problem+json\n\(context())")
+        if let mismatch = JSONTools.problemMismatch(response.body, status: status) {
+            fail("\(mismatch)\n\(context())\n\(World.describe(response))")
+        }
+        if status == 405, let resource {
+            check(response.headers["Allow"] == resource.allowed.joined(separator: ", "),
+                  "405 whose Allow is \(String(describing: response.headers["Allow"]))\n\(context())")
+        }
+        if status == 401 {
+            check(response.headers["WWW-Authenticate"]?.hasPrefix("Bearer ") == true, "401 without a Bearer challenge\n\(context())")
+        }
+        if status == 503 {
+            check(response.headers["Retry-After"].flatMap { Int($0) } != nil, "503 without Retry-After\n\(context())")
+        }
+    }
+
+    private func checkState(_ response: HTTPResponse, id: SessionID, state: ChromeState, _ context: () -> String) {
+        func summary() -> String { "\(context())\n\(World.describe(response))" }
+        check(response.headers["Content-Type"] == "application/json", "state without Content-Type application/json\n\(summary())")
+        check(response.headers["ETag"] == "\"\(state.version)\"", "ETag is not the version \(state.version)\n\(summary())")
+        guard case let .object(members)? = try? JSONReader.parse(response.body),
+              Set(members.keys) == ["id", "inset", "isRevealed", "version"],
+              members["id"] == .string(id.description),
+              case let .number(inset, _)? = members["inset"], inset == state.inset,
+              members["isRevealed"] == .bool(state.isRevealed),
+              case let .number(_, version)? = members["version"], version == String(state.version) else {
+            fail("state body does not match the session \(id) \(state)\n\(summary())")
+        }
+    }
+
+    private static func describe(_ request: HTTPRequest, tooLarge: Bool, originalBody: [UInt8]) -> String {
+        var text = "request: \(request.method) \(request.path) \(request.version)\n"
+        for field in request.headers { text += "  \(field.name): \(field.value)\n" }
+        text += tooLarge ? "  body: \(originalBody.count) bytes (over the limit)" : "  body: \(printable(request.body))"
+        return text
+    }
+
+    private static func describe(_ response: HTTPResponse) -> String {
+        var text = "response: \(response.status)\n"
+        for field in response.headers { text += "  \(field.name): \(field.value)\n" }
+        return text + "  body: \(printable(response.body))"
+    }
+}
