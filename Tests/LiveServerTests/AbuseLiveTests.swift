@@ -4,15 +4,6 @@ import Testing
 /// Limits that hold when clients misbehave: idle and trickling connections,
 /// one client taking every connection, oversized headers and bodies, a full store.
 @Suite struct AbuseLiveTests {
-    func eventually(within seconds: Double = 5, _ condition: () -> Bool) -> Bool {
-        let deadline = Date().addingTimeInterval(seconds)
-        while Date() < deadline {
-            if condition() { return true }
-            usleep(20_000)
-        }
-        return condition()
-    }
-
     /// 500 idle connections and 500 that send their request a byte at a time:
     /// an ordinary client is still answered at once.
     @Test func idleAndTricklingConnectionsDoNotStarveOthers() throws {

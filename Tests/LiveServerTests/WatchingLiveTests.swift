@@ -31,16 +31,6 @@ final class BackgroundRequest: @unchecked Sendable {
         server = try LiveServer { $0.heartbeatSeconds = 1 }
     }
 
-    /// Polls `condition` for up to `seconds`; the server frees resources asynchronously.
-    func eventually(within seconds: Double = 5, _ condition: () -> Bool) -> Bool {
-        let deadline = Date().addingTimeInterval(seconds)
-        while Date() < deadline {
-            if condition() { return true }
-            usleep(20_000)
-        }
-        return condition()
-    }
-
     @Test func watcherSeesEveryChangeInOrder() throws {
         let id = try server.createSession()
         let stream = try EventStreamClient(port: server.port, sessionID: id)
