@@ -109,6 +109,7 @@ private let collectHeader: MHD_KeyValueIterator = { cls, _, key, value in
 
 private func requestHeaders(of connection: OpaquePointer) -> HTTPHeaders {
     var headers = HTTPHeaders()
+    headers.reserveCapacity(8)  // most requests carry a handful: grow once, not three times
     withUnsafeMutablePointer(to: &headers) { pointer in
         _ = MHD_get_connection_values(connection, .HEADER_KIND, collectHeader, pointer)
     }

@@ -56,8 +56,15 @@ public struct HTTPHeaders: Sendable, Sequence {
     /// sent on several lines means the same as one line with the values
     /// joined (RFC 9110 §5.3).
     public func combined(_ name: String) -> String? {
-        let values = fields.filter { $0.name.caseInsensitiveEquals(name) }.map(\.value)
-        return values.isEmpty ? nil : values.joined(separator: ", ")
+        var combined: String?
+        for field in fields where field.name.caseInsensitiveEquals(name) {
+            combined = combined.map { $0 + ", " + field.value } ?? field.value
+        }
+        return combined
+    }
+
+    mutating func reserveCapacity(_ count: Int) {
+        fields.reserveCapacity(count)
     }
 
     public func makeIterator() -> IndexingIterator<[(name: String, value: String)]> {
