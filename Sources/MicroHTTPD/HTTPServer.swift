@@ -103,10 +103,13 @@ public final class HTTPServer: @unchecked Sendable {
         // must be resumed before libmicrohttpd stops.
         dispatcher.suspensions.terminateAll(fallback: dispatcher.responder.refusalWhileStopping())
 
-        // Closing the listening socket at once makes new clients fail fast
-        // (connection refused) instead of waiting in a backlog nobody accepts.
+        // Shutting the listening socket down at once makes new clients fail
+        // fast (connection refused) instead of waiting in a backlog nobody
+        // accepts. It is closed only after libmicrohttpd has stopped: its
+        // threads may still take it out of their epoll sets, and a closed
+        // (or reused) descriptor there makes libmicrohttpd abort.
         let quiescedSocket = MHD_quiesce_daemon(daemon)
-        if quiescedSocket >= 0 { close(quiescedSocket) }
+        if quiescedSocket >= 0 { shutdown(quiescedSocket, Int32(SHUT_RDWR)) }
         let clock = ContinuousClock()
         let deadline = clock.now.advanced(by: timeout)
         while dispatcher.inFlight.load(ordering: .acquiring) > 0, clock.now < deadline {
@@ -115,6 +118,7 @@ public final class HTTPServer: @unchecked Sendable {
         let finished = dispatcher.inFlight.load(ordering: .acquiring) == 0
 
         MHD_stop_daemon(daemon)
+        if quiescedSocket >= 0 { close(quiescedSocket) }
         self.daemon = nil
         self.listener = nil
         return finished
