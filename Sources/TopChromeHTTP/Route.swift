@@ -28,9 +28,7 @@ enum Route: Equatable {
     }
 
     private init?(bytes: UnsafeBufferPointer<UInt8>) {
-        func equals(_ literal: StaticString) -> Bool {
-            bytes.count == literal.utf8CodeUnitCount && memcmp(bytes.baseAddress!, literal.utf8Start, bytes.count) == 0
-        }
+        func equals(_ literal: StaticString) -> Bool { bytes.equals(literal) }
         guard !bytes.isEmpty else { return nil }
         if let route = Route(sessionPath: bytes) {
             self = route
@@ -66,9 +64,7 @@ enum Route: Equatable {
             return
         }
         let suffix = UnsafeBufferPointer(rebasing: rest[(slash + 1)...])
-        func suffixIs(_ literal: StaticString) -> Bool {
-            suffix.count == literal.utf8CodeUnitCount && memcmp(suffix.baseAddress!, literal.utf8Start, suffix.count) == 0
-        }
+        func suffixIs(_ literal: StaticString) -> Bool { suffix.equals(literal) }
         if suffixIs("scroll") {
             self = .scroll(id)
         } else if suffixIs("inset") {
@@ -130,5 +126,12 @@ enum Route: Equatable {
         case let .session(id), let .inset(id), let .scroll(id), let .disappear(id), let .events(id): id
         default: nil
         }
+    }
+}
+
+extension UnsafeBufferPointer<UInt8> {
+    /// Whether these bytes are exactly `literal`'s.
+    func equals(_ literal: StaticString) -> Bool {
+        count == literal.utf8CodeUnitCount && (count == 0 || memcmp(baseAddress!, literal.utf8Start, count) == 0)
     }
 }
