@@ -7,10 +7,9 @@ import Synchronization
 public final class HTTPServer: @unchecked Sendable {
     public let configuration: HTTPServerConfiguration
     private let dispatcher: RequestDispatcher
-    // Guards `daemon`, `listener` and `boundPort` (changed only by start and stop).
+    // Guards `daemon` and `boundPort` (changed only by start and stop).
     private let lock = NSLock()
     private var daemon: OpaquePointer?
-    private var listener: ListeningSocket?
     private var boundPort = 0
     private var tlsStrings: [CString] = []
 
@@ -28,11 +27,6 @@ public final class HTTPServer: @unchecked Sendable {
     /// The port the server listens on (the real one when configured with 0).
     public var port: Int {
         lock.withLock { boundPort }
-    }
-
-    /// Streams and pending responses currently holding a connection.
-    public var suspendedCount: Int {
-        dispatcher.suspensions.count
     }
 
     /// Requests received and not yet completed.
@@ -85,7 +79,6 @@ public final class HTTPServer: @unchecked Sendable {
                 : "libmicrohttpd refused the configuration; check that the TLS certificate and key are valid PEM and match")
         }
         daemon = started
-        listener = socket
         boundPort = socket.port
     }
 
@@ -120,7 +113,6 @@ public final class HTTPServer: @unchecked Sendable {
         MHD_stop_daemon(daemon)
         if quiescedSocket >= 0 { close(quiescedSocket) }
         self.daemon = nil
-        self.listener = nil
         return finished
     }
 }

@@ -123,16 +123,12 @@ public final class ResponseStream: @unchecked Sendable, Suspending {
 
     /// The response is released: the stream is over for good.
     func closed() {
-        let handler: (@Sendable () -> Void)? = lock.withLock {
+        let (handler, registry) = lock.withLock {
             isClosed = true
             pending = []
             suspension.detach()
-            defer { closeHandler = nil }
-            return closeHandler
-        }
-        let registry = lock.withLock {
-            defer { self.registry = nil }
-            return self.registry
+            defer { closeHandler = nil; self.registry = nil }
+            return (closeHandler, self.registry)
         }
         registry?.remove(self)
         if let handler { DispatchQueue.global().async(execute: handler) }

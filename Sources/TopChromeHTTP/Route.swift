@@ -28,26 +28,23 @@ enum Route: Equatable {
     }
 
     private init?(bytes: UnsafeBufferPointer<UInt8>) {
-        func equals(_ literal: StaticString) -> Bool { bytes.equals(literal) }
-        guard !bytes.isEmpty else { return nil }
         if let route = Route(sessionPath: bytes) {
             self = route
-        } else if equals("/v1/sessions") {
-            self = .sessions
-        } else if equals("/healthz") {
-            self = .health
-        } else if equals("/readyz") {
-            self = .readiness
-        } else if equals("/openapi.yaml") {
-            self = .openAPI
-        } else if equals("/metrics") {
-            self = .metrics
-        } else if equals("/") {
-            self = .demo
+        } else if let fixed = Self.fixedPaths.first(where: { bytes.equals($0.path) }) {
+            self = fixed.route
         } else {
             return nil
         }
     }
+
+    private static let fixedPaths: [(path: StaticString, route: Route)] = [
+        ("/v1/sessions", .sessions), ("/healthz", .health), ("/readyz", .readiness),
+        ("/openapi.yaml", .openAPI), ("/metrics", .metrics), ("/", .demo),
+    ]
+
+    private static let subResources: [(name: StaticString, route: @Sendable (SessionID?) -> Route)] = [
+        ("scroll", Route.scroll), ("inset", Route.inset), ("disappear", Route.disappear), ("events", Route.events),
+    ]
 
     /// `/v1/sessions/{id}` and its sub-resources.
     private init?(sessionPath bytes: UnsafeBufferPointer<UInt8>) {
@@ -64,18 +61,8 @@ enum Route: Equatable {
             return
         }
         let suffix = UnsafeBufferPointer(rebasing: rest[(slash + 1)...])
-        func suffixIs(_ literal: StaticString) -> Bool { suffix.equals(literal) }
-        if suffixIs("scroll") {
-            self = .scroll(id)
-        } else if suffixIs("inset") {
-            self = .inset(id)
-        } else if suffixIs("disappear") {
-            self = .disappear(id)
-        } else if suffixIs("events") {
-            self = .events(id)
-        } else {
-            return nil
-        }
+        guard let sub = Self.subResources.first(where: { suffix.equals($0.name) }) else { return nil }
+        self = sub.route(id)
     }
 
     /// Methods this resource answers, for 405's `Allow`.

@@ -33,12 +33,17 @@ final class ServiceMetrics: Sendable {
         durations = Route.Template.allCases.map { _ in Histogram() }
     }
 
+    /// The request counter for a route, method and status (indexes; the
+    /// status index one past `statuses` is "other").
+    private static func cell(route: Int, method: Int, status: Int) -> Int {
+        (route * methods.count + method) * (statuses.count + 1) + status
+    }
+
     func record(_ exchange: HTTPExchange, template: Route.Template) {
         let method = Self.methods.firstIndex(of: exchange.method) ?? Self.methods.count - 1
         let status = Self.statuses.firstIndex(of: exchange.status) ?? Self.statuses.count
         let route = Route.Template.allCases.firstIndex(of: template)!
-        requests[(route * Self.methods.count + method) * (Self.statuses.count + 1) + status]
-            .value.add(1, ordering: .relaxed)
+        requests[Self.cell(route: route, method: method, status: status)].value.add(1, ordering: .relaxed)
         guard !exchange.isStream else { return }  // a stream's length says nothing of the server's speed
         let seconds = Double(exchange.duration.components.seconds) + Double(exchange.duration.components.attoseconds) / 1e18
         let histogram = durations[route]
@@ -57,7 +62,7 @@ final class ServiceMetrics: Sendable {
         for (routeIndex, route) in Route.Template.allCases.enumerated() {
             for (methodIndex, method) in Self.methods.enumerated() {
                 for statusIndex in 0...Self.statuses.count {
-                    let count = requests[(routeIndex * Self.methods.count + methodIndex) * (Self.statuses.count + 1) + statusIndex]
+                    let count = requests[Self.cell(route: routeIndex, method: methodIndex, status: statusIndex)]
                         .value.load(ordering: .relaxed)
                     guard count > 0 else { continue }
                     let status = statusIndex < Self.statuses.count ? String(Self.statuses[statusIndex]) : "other"

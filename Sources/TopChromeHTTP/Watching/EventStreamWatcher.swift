@@ -37,10 +37,7 @@ final class EventStreamWatcher: SessionWatcher, @unchecked Sendable {
     }
 
     func deliver(_ change: SessionChange) -> Bool {
-        lock.withLock {
-            guard change.session.state.version > lastSentVersion else { return stream.isOpen }
-            return send(version: change.session.state.version, change.eventBytes)
-        }
+        lock.withLock { send(version: change.session.state.version, change.eventBytes) }
     }
 
     /// `event: state`, the version as id, the state as one line of JSON.
