@@ -21,7 +21,7 @@ test:
 
 ## The fast loop: core and API unit tests, no sockets.
 test-quick:
-	$(SWIFT) test --filter 'TopChromeCoreTests|TopChromeHTTPTests'
+	$(SWIFT) test --filter 'TopChromeCoreTests|MicroHTTPDTests|TopChromeHTTPTests'
 
 ## The whole suite under the thread sanitizer (its own build folder).
 test-tsan:

@@ -56,6 +56,7 @@ let package = Package(
         .testTarget(name: "TopChromeCoreTests", dependencies: ["TopChromeCore"]),
         .testTarget(name: "StrictJSONTests", dependencies: ["StrictJSON"]),
         .testTarget(name: "SessionSnapshotsTests", dependencies: ["SessionSnapshots"]),
+        .testTarget(name: "MicroHTTPDTests", dependencies: ["MicroHTTPD"]),
         .testTarget(name: "TopChromeHTTPTests", dependencies: ["TopChromeHTTP", "StrictJSON"]),
         .testTarget(
             name: "LiveServerTests",

@@ -1,4 +1,7 @@
 import CMicroHTTPD
+#if canImport(Glibc)
+import Glibc
+#endif
 
 // libmicrohttpd's C callbacks. They live outside `main.swift` and capture
 // nothing, so they run on the library's threads without any actor isolation.
@@ -14,9 +17,9 @@ let accessHandler: MHD_AccessHandlerCallback = {
     let dispatcher = Unmanaged<RequestDispatcher>.fromOpaque(cls).takeUnretainedValue()
 
     guard let existing = requestContext.pointee else {
-        let context = RequestContext(method: String(cString: method), path: String(cString: url))
+        let context = RequestContext(method: HTTPTokens.method(method), path: String(cString: url))
         if let declared = MHD_lookup_connection_value(connection, .HEADER_KIND, "Content-Length"),
-           let length = Int(String(cString: declared)), length > dispatcher.maxBodyBytes {
+           HTTPTokens.exceeds(declared, dispatcher.maxBodyBytes) {
             context.isBodyTooLarge = true
         }
         requestContext.pointee = Unmanaged.passRetained(context).toOpaque()
@@ -68,12 +71,13 @@ private func respond(
     let request = HTTPRequest(
         method: context.method,
         path: context.path,
-        version: String(cString: version),
+        version: HTTPTokens.version(version),
         headers: requestHeaders(of: connection),
         body: context.body,
         isBodyTooLarge: context.isBodyTooLarge
     )
     let response = dispatcher.responder.respond(to: request)
+    context.endpoint = response.endpoint
     if let pending = response.pending {
         context.pending = pending
         dispatcher.suspensions.add(pending)
@@ -100,18 +104,27 @@ let requestCompleted: MHD_RequestCompletedCallback = { cls, _, requestContext, _
     Unmanaged<RequestDispatcher>.fromOpaque(cls).takeUnretainedValue().inFlight.subtract(1, ordering: .releasing)
 }
 
-private let collectHeader: MHD_KeyValueIterator = { cls, _, key, value in
+private let collectHeader: MHD_KeyValueIteratorN = { cls, _, key, keySize, value, valueSize in
     guard let cls, let key else { return .YES }
     let headers = cls.assumingMemoryBound(to: HTTPHeaders.self)
-    headers.pointee.add(name: String(cString: key), value: value.map { String(cString: $0) } ?? "")
+    key.withMemoryRebound(to: UInt8.self, capacity: keySize) { name in
+        guard let value else {
+            headers.pointee.add(name: UnsafeBufferPointer(start: name, count: keySize), value: UnsafeBufferPointer(start: nil, count: 0))
+            return
+        }
+        value.withMemoryRebound(to: UInt8.self, capacity: valueSize) { value in
+            headers.pointee.add(name: UnsafeBufferPointer(start: name, count: keySize),
+                                value: UnsafeBufferPointer(start: value, count: valueSize))
+        }
+    }
     return .YES
 }
 
 private func requestHeaders(of connection: OpaquePointer) -> HTTPHeaders {
     var headers = HTTPHeaders()
-    headers.reserveCapacity(8)  // most requests carry a handful: grow once, not three times
+    headers.reserveCapacity(256)  // a usual request's fields fit: one allocation
     withUnsafeMutablePointer(to: &headers) { pointer in
-        _ = MHD_get_connection_values(connection, .HEADER_KIND, collectHeader, pointer)
+        _ = MHD_get_connection_values_n(connection, .HEADER_KIND, collectHeader, pointer)
     }
     return headers
 }
@@ -133,8 +146,8 @@ private func queue(
     }
     guard let created else { return .NO }
     defer { MHD_destroy_response(created) }
-    for field in response.headers {
-        _ = MHD_add_response_header(created, field.name, field.value)
+    response.headers.forEachCString { name, value in
+        _ = MHD_add_response_header(created, name, value)
     }
     if dispatcher.isDraining.load(ordering: .relaxed) {
         _ = MHD_add_response_header(created, "Connection", "close")
@@ -142,7 +155,7 @@ private func queue(
     let result = MHD_queue_response(connection, UInt32(response.status), created)
     if let observer = dispatcher.observer {
         observer.completed(HTTPExchange(
-            method: context.method, path: context.path, status: response.status,
+            method: context.method, path: context.path, endpoint: context.endpoint, status: response.status,
             bodyBytes: response.stream == nil ? response.body.count : 0,
             duration: ContinuousClock.now - context.startedAt, isStream: response.stream != nil))
     }
@@ -158,4 +171,42 @@ private let readStream: MHD_ContentReaderCallback = { cls, _, buffer, max in
 private let releaseStream: MHD_ContentReaderFreeCallback = { cls in
     guard let cls else { return }
     Unmanaged<ResponseStream>.fromOpaque(cls).takeRetainedValue().closed()
+}
+
+/// The request line's tokens as strings, made cheaply: the usual methods and
+/// versions are the same few every time, and a literal costs no allocation.
+enum HTTPTokens {
+    static func method(_ text: UnsafePointer<CChar>) -> String {
+        let count = strlen(text)
+        if matches(text, count, "GET") { return "GET" }
+        if matches(text, count, "POST") { return "POST" }
+        if matches(text, count, "PUT") { return "PUT" }
+        if matches(text, count, "DELETE") { return "DELETE" }
+        if matches(text, count, "HEAD") { return "HEAD" }
+        return String(cString: text)
+    }
+
+    static func version(_ text: UnsafePointer<CChar>) -> String {
+        let count = strlen(text)
+        if matches(text, count, "HTTP/1.1") { return "HTTP/1.1" }
+        if matches(text, count, "HTTP/1.0") { return "HTTP/1.0" }
+        return String(cString: text)
+    }
+
+    private static func matches(_ text: UnsafePointer<CChar>, _ count: Int, _ token: StaticString) -> Bool {
+        count == token.utf8CodeUnitCount && memcmp(text, token.utf8Start, count) == 0
+    }
+
+    /// Whether a `Content-Length` value is a number over `limit` (one that is
+    /// not a number is libmicrohttpd's to refuse).
+    static func exceeds(_ text: UnsafePointer<CChar>, _ limit: Int) -> Bool {
+        var value = 0, index = 0
+        while true {
+            let byte = UInt8(bitPattern: text[index])
+            guard byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") else { return false }
+            value = value * 10 + Int(byte - UInt8(ascii: "0"))
+            if value > limit { return true }
+            index += 1
+        }
+    }
 }

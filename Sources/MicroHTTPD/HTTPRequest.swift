@@ -1,3 +1,7 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// One HTTP request, read in full, as the server hands it to a ``HTTPResponder``.
 public struct HTTPRequest: Sendable {
     /// The request method as sent, e.g. `GET`.
@@ -34,22 +38,81 @@ public struct HTTPRequest: Sendable {
 
 /// Request or response header fields, in the order they came.
 /// Names compare case-insensitively, as HTTP says.
+///
+/// Every field is kept as `name NUL value NUL` in one byte buffer: a message
+/// costs one allocation however many fields it has, a lookup compares bytes
+/// without making strings, and libmicrohttpd takes the fields as they lie.
 public struct HTTPHeaders: Sendable, Sequence {
-    public private(set) var fields: [(name: String, value: String)] = []
+    private var storage: [UInt8] = []
 
     public init() {}
 
-    public init(_ fields: [(String, String)]) {
-        self.fields = fields.map { (name: $0.0, value: $0.1) }
+    /// Room for `byteCount` bytes of names and values before growing.
+    public init(capacity byteCount: Int) {
+        storage.reserveCapacity(byteCount)
     }
 
+    public init(_ fields: [(String, String)]) {
+        storage.reserveCapacity(fields.reduce(0) { $0 + $1.0.utf8.count + $1.1.utf8.count + 2 })
+        for (name, value) in fields { add(name: name, value: value) }
+    }
+
+    /// A NUL in `name` or `value` ends it there, as it would in C.
     public mutating func add(name: String, value: String) {
-        fields.append((name: name, value: value))
+        var name = name, value = value
+        name.withUTF8 { name in value.withUTF8 { value in add(name: name, value: value) } }
+    }
+
+    mutating func add(name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) {
+        appendCString(name)
+        appendCString(value)
+    }
+
+    private mutating func appendCString(_ text: UnsafeBufferPointer<UInt8>) {
+        var count = text.count
+        if let base = text.baseAddress, let nul = memchr(base, 0, count) {
+            count = UnsafeRawPointer(nul) - UnsafeRawPointer(base)
+        }
+        storage.append(contentsOf: UnsafeBufferPointer(start: text.baseAddress, count: count))
+        storage.append(0)
+    }
+
+    mutating func reserveCapacity(_ byteCount: Int) {
+        storage.reserveCapacity(byteCount)
     }
 
     /// The first value of the field `name`, if present.
     public subscript(name: String) -> String? {
-        fields.first { $0.name.caseInsensitiveEquals(name) }?.value
+        var found: String?
+        forEachValue(of: name) { value in
+            found = String(decoding: value, as: UTF8.self)
+            return false
+        }
+        return found
+    }
+
+    /// Whether a field `name` is present.
+    public func contains(_ name: String) -> Bool {
+        var found = false
+        forEachValue(of: name) { _ in
+            found = true
+            return false
+        }
+        return found
+    }
+
+    /// Whether the first field `name` has exactly the value `value`; no
+    /// string is made, so the everyday case of a check costs a comparison.
+    public func first(_ name: String, is value: String) -> Bool {
+        var value = value, matches = false
+        value.withUTF8 { expected in
+            forEachValue(of: name) { actual in
+                matches = actual.count == expected.count
+                    && (actual.isEmpty || memcmp(actual.baseAddress!, expected.baseAddress!, actual.count) == 0)
+                return false
+            }
+        }
+        return matches
     }
 
     /// All values of the field `name` as one comma-separated list: a field
@@ -57,35 +120,78 @@ public struct HTTPHeaders: Sendable, Sequence {
     /// joined (RFC 9110 §5.3).
     public func combined(_ name: String) -> String? {
         var combined: String?
-        for field in fields where field.name.caseInsensitiveEquals(name) {
-            combined = combined.map { $0 + ", " + field.value } ?? field.value
+        forEachValue(of: name) { value in
+            let text = String(decoding: value, as: UTF8.self)
+            combined = combined.map { $0 + ", " + text } ?? text
+            return true
         }
         return combined
     }
 
-    mutating func reserveCapacity(_ count: Int) {
-        fields.reserveCapacity(count)
+    public var fields: [(name: String, value: String)] {
+        var fields: [(name: String, value: String)] = []
+        forEachField { name, value in
+            fields.append((String(decoding: name, as: UTF8.self), String(decoding: value, as: UTF8.self)))
+            return true
+        }
+        return fields
     }
 
     public func makeIterator() -> IndexingIterator<[(name: String, value: String)]> {
         fields.makeIterator()
     }
-}
 
-extension String {
-    /// ASCII case-insensitive comparison: header names are ASCII tokens.
-    func caseInsensitiveEquals(_ other: String) -> Bool {
-        if self == other { return true }  // the usual case, and cheap
-        var a = self, b = other
-        return a.withUTF8 { x in
-            b.withUTF8 { y in
-                guard x.count == y.count else { return false }
-                for index in 0..<x.count where x[index] != y[index] {
-                    let lower = x[index] | 0x20
-                    guard lower == y[index] | 0x20, lower >= UInt8(ascii: "a"), lower <= UInt8(ascii: "z") else { return false }
+    /// Each field's name and value as C strings, for libmicrohttpd.
+    func forEachCString(_ body: (UnsafePointer<CChar>, UnsafePointer<CChar>) -> Void) {
+        storage.withUnsafeBufferPointer { bytes in
+            bytes.withMemoryRebound(to: CChar.self) { text in
+                forEachField { name, value in
+                    body(text.baseAddress! + (name.baseAddress! - bytes.baseAddress!),
+                         text.baseAddress! + (value.baseAddress! - bytes.baseAddress!))
+                    return true
                 }
-                return true
             }
         }
+    }
+
+    /// Calls `body` with the value of every field `name` until it returns false.
+    @inline(__always)
+    private func forEachValue(of name: String, _ body: (UnsafeBufferPointer<UInt8>) -> Bool) {
+        var name = name
+        name.withUTF8 { wanted in
+            forEachField { fieldName, value in
+                fieldName.caseInsensitiveEquals(wanted) ? body(value) : true
+            }
+        }
+    }
+
+    /// Calls `body` with every field's name and value (without their NULs) until it returns false.
+    @inline(__always)
+    private func forEachField(_ body: (UnsafeBufferPointer<UInt8>, UnsafeBufferPointer<UInt8>) -> Bool) {
+        storage.withUnsafeBufferPointer { bytes in
+            guard let base = bytes.baseAddress else { return }
+            let end = base + bytes.count
+            var name = base
+            while name < end {
+                let nameEnd = UnsafePointer(memchr(name, 0, end - name)!.assumingMemoryBound(to: UInt8.self))
+                let value = nameEnd + 1
+                let valueEnd = UnsafePointer(memchr(value, 0, end - value)!.assumingMemoryBound(to: UInt8.self))
+                guard body(UnsafeBufferPointer(start: name, count: nameEnd - name),
+                           UnsafeBufferPointer(start: value, count: valueEnd - value)) else { return }
+                name = valueEnd + 1
+            }
+        }
+    }
+}
+
+extension UnsafeBufferPointer<UInt8> {
+    /// ASCII case-insensitive comparison: header names are ASCII tokens.
+    func caseInsensitiveEquals(_ other: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard count == other.count else { return false }
+        for index in 0..<count where self[index] != other[index] {
+            let lower = self[index] | 0x20
+            guard lower == other[index] | 0x20, lower >= UInt8(ascii: "a"), lower <= UInt8(ascii: "z") else { return false }
+        }
+        return true
     }
 }

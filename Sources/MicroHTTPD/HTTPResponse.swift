@@ -10,6 +10,10 @@ public struct HTTPResponse: Sendable {
     /// When set, there is no answer yet: the request waits, holding no
     /// thread, until the pending response is completed. Nothing else here counts.
     public var pending: PendingResponse?
+    /// The responder's own number for the kind of request it answered (e.g.
+    /// its route), handed to the ``HTTPExchangeObserver`` so metrics and logs
+    /// need not read the path a second time.
+    public var endpoint: Int?
 
     public init(status: Int, headers: HTTPHeaders = HTTPHeaders(), body: [UInt8] = []) {
         self.status = status
@@ -49,6 +53,9 @@ public protocol HTTPResponder: Sendable {
 public struct HTTPExchange: Sendable {
     public var method: String
     public var path: String
+    /// The ``HTTPResponse/endpoint`` the responder gave; nil if it gave none
+    /// or never saw the request (refused early).
+    public var endpoint: Int?
     public var status: Int
     /// Body bytes of a complete response; 0 for streams, whose length is open.
     public var bodyBytes: Int

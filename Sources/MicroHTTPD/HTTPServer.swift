@@ -146,6 +146,8 @@ final class RequestContext {
     var pending: PendingResponse?
     /// Answered on the first call, before the body: the rest is ignored.
     var isAnswered = false
+    /// The responder's name for what was asked, for the observer.
+    var endpoint: Int?
 
     init(method: String, path: String) {
         self.method = method

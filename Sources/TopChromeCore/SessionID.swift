@@ -26,43 +26,47 @@ public struct SessionID: Sendable, Hashable, CustomStringConvertible {
 
     /// Parses exactly 32 lowercase hex digits from UTF-8 bytes.
     public init?(utf8: UnsafeBufferPointer<UInt8>) {
-        guard utf8.count == 32 else { return nil }
-        var high: UInt64 = 0, low: UInt64 = 0
-        for index in 0..<32 {
-            let byte = utf8[index]
-            let nibble: UInt8
-            switch byte {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): nibble = byte &- UInt8(ascii: "0")
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): nibble = byte &- UInt8(ascii: "a") &+ 10
-            default: return nil
-            }
-            if index < 16 { high = high << 4 | UInt64(nibble) } else { low = low << 4 | UInt64(nibble) }
-        }
+        guard utf8.count == 32, let base = utf8.baseAddress,
+              let high = Self.hexValue(base), let low = Self.hexValue(base + 16) else { return nil }
         self.init(high: high, low: low)
+    }
+
+    /// Sixteen lowercase hex digits as a number; every request path with an id is read by this.
+    private static func hexValue(_ digits: UnsafePointer<UInt8>) -> UInt64? {
+        var value: UInt64 = 0
+        for index in 0..<16 {
+            let byte = digits[index]
+            let decimal = byte &- UInt8(ascii: "0"), letter = byte &- UInt8(ascii: "a")
+            let nibble: UInt8
+            if decimal < 10 {
+                nibble = decimal
+            } else if letter < 6 {
+                nibble = letter &+ 10
+            } else {
+                return nil
+            }
+            value = value << 4 | UInt64(nibble)
+        }
+        return value
     }
 
     public var description: String {
         String(unsafeUninitializedCapacity: 32) { buffer in
-            Self.writeHex(high, into: buffer, at: 0)
-            Self.writeHex(low, into: buffer, at: 16)
+            writeHexDigits(to: buffer.baseAddress!)
             return 32
         }
     }
 
-    /// The 32 hex digits, lent without making a String.
-    public func withHexDigits<Result>(_ body: (UnsafeBufferPointer<UInt8>) throws -> Result) rethrows -> Result {
-        try withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 32) { buffer in
-            Self.writeHex(high, into: buffer, at: 0)
-            Self.writeHex(low, into: buffer, at: 16)
-            return try body(UnsafeBufferPointer(buffer))
-        }
+    /// Writes the 32 hex digits at `destination`, which must have room for them.
+    public func writeHexDigits(to destination: UnsafeMutablePointer<UInt8>) {
+        Self.writeHex(high, to: destination)
+        Self.writeHex(low, to: destination + 16)
     }
 
-    private static func writeHex(_ value: UInt64, into buffer: UnsafeMutableBufferPointer<UInt8>, at offset: Int) {
-        let digits: StaticString = "0123456789abcdef"
+    private static func writeHex(_ value: UInt64, to destination: UnsafeMutablePointer<UInt8>) {
         for index in 0..<16 {
-            let nibble = Int(truncatingIfNeeded: value >> UInt64(60 - 4 * index)) & 0xF
-            buffer[offset + index] = digits.utf8Start[nibble]
+            let nibble = UInt8(truncatingIfNeeded: value &>> UInt64(60 - 4 * index)) & 0xF
+            destination[index] = nibble < 10 ? UInt8(ascii: "0") &+ nibble : UInt8(ascii: "a") &+ (nibble &- 10)
         }
     }
 }

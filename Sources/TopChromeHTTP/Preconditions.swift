@@ -63,6 +63,9 @@ struct Preconditions {
 
     /// For methods that change the session: both must hold, else 412.
     var forChange: VersionCondition {
-        .all([matchCondition, noneMatchCondition])
+        switch (matchCondition, noneMatchCondition) {
+        case (.always, let other), (let other, .always): other  // nearly every request: build nothing
+        case let (match, noneMatch): .all([match, noneMatch])
+        }
     }
 }

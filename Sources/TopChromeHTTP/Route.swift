@@ -21,7 +21,7 @@ enum Route: Equatable {
     /// well-formed path with a malformed id still names a resource kind (so a
     /// wrong method gets 405); its id is nil and it is simply not found.
     init?(path: String) {
-        // Byte-wise: this runs on every request, twice (answer, metrics).
+        // Byte-wise: this runs on every request.
         var path = path
         guard let route = path.withUTF8({ Route(bytes: $0) }) else { return nil }
         self = route
@@ -71,25 +71,41 @@ enum Route: Equatable {
         case .sessions, .scroll, .disappear: ["POST"]
         case .session: ["GET", "HEAD", "DELETE"]
         case .inset: ["PUT"]
-        case .events: ["GET", "HEAD"]
-        case .health, .readiness, .openAPI, .metrics, .demo: ["GET", "HEAD"]
+        case .events, .health, .readiness, .openAPI, .metrics, .demo: ["GET", "HEAD"]
+        }
+    }
+
+    /// Whether this resource answers `method`; asked on every request, so it builds no list.
+    func allows(_ method: String) -> Bool {
+        switch self {
+        case .sessions, .scroll, .disappear: method == "POST"
+        case .session: method == "GET" || method == "HEAD" || method == "DELETE"
+        case .inset: method == "PUT"
+        case .events, .health, .readiness, .openAPI, .metrics, .demo: method == "GET" || method == "HEAD"
         }
     }
 
     /// The path with the id left out: what metrics and logs name a request by.
-    enum Template: String, CaseIterable, Sendable {
-        case sessions = "/v1/sessions"
-        case session = "/v1/sessions/{id}"
-        case inset = "/v1/sessions/{id}/inset"
-        case scroll = "/v1/sessions/{id}/scroll"
-        case disappear = "/v1/sessions/{id}/disappear"
-        case events = "/v1/sessions/{id}/events"
-        case health = "/healthz"
-        case readiness = "/readyz"
-        case openAPI = "/openapi.yaml"
-        case metrics = "/metrics"
-        case demo = "/"
-        case unmatched = "unmatched"
+    /// Its raw value is the ``HTTPResponse/endpoint`` the API hands the server.
+    enum Template: Int, CaseIterable, Sendable {
+        case sessions, session, inset, scroll, disappear, events, health, readiness, openAPI, metrics, demo, unmatched
+
+        var name: String {
+            switch self {
+            case .sessions: "/v1/sessions"
+            case .session: "/v1/sessions/{id}"
+            case .inset: "/v1/sessions/{id}/inset"
+            case .scroll: "/v1/sessions/{id}/scroll"
+            case .disappear: "/v1/sessions/{id}/disappear"
+            case .events: "/v1/sessions/{id}/events"
+            case .health: "/healthz"
+            case .readiness: "/readyz"
+            case .openAPI: "/openapi.yaml"
+            case .metrics: "/metrics"
+            case .demo: "/"
+            case .unmatched: "unmatched"
+            }
+        }
     }
 
     var template: Template {

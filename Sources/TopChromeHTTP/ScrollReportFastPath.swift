@@ -129,26 +129,79 @@ enum ScrollReportFastPath {
                 && memcmp(bytes.baseAddress! + range.lowerBound, literal.utf8Start, range.count) == 0
         }
 
-        /// A JSON number, converted by strtod as the strict reader's
-        /// `Double(String)` converts it; nil if not finite.
+        /// A JSON number, converted as the strict reader's `Double(String)`
+        /// converts it (correctly rounded); nil if not finite.
         mutating func number() -> Double? {
             let start = index
-            _ = take(UInt8(ascii: "-"))
+            let isNegative = take(UInt8(ascii: "-"))
+            let integerStart = index
             if !take(UInt8(ascii: "0")) {
                 guard digits() > 0 else { return nil }
             }
+            let integerEnd = index
+            var fractionEnd = index
             if take(UInt8(ascii: ".")) {
                 guard digits() > 0 else { return nil }
+                fractionEnd = index
             }
+            var exponent: Int? = 0
             if take(UInt8(ascii: "e")) || take(UInt8(ascii: "E")) {
-                if !take(UInt8(ascii: "+")) { _ = take(UInt8(ascii: "-")) }
+                let isNegativeExponent = !take(UInt8(ascii: "+")) && take(UInt8(ascii: "-"))
+                let exponentStart = index
                 guard digits() > 0 else { return nil }
+                exponent = index - exponentStart <= 4 ? decimal(exponentStart..<index) : nil
+                if isNegativeExponent { exponent = exponent.map { -$0 } }
             }
-            let count = index - start
-            guard count < 64 else { return nil }
+            if let exponent, let value = Self.exactly(
+                integer: decimalDigits(integerStart..<integerEnd),
+                fraction: fractionEnd > integerEnd ? decimalDigits((integerEnd + 1)..<fractionEnd) : (0, 0),
+                exponent: exponent) {
+                return isNegative ? -value : value
+            }
+            return converted(start..<index)
+        }
+
+        /// Powers of ten that a `Double` holds exactly.
+        private static let exactPowersOfTen: [Double] = (0...22).map { power in
+            (0..<power).reduce(1.0) { product, _ in product * 10 }
+        }
+
+        /// `integer.fraction × 10^exponent` when it needs one rounding at most
+        /// (Clinger's fast path: significand ≤ 2^53 and a power of ten a
+        /// `Double` holds exactly), so the result is the correctly rounded one,
+        /// as `strtod` gives; nil when that does not apply.
+        private static func exactly(integer: (value: UInt64, count: Int)?, fraction: (value: UInt64, count: Int)?,
+                                    exponent: Int) -> Double? {
+            guard let integer, let fraction, integer.count + fraction.count <= 15 else { return nil }
+            var significand = integer.value
+            for _ in 0..<fraction.count { significand *= 10 }
+            significand += fraction.value
+            let power = exponent - fraction.count
+            guard abs(power) <= 22 else { return nil }
+            let value = Double(significand)
+            return power < 0 ? value / exactPowersOfTen[-power] : value * exactPowersOfTen[power]
+        }
+
+        /// The digits in `range` as a number, and how many there were (at most 15, else nil).
+        private func decimalDigits(_ range: Range<Int>) -> (value: UInt64, count: Int)? {
+            guard range.count <= 15 else { return nil }
+            var value: UInt64 = 0
+            for position in range { value = value * 10 + UInt64(bytes[position] &- UInt8(ascii: "0")) }
+            return (value, range.count)
+        }
+
+        private func decimal(_ range: Range<Int>) -> Int {
+            var value = 0
+            for position in range { value = value * 10 + Int(bytes[position] &- UInt8(ascii: "0")) }
+            return value
+        }
+
+        /// The number in `range` converted by `strtod`, for what the fast path does not cover.
+        private func converted(_ range: Range<Int>) -> Double? {
+            guard range.count < 64 else { return nil }
             return withUnsafeTemporaryAllocation(of: CChar.self, capacity: 64) { text in
-                for offset in 0..<count { text[offset] = CChar(bitPattern: bytes[start + offset]) }
-                text[count] = 0
+                for offset in 0..<range.count { text[offset] = CChar(bitPattern: bytes[range.lowerBound + offset]) }
+                text[range.count] = 0
                 let value = strtod(text.baseAddress!, nil)
                 return value.isFinite ? value : nil
             }

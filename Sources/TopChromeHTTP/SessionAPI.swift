@@ -45,25 +45,28 @@ public final class SessionAPI: HTTPResponder {
     }
 
     public func respond(to request: HTTPRequest) -> HTTPResponse {
+        let route = Route(path: request.path)
+        var response: HTTPResponse
         do {
-            return try answer(request)
+            response = try answer(request, route)
         } catch {
-            return error.response
+            response = error.response
         }
+        response.endpoint = (route?.template ?? .unmatched).rawValue
+        return response
     }
 
-    private func answer(_ request: HTTPRequest) throws(Problem) -> HTTPResponse {
-        if request.version == "HTTP/1.1", request.headers["Host"] == nil {
+    private func answer(_ request: HTTPRequest, _ route: Route?) throws(Problem) -> HTTPResponse {
+        if request.version == "HTTP/1.1", !request.headers.contains("Host") {
             throw .badRequest("HTTP/1.1 requests must carry a Host header (RFC 9112 §3.2).")
         }
         if let authToken, request.path == "/v1" || request.path.hasPrefix("/v1/") {
             try authToken.check(request.headers["Authorization"])
         }
-        guard let route = Route(path: request.path) else {
+        guard let route else {
             throw .notFound("There is no resource at this path; the API lives under /v1/sessions.")
         }
-        let method = request.method == "HEAD" && route.allowedMethods.contains("GET") ? "GET" : request.method
-        guard route.allowedMethods.contains(method) else {
+        guard route.allows(request.method) else {
             throw .methodNotAllowed(request.method, allowed: route.allowedMethods)
         }
         if request.isBodyTooLarge {
@@ -237,7 +240,8 @@ public final class SessionAPI: HTTPResponder {
         of request: HTTPRequest, _ read: ([UInt8]) throws(BodyError) -> Value
     ) throws(Problem) -> Value {
         // An empty body has no media type to speak of (`curl -X POST -d ''` labels it a form).
-        if !request.body.isEmpty, let type = request.headers["Content-Type"], !Self.isJSON(type) {
+        if !request.body.isEmpty, !request.headers.first("Content-Type", is: "application/json"),
+           let type = request.headers["Content-Type"], !Self.isJSON(type) {
             throw Problem(status: 415, detail: "Bodies must be JSON (Content-Type: application/json), not \"\(type.prefix(64))\". With curl, use --json instead of -d.")
         }
         do {
@@ -255,29 +259,27 @@ public final class SessionAPI: HTTPResponder {
         return mediaType == "application/json" || (mediaType.hasPrefix("application/") && mediaType.hasSuffix("+json"))
     }
 
+    /// `"<version>"`: the version is the session's entity tag.
     static func etag(_ state: ChromeState) -> String {
-        "\"\(state.version)\""
+        String(unsafeUninitializedCapacity: 22) { text in
+            text[0] = UInt8(ascii: "\"")
+            let end = StateWriter.decimal(state.version, into: text, at: 1)
+            text[end] = UInt8(ascii: "\"")
+            return end + 1
+        }
     }
 
-    /// `{"id":…,"inset":…,"isRevealed":…,"version":…}`, written directly:
-    /// every answer to a scroll report carries it.
+    /// `{"id":…,"inset":…,"isRevealed":…,"version":…}`: every answer to a
+    /// scroll report carries it.
     static func stateJSON(_ session: Session) -> [UInt8] {
-        var json = JSONWriter(capacity: 96)
-        json.raw(#"{"id":""#)
-        session.id.withHexDigits { json.raw($0) }
-        json.raw(#"","inset":"#)
-        json.number(session.state.inset)
-        json.raw(session.state.isRevealed ? #","isRevealed":true,"version":"# : #","isRevealed":false,"version":"#)
-        json.number(session.state.version)
-        json.raw("}")
-        return json.bytes
+        StateWriter.json(session)
     }
 
     static func stateResponse(_ session: Session, status: Int = 200) -> HTTPResponse {
-        HTTPResponse(
-            status: status,
-            headers: HTTPHeaders([("Content-Type", "application/json"), ("ETag", etag(session.state))]),
-            body: stateJSON(session))
+        var headers = HTTPHeaders(capacity: 128)  // with room for a Location
+        headers.add(name: "Content-Type", value: "application/json")
+        headers.add(name: "ETag", value: etag(session.state))
+        return HTTPResponse(status: status, headers: headers, body: stateJSON(session))
     }
 
     private static func json(_ status: Int, _ members: KeyValuePairs<String, String>) -> HTTPResponse {

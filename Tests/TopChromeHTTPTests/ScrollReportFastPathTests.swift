@@ -36,6 +36,31 @@ import TopChromeCore
         #expect(ScrollReportFastPath.reports(bytes("[" + Array(repeating: one, count: 1025).joined(separator: ",") + "]")) == nil)
     }
 
+    /// The fast path converts short decimals itself (one exact rounding)
+    /// and leaves the rest to strtod: either way every bit must be the strict
+    /// reader's, the sign of zero included.
+    @Test func convertsNumbersToTheSameBits() throws {
+        var generator = SplitMix(seed: 0xD1_6175)
+        var fixed = ["0", "-0", "0.0", "-0.0", "1e22", "1e23", "-1e-22", "1e-23", "123456789012345", "1234567890123456",
+                     "9007199254740993", "0.1", "0.30000000000000004", "4.35", "2.5e-22", "179.5", "-58.5", "1E+0",
+                     "0.000000000000001", "999999999999999e22", "999999999999999e-22", "5e-324", "1.7976931348623157e308"]
+        for _ in 0..<20_000 {
+            let digits = (0..<Int.random(in: 1...18, using: &generator)).map { _ in String(Int.random(in: 0...9, using: &generator)) }
+            var text = digits.count > 1 && digits[0] == "0" ? "1" + digits.dropFirst().joined() : digits.joined()
+            if Bool.random(using: &generator) {
+                text += "." + (0..<Int.random(in: 1...12, using: &generator)).map { _ in String(Int.random(in: 0...9, using: &generator)) }.joined()
+            }
+            if Bool.random(using: &generator) { text += "e" + String(Int.random(in: -30...30, using: &generator)) }
+            fixed.append(Bool.random(using: &generator) ? "-" + text : text)
+        }
+        for number in fixed {
+            let body = bytes(#"{"contentOffsetY":"# + number + "}")
+            let fast = try #require(ScrollReportFastPath.reports(body), "\(number)")
+            let strict = try RequestBodies.strictScrollReports(body)
+            #expect(fast[0].contentOffsetY.bitPattern == strict[0].contentOffsetY.bitPattern, "\(number)")
+        }
+    }
+
     /// Bodies assembled at random from valid and broken pieces: wherever the
     /// fast path answers, the strict reader gives the same reports.
     @Test func agreesWithTheStrictReaderOnGeneratedBodies() {

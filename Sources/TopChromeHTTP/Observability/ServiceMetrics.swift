@@ -42,7 +42,7 @@ final class ServiceMetrics: Sendable {
     func record(_ exchange: HTTPExchange, template: Route.Template) {
         let method = Self.methods.firstIndex(of: exchange.method) ?? Self.methods.count - 1
         let status = Self.statuses.firstIndex(of: exchange.status) ?? Self.statuses.count
-        let route = Route.Template.allCases.firstIndex(of: template)!
+        let route = template.rawValue
         requests[Self.cell(route: route, method: method, status: status)].value.add(1, ordering: .relaxed)
         guard !exchange.isStream else { return }  // a stream's length says nothing of the server's speed
         let seconds = Double(exchange.duration.components.seconds) + Double(exchange.duration.components.attoseconds) / 1e18
@@ -66,7 +66,7 @@ final class ServiceMetrics: Sendable {
                         .value.load(ordering: .relaxed)
                     guard count > 0 else { continue }
                     let status = statusIndex < Self.statuses.count ? String(Self.statuses[statusIndex]) : "other"
-                    text += "topchrome_http_requests_total{method=\"\(method)\",route=\"\(route.rawValue)\",status=\"\(status)\"} \(count)\n"
+                    text += "topchrome_http_requests_total{method=\"\(method)\",route=\"\(route.name)\",status=\"\(status)\"} \(count)\n"
                 }
             }
         }
@@ -80,12 +80,12 @@ final class ServiceMetrics: Sendable {
             var cumulative = 0
             for (index, bound) in Self.buckets.enumerated() {
                 cumulative += counts[index]
-                text += "topchrome_http_request_duration_seconds_bucket{route=\"\(route.rawValue)\",le=\"\(bound)\"} \(cumulative)\n"
+                text += "topchrome_http_request_duration_seconds_bucket{route=\"\(route.name)\",le=\"\(bound)\"} \(cumulative)\n"
             }
-            text += "topchrome_http_request_duration_seconds_bucket{route=\"\(route.rawValue)\",le=\"+Inf\"} \(total)\n"
+            text += "topchrome_http_request_duration_seconds_bucket{route=\"\(route.name)\",le=\"+Inf\"} \(total)\n"
             let sum = Double(histogram.sumNanoseconds.value.load(ordering: .relaxed)) / 1e9
-            text += "topchrome_http_request_duration_seconds_sum{route=\"\(route.rawValue)\"} \(sum)\n"
-            text += "topchrome_http_request_duration_seconds_count{route=\"\(route.rawValue)\"} \(total)\n"
+            text += "topchrome_http_request_duration_seconds_sum{route=\"\(route.name)\"} \(sum)\n"
+            text += "topchrome_http_request_duration_seconds_count{route=\"\(route.name)\"} \(total)\n"
         }
         family("topchrome_sessions", "gauge", "Sessions held now.")
         text += "topchrome_sessions \(sessions)\n"

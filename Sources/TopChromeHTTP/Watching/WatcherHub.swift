@@ -85,6 +85,10 @@ final class WatcherHub: Sendable {
 
     /// The store's observer.
     func publish(_ event: SessionEvent) {
+        // Nobody watches at all: the usual case under load, and then no shard
+        // is locked. A watcher counts before it registers and reads the
+        // session after, so it misses no change by this.
+        guard count > 0 else { return }
         switch event {
         case let .changed(session):
             let dropped = shard(for: session.id).withLock { watchers -> Int in

@@ -1,0 +1,61 @@
+import TopChromeCore
+
+/// A session's state as the API's JSON, written byte by byte into the
+/// response body with no strings in between: every answer to a scroll report
+/// carries one, so this is on the hot path of every client.
+enum StateWriter {
+    /// Longest possible output: the fixed text, 32 id digits, the longest
+    /// `Double` description and the longest `UInt64`.
+    private static let capacity = 128
+
+    static func json(_ session: Session) -> [UInt8] {
+        [UInt8](unsafeUninitializedCapacity: capacity) { bytes, count in
+            var end = write(#"{"id":""#, into: bytes, at: 0)
+            session.id.writeHexDigits(to: bytes.baseAddress! + end)
+            end += 32
+            end = write(#"","inset":"#, into: bytes, at: end)
+            end = number(session.state.inset, into: bytes, at: end)
+            end = write(session.state.isRevealed ? #","isRevealed":true,"version":"# : #","isRevealed":false,"version":"#,
+                        into: bytes, at: end)
+            end = decimal(session.state.version, into: bytes, at: end)
+            end = write("}", into: bytes, at: end)
+            count = end
+        }
+    }
+
+    /// `value` in decimal at `start`; returns the index after the last digit.
+    static func decimal(_ value: UInt64, into bytes: UnsafeMutableBufferPointer<UInt8>, at start: Int) -> Int {
+        var digitCount = 1, rest = value
+        while rest >= 10 {
+            rest /= 10
+            digitCount += 1
+        }
+        rest = value
+        for index in stride(from: start + digitCount - 1, through: start, by: -1) {
+            bytes[index] = UInt8(ascii: "0") + UInt8(truncatingIfNeeded: rest % 10)
+            rest /= 10
+        }
+        return start + digitCount
+    }
+
+    /// Whole numbers without a fraction (`59`, not `59.0`), as `JSONWriter` writes them.
+    private static func number(_ value: Double, into bytes: UnsafeMutableBufferPointer<UInt8>, at start: Int) -> Int {
+        if value == value.rounded(), abs(value) < 9_007_199_254_740_992 {
+            let whole = Int64(value)
+            guard whole < 0 else { return decimal(UInt64(whole), into: bytes, at: start) }
+            bytes[start] = UInt8(ascii: "-")
+            return decimal(whole.magnitude, into: bytes, at: start + 1)
+        }
+        var end = start
+        for byte in String(value).utf8 {
+            bytes[end] = byte
+            end += 1
+        }
+        return end
+    }
+
+    private static func write(_ text: StaticString, into bytes: UnsafeMutableBufferPointer<UInt8>, at start: Int) -> Int {
+        UnsafeMutableBufferPointer(rebasing: bytes[start...])
+            .initialize(from: UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount)).1 + start
+    }
+}

@@ -1,0 +1,69 @@
+import Testing
+@testable import MicroHTTPD
+
+@Suite struct HTTPHeadersTests {
+    let headers = HTTPHeaders([
+        ("Host", "example.com"), ("content-type", "application/json"), ("If-Match", "\"1\""), ("if-match", "\"2\""),
+        ("X-Empty", ""),
+    ])
+
+    @Test func namesCompareWithoutCase() {
+        #expect(headers["HOST"] == "example.com")
+        #expect(headers["Content-Type"] == "application/json")
+        #expect(headers.contains("x-empty"))
+        #expect(headers["X-Empty"] == "")
+        #expect(!headers.contains("Hostx"))
+        #expect(headers["Hos"] == nil)
+    }
+
+    @Test func firstValueComparesExactly() {
+        #expect(headers.first("Content-Type", is: "application/json"))
+        #expect(!headers.first("Content-Type", is: "application/jso"))
+        #expect(!headers.first("Content-Type", is: "Application/json"))
+        #expect(!headers.first("Accept", is: "application/json"))
+        #expect(headers.first("If-Match", is: "\"1\""))
+    }
+
+    @Test func repeatedFieldsCombineInOrder() {
+        #expect(headers.combined("IF-MATCH") == "\"1\", \"2\"")
+        #expect(headers.combined("Accept") == nil)
+    }
+
+    @Test func fieldsKeepTheirOrderAndSpelling() {
+        #expect(headers.fields.map(\.name) == ["Host", "content-type", "If-Match", "if-match", "X-Empty"])
+        #expect(headers.map(\.value) == ["example.com", "application/json", "\"1\"", "\"2\"", ""])
+    }
+
+    /// A NUL cannot travel in a C string: it ends the name or value there, so
+    /// it can neither split a field in two nor hide one.
+    @Test func aNulEndsTheText() {
+        var headers = HTTPHeaders()
+        headers.add(name: "A\0B", value: "one\0two")
+        headers.add(name: "C", value: "three")
+        #expect(headers.fields.map(\.name) == ["A", "C"])
+        #expect(headers["A"] == "one")
+        #expect(headers["C"] == "three")
+    }
+
+    @Test func eachFieldReachesCAsItIs() {
+        var seen: [String] = []
+        headers.forEachCString { name, value in seen.append(String(cString: name) + "=" + String(cString: value)) }
+        #expect(seen == ["Host=example.com", "content-type=application/json", "If-Match=\"1\"", "if-match=\"2\"", "X-Empty="])
+    }
+
+    @Test func contentLengthOverTheLimit() {
+        #expect(HTTPTokens.exceeds("65537", 65_536))
+        #expect(!HTTPTokens.exceeds("65536", 65_536))
+        #expect(HTTPTokens.exceeds("99999999999999999999999999", 65_536), "too long for an Int is still over")
+        #expect(!HTTPTokens.exceeds("", 65_536))
+        #expect(!HTTPTokens.exceeds("12x", 65_536))
+    }
+
+    @Test func requestLineTokens() {
+        #expect(HTTPTokens.method("POST") == "POST")
+        #expect(HTTPTokens.method("PATCH") == "PATCH")
+        #expect(HTTPTokens.method("GETX") == "GETX")
+        #expect(HTTPTokens.version("HTTP/1.0") == "HTTP/1.0")
+        #expect(HTTPTokens.version("HTTP/2") == "HTTP/2")
+    }
+}

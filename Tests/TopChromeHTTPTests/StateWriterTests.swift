@@ -1,0 +1,33 @@
+import StrictJSON
+import Testing
+import TopChromeCore
+@testable import TopChromeHTTP
+
+/// The hand-written state body must be byte for byte what the general JSON
+/// writer makes of the same state.
+@Suite struct StateWriterTests {
+    static func reference(_ session: Session) -> [UInt8] {
+        var json = JSONWriter()
+        json.object { object in
+            object.member("id") { $0.string(session.id.description) }
+            object.member("inset") { $0.number(session.state.inset) }
+            object.member("isRevealed") { $0.bool(session.state.isRevealed) }
+            object.member("version") { $0.number(session.state.version) }
+        }
+        return json.bytes
+    }
+
+    @Test(arguments: [0, 59, 10_000, 0.5, 59.25, 1e-7, 0.1, 9_999.999_999_999_998, -0.0])
+    func insets(_ inset: Double) {
+        let session = Session(id: SessionID(high: 0x0123_4567_89AB_CDEF, low: 0xFEDC_BA98_7654_3210),
+                              state: ChromeState(inset: inset, isRevealed: false, version: 7, lastAppliedSeq: nil))
+        #expect(String(decoding: StateWriter.json(session), as: UTF8.self) == String(decoding: Self.reference(session), as: UTF8.self))
+    }
+
+    @Test(arguments: [0, 1, 9, 10, 99, 100, 1_234_567, UInt64.max])
+    func versionsAndETags(_ version: UInt64) {
+        let session = Session(id: .random(), state: ChromeState(inset: 47, isRevealed: true, version: version, lastAppliedSeq: 3))
+        #expect(StateWriter.json(session) == Self.reference(session))
+        #expect(SessionAPI.etag(session.state) == "\"\(version)\"")
+    }
+}
