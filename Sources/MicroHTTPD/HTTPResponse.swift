@@ -62,6 +62,17 @@ public struct HTTPExchange: Sendable {
     /// From the request's arrival to its response being queued (a long-poll's wait included).
     public var duration: Duration
     public var isStream: Bool
+
+    public init(method: String, path: String, endpoint: Int?, status: Int, bodyBytes: Int, duration: Duration,
+                isStream: Bool) {
+        self.method = method
+        self.path = path
+        self.endpoint = endpoint
+        self.status = status
+        self.bodyBytes = bodyBytes
+        self.duration = duration
+        self.isStream = isStream
+    }
 }
 
 /// Told of every exchange once its response is queued.

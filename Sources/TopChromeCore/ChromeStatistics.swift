@@ -1,29 +1,29 @@
-import Synchronization
-
 /// Running counts of what the rules did across all sessions, for operators:
 /// how many reports counted, how many were ignored and why, how often the
 /// island flipped.
 public final class ChromeStatistics: Sendable {
-    private let applied = Atomic<Int>(0)
-    private let horizontal = Atomic<Int>(0)
-    private let stale = Atomic<Int>(0)
-    private let flips = Atomic<Int>(0)
+    private enum Count: Int, CaseIterable {
+        case applied, horizontal, stale, flips
+    }
+
+    /// Added to under the session's shard lock, from every thread at once.
+    private let counters = StripedCounters(count: Count.allCases.count)
 
     public init() {}
 
-    public var reportsApplied: Int { applied.load(ordering: .relaxed) }
-    public var reportsIgnoredHorizontal: Int { horizontal.load(ordering: .relaxed) }
-    public var reportsIgnoredStale: Int { stale.load(ordering: .relaxed) }
+    public var reportsApplied: Int { counters.value(at: Count.applied.rawValue) }
+    public var reportsIgnoredHorizontal: Int { counters.value(at: Count.horizontal.rawValue) }
+    public var reportsIgnoredStale: Int { counters.value(at: Count.stale.rawValue) }
     /// Changes of `isRevealed`, either way.
-    public var revealFlips: Int { flips.load(ordering: .relaxed) }
+    public var revealFlips: Int { counters.value(at: Count.flips.rawValue) }
 
     func record(_ outcome: ReportOutcome?, flipped: Bool) {
         switch outcome {
-        case .applied: applied.add(1, ordering: .relaxed)
-        case .horizontal: horizontal.add(1, ordering: .relaxed)
-        case .stale: stale.add(1, ordering: .relaxed)
+        case .applied: counters.add(1, at: Count.applied.rawValue)
+        case .horizontal: counters.add(1, at: Count.horizontal.rawValue)
+        case .stale: counters.add(1, at: Count.stale.rawValue)
         case nil: break
         }
-        if flipped { flips.add(1, ordering: .relaxed) }
+        if flipped { counters.add(1, at: Count.flips.rawValue) }
     }
 }

@@ -37,9 +37,9 @@ enum RequestBodies {
 
     /// One report, or an array of 1…1024. All are checked before any is
     /// applied, so a batch with one bad report changes nothing.
-    static func scrollReports(_ body: [UInt8]) throws(BodyError) -> [ScrollReport] {
-        if let reports = ScrollReportFastPath.reports(body) { return reports }
-        return try strictScrollReports(body)
+    static func scrollInputs(_ body: [UInt8]) throws(BodyError) -> [ChromeInput] {
+        if let inputs = ScrollReportFastPath.reports(body, as: ChromeInput.scroll) { return inputs }
+        return try strictScrollReports(body).map(ChromeInput.scroll)
     }
 
     /// The reference reading of scroll reports: every case, every error.

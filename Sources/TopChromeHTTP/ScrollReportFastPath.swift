@@ -14,20 +14,27 @@ import TopChromeCore
 /// (checked by a differential test and fuzz target).
 enum ScrollReportFastPath {
     static func reports(_ body: [UInt8]) -> [ScrollReport]? {
+        reports(body, as: { $0 })
+    }
+
+    /// The reports, each made into an `Element` as it is read (so a request
+    /// builds one array, not one of reports and another of inputs).
+    static func reports<Element>(_ body: [UInt8], as make: (ScrollReport) -> Element) -> [Element]? {
         body.withUnsafeBufferPointer { bytes in
             var cursor = Cursor(bytes: bytes)
             cursor.skipWhitespace()
-            var reports: [ScrollReport] = []
+            var reports: [Element] = []
             switch cursor.peek {
             case UInt8(ascii: "{"):
                 guard let report = cursor.report() else { return nil }
-                reports.append(report)
+                reports.reserveCapacity(1)
+                reports.append(make(report))
             case UInt8(ascii: "["):
                 cursor.index += 1
                 while true {
                     cursor.skipWhitespace()
                     guard reports.count < RequestBodies.maxBatchCount, let report = cursor.report() else { return nil }
-                    reports.append(report)
+                    reports.append(make(report))
                     cursor.skipWhitespace()
                     if cursor.take(UInt8(ascii: ",")) { continue }
                     guard cursor.take(UInt8(ascii: "]")) else { return nil }

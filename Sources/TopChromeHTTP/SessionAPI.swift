@@ -137,8 +137,7 @@ public final class SessionAPI: HTTPResponder {
             let inset = try body(of: request, RequestBodies.inset)
             return try apply([.setInset(inset)], to: id, request)
         case let .scroll(id):
-            let reports = try body(of: request, RequestBodies.scrollReports)
-            return try apply(reports.map(ChromeInput.scroll), to: id, request)
+            return try apply(try body(of: request, RequestBodies.scrollInputs), to: id, request)
         case let .disappear(id):
             try body(of: request, RequestBodies.disappear)
             return try apply([.disappear], to: id, request)
@@ -261,11 +260,12 @@ public final class SessionAPI: HTTPResponder {
 
     /// `"<version>"`: the version is the session's entity tag.
     static func etag(_ state: ChromeState) -> String {
-        String(unsafeUninitializedCapacity: 22) { text in
+        // Decoded from a stack buffer: up to 15 bytes, a String needs no allocation.
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 22) { text in
             text[0] = UInt8(ascii: "\"")
             let end = StateWriter.decimal(state.version, into: text, at: 1)
             text[end] = UInt8(ascii: "\"")
-            return end + 1
+            return String(decoding: UnsafeBufferPointer(rebasing: text[...end]), as: UTF8.self)
         }
     }
 

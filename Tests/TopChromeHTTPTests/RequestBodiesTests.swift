@@ -5,25 +5,33 @@ import TopChromeCore
 @Suite struct RequestBodiesTests {
     func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
 
+    /// What the API reads from a scroll request, as reports.
+    func scrollReports(_ body: [UInt8]) throws(BodyError) -> [ScrollReport] {
+        try RequestBodies.scrollInputs(body).map { input in
+            guard case let .scroll(report) = input else { preconditionFailure("a scroll body reads as scroll reports") }
+            return report
+        }
+    }
+
     @Test func readsOneReport() throws {
-        let reports = try RequestBodies.scrollReports(bytes(
+        let reports = try scrollReports(bytes(
             #"{"contentOffsetY": -59, "contentInsetTop": 59, "axis": "horizontal", "seq": 42}"#))
         #expect(reports == [ScrollReport(contentOffsetY: -59, contentInsetTop: 59, axis: .horizontal, seq: 42)])
     }
 
     @Test func defaults() throws {
-        let reports = try RequestBodies.scrollReports(bytes(#"{"contentOffsetY": 3.5}"#))
+        let reports = try scrollReports(bytes(#"{"contentOffsetY": 3.5}"#))
         #expect(reports == [ScrollReport(contentOffsetY: 3.5, contentInsetTop: 0, axis: .vertical, seq: nil)])
     }
 
     @Test func hugeFiniteOffsetsAreAccepted() throws {
         // Each is finite; their sum overflows to infinity, which still compares right.
-        let reports = try RequestBodies.scrollReports(bytes(#"{"contentOffsetY":1e308,"contentInsetTop":1e308}"#))
+        let reports = try scrollReports(bytes(#"{"contentOffsetY":1e308,"contentInsetTop":1e308}"#))
         #expect(reports[0].effectiveOffset == .infinity)
     }
 
     @Test func readsABatch() throws {
-        let reports = try RequestBodies.scrollReports(bytes(#"[{"contentOffsetY": 1}, {"contentOffsetY": 2, "seq": 5}]"#))
+        let reports = try scrollReports(bytes(#"[{"contentOffsetY": 1}, {"contentOffsetY": 2, "seq": 5}]"#))
         #expect(reports.map(\.contentOffsetY) == [1, 2])
         #expect(reports.map(\.seq) == [nil, 5])
     }
@@ -31,15 +39,15 @@ import TopChromeCore
     @Test func batchLimits() throws {
         let one = #"{"contentOffsetY":1}"#
         let full = "[" + Array(repeating: one, count: 1024).joined(separator: ",") + "]"
-        #expect(try RequestBodies.scrollReports(bytes(full)).count == 1024)
+        #expect(try scrollReports(bytes(full)).count == 1024)
         let over = "[" + Array(repeating: one, count: 1025).joined(separator: ",") + "]"
-        #expect(throws: BodyError.self) { try RequestBodies.scrollReports(bytes(over)) }
-        #expect(throws: BodyError.self) { try RequestBodies.scrollReports(bytes("[]")) }
+        #expect(throws: BodyError.self) { try scrollReports(bytes(over)) }
+        #expect(throws: BodyError.self) { try scrollReports(bytes("[]")) }
     }
 
     @Test func seqAcceptsWholeNumbersInRange() throws {
         func seq(_ literal: String) throws -> UInt64? {
-            try RequestBodies.scrollReports(bytes(#"{"contentOffsetY":0,"seq":\#(literal)}"#))[0].seq
+            try scrollReports(bytes(#"{"contentOffsetY":0,"seq":\#(literal)}"#))[0].seq
         }
         #expect(try seq("0") == 0)
         #expect(try seq("9007199254740991") == 9_007_199_254_740_991)
@@ -59,12 +67,12 @@ import TopChromeCore
         #"{"contentOffsetY":0"#,
     ])
     func refusesBadReports(_ body: String) {
-        #expect(throws: BodyError.self) { try RequestBodies.scrollReports(bytes(body)) }
+        #expect(throws: BodyError.self) { try scrollReports(bytes(body)) }
     }
 
     @Test func badBatchNamesTheReport() {
         #expect(throws: BodyError(detail: #"report [1]: unknown field "x" (it takes only "axis", "contentInsetTop", "contentOffsetY", "seq")"#)) {
-            try RequestBodies.scrollReports(bytes(#"[{"contentOffsetY":0},{"contentOffsetY":0,"x":1}]"#))
+            try scrollReports(bytes(#"[{"contentOffsetY":0},{"contentOffsetY":0,"x":1}]"#))
         }
     }
 

@@ -5,7 +5,8 @@ import TopChromeCore
 
 /// Request counts and durations by method, route template and status — never
 /// by session id, which would be an unbounded label and a leaked secret.
-/// Fixed tables of atomic counters: recording a request takes no lock.
+/// One fixed table of striped atomic counters: recording a request takes no
+/// lock, allocates nothing, and two threads do not contend for a cache line.
 final class ServiceMetrics: Sendable {
     static let methods = ["GET", "HEAD", "POST", "PUT", "DELETE", "OTHER"]
     static let statuses = [200, 201, 204, 304, 400, 401, 404, 405, 412, 413, 415, 431, 500, 503]
@@ -14,23 +15,17 @@ final class ServiceMetrics: Sendable {
     static let buckets: [Double] = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
                                     0.25, 0.5, 1, 2.5, 5, 10, 30, 60]
 
-    private final class Counter: Sendable {
-        let value = Atomic<Int>(0)
-    }
-
-    private final class Histogram: Sendable {
-        let buckets = (0...ServiceMetrics.buckets.count).map { _ in Counter() }  // the last is +Inf
-        let sumNanoseconds = Counter()
-    }
-
     let startedAt = Date()
-    private let requests: [Counter]
-    private let durations: [Histogram]
+    /// Request counts first, then per route its histogram: a count per bucket
+    /// (the last is +Inf) and the sum of durations in nanoseconds.
+    private let counters: StripedCounters
+
+    private static let routeCount = Route.Template.allCases.count
+    private static let requestCells = routeCount * methods.count * (statuses.count + 1)
+    private static let histogramCells = buckets.count + 2
 
     init() {
-        let cells = Route.Template.allCases.count * Self.methods.count * (Self.statuses.count + 1)
-        requests = (0..<cells).map { _ in Counter() }
-        durations = Route.Template.allCases.map { _ in Histogram() }
+        counters = StripedCounters(count: Self.requestCells + Self.routeCount * Self.histogramCells)
     }
 
     /// The request counter for a route, method and status (indexes; the
@@ -39,17 +34,58 @@ final class ServiceMetrics: Sendable {
         (route * methods.count + method) * (statuses.count + 1) + status
     }
 
+    /// A route's histogram bucket (`buckets.count` is +Inf).
+    private static func bucketCell(route: Int, bucket: Int) -> Int {
+        requestCells + route * histogramCells + bucket
+    }
+
+    private static func sumCell(route: Int) -> Int {
+        requestCells + route * histogramCells + buckets.count + 1
+    }
+
     func record(_ exchange: HTTPExchange, template: Route.Template) {
-        let method = Self.methods.firstIndex(of: exchange.method) ?? Self.methods.count - 1
-        let status = Self.statuses.firstIndex(of: exchange.status) ?? Self.statuses.count
         let route = template.rawValue
-        requests[Self.cell(route: route, method: method, status: status)].value.add(1, ordering: .relaxed)
+        counters.add(1, at: Self.cell(route: route, method: Self.methodIndex(exchange.method),
+                                      status: Self.statusIndex(exchange.status)))
         guard !exchange.isStream else { return }  // a stream's length says nothing of the server's speed
-        let seconds = Double(exchange.duration.components.seconds) + Double(exchange.duration.components.attoseconds) / 1e18
-        let histogram = durations[route]
-        let bucket = Self.buckets.firstIndex { seconds <= $0 } ?? Self.buckets.count
-        histogram.buckets[bucket].value.add(1, ordering: .relaxed)
-        histogram.sumNanoseconds.value.add(Int(seconds * 1e9), ordering: .relaxed)
+        let nanoseconds = Int(exchange.duration.components.seconds) * 1_000_000_000
+            + Int(exchange.duration.components.attoseconds / 1_000_000_000)
+        let seconds = Double(nanoseconds) / 1e9
+        var bucket = 0
+        while bucket < Self.buckets.count, seconds > Self.buckets[bucket] { bucket += 1 }
+        counters.add(1, at: Self.bucketCell(route: route, bucket: bucket))
+        counters.add(nanoseconds, at: Self.sumCell(route: route))
+    }
+
+    private static func methodIndex(_ method: String) -> Int {
+        switch method {
+        case "GET": 0
+        case "HEAD": 1
+        case "POST": 2
+        case "PUT": 3
+        case "DELETE": 4
+        default: 5
+        }
+    }
+
+    private static func statusIndex(_ status: Int) -> Int {
+        switch status {
+        case 200: 0
+        case 201: 1
+        case 204: 2
+        case 304: 3
+        case 400: 4
+        case 401: 5
+        case 404: 6
+        case 405: 7
+        case 412: 8
+        case 413: 9
+        case 415: 10
+        case 431: 11
+        case 500: 12
+        case 503: 13
+        default: statuses.count
+        }
     }
 
     /// The Prometheus text exposition (format 0.0.4).
@@ -62,8 +98,7 @@ final class ServiceMetrics: Sendable {
         for (routeIndex, route) in Route.Template.allCases.enumerated() {
             for (methodIndex, method) in Self.methods.enumerated() {
                 for statusIndex in 0...Self.statuses.count {
-                    let count = requests[Self.cell(route: routeIndex, method: methodIndex, status: statusIndex)]
-                        .value.load(ordering: .relaxed)
+                    let count = counters.value(at: Self.cell(route: routeIndex, method: methodIndex, status: statusIndex))
                     guard count > 0 else { continue }
                     let status = statusIndex < Self.statuses.count ? String(Self.statuses[statusIndex]) : "other"
                     text += "topchrome_http_requests_total{method=\"\(method)\",route=\"\(route.name)\",status=\"\(status)\"} \(count)\n"
@@ -73,8 +108,7 @@ final class ServiceMetrics: Sendable {
         family("topchrome_http_request_duration_seconds", "histogram",
                "Time from a request's arrival to its response (long-polls include their wait; streams are not counted).")
         for (routeIndex, route) in Route.Template.allCases.enumerated() {
-            let histogram = durations[routeIndex]
-            let counts = histogram.buckets.map { $0.value.load(ordering: .relaxed) }
+            let counts = (0...Self.buckets.count).map { counters.value(at: Self.bucketCell(route: routeIndex, bucket: $0)) }
             let total = counts.reduce(0, +)
             guard total > 0 else { continue }
             var cumulative = 0
@@ -83,7 +117,7 @@ final class ServiceMetrics: Sendable {
                 text += "topchrome_http_request_duration_seconds_bucket{route=\"\(route.name)\",le=\"\(bound)\"} \(cumulative)\n"
             }
             text += "topchrome_http_request_duration_seconds_bucket{route=\"\(route.name)\",le=\"+Inf\"} \(total)\n"
-            let sum = Double(histogram.sumNanoseconds.value.load(ordering: .relaxed)) / 1e9
+            let sum = Double(counters.value(at: Self.sumCell(route: routeIndex))) / 1e9
             text += "topchrome_http_request_duration_seconds_sum{route=\"\(route.name)\"} \(sum)\n"
             text += "topchrome_http_request_duration_seconds_count{route=\"\(route.name)\"} \(total)\n"
         }
