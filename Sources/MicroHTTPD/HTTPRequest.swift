@@ -39,21 +39,24 @@ public struct HTTPRequest: Sendable {
 /// Request or response header fields, in the order they came.
 /// Names compare case-insensitively, as HTTP says.
 ///
-/// Every field is kept as `name NUL value NUL` in one byte buffer: a message
-/// costs one allocation however many fields it has, a lookup compares bytes
-/// without making strings, and libmicrohttpd takes the fields as they lie.
+/// Every field is kept in one byte buffer as the lengths of its name and
+/// value, then `name NUL value NUL`: a message costs one allocation however
+/// many fields it has, a lookup compares bytes without making strings or
+/// searching for ends, and libmicrohttpd takes names and values as they lie.
 public struct HTTPHeaders: Sendable, Sequence {
     private var storage: [UInt8] = []
+    /// Name length and value length, each a `UInt32`.
+    private static let lengthsSize = 8
 
     public init() {}
 
-    /// Room for `byteCount` bytes of names and values before growing.
+    /// Room for `byteCount` bytes of fields before growing.
     public init(capacity byteCount: Int) {
         storage.reserveCapacity(byteCount)
     }
 
     public init(_ fields: [(String, String)]) {
-        storage.reserveCapacity(fields.reduce(0) { $0 + $1.0.utf8.count + $1.1.utf8.count + 2 })
+        storage.reserveCapacity(fields.reduce(0) { $0 + $1.0.utf8.count + $1.1.utf8.count + Self.lengthsSize + 2 })
         for (name, value) in fields { add(name: name, value: value) }
     }
 
@@ -64,17 +67,24 @@ public struct HTTPHeaders: Sendable, Sequence {
     }
 
     mutating func add(name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) {
-        appendCString(name)
-        appendCString(value)
+        let nameCount = Self.countBeforeNUL(name), valueCount = Self.countBeforeNUL(value)
+        // The field is laid out on the stack and appended whole: one copy, one capacity check.
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: Self.lengthsSize + nameCount + valueCount + 2) { field in
+            let raw = UnsafeMutableRawBufferPointer(field)
+            raw.storeBytes(of: UInt32(nameCount), toByteOffset: 0, as: UInt32.self)
+            raw.storeBytes(of: UInt32(valueCount), toByteOffset: 4, as: UInt32.self)
+            let nameStart = field.baseAddress! + Self.lengthsSize
+            if nameCount > 0 { nameStart.update(from: name.baseAddress!, count: nameCount) }
+            nameStart[nameCount] = 0
+            if valueCount > 0 { (nameStart + nameCount + 1).update(from: value.baseAddress!, count: valueCount) }
+            nameStart[nameCount + 1 + valueCount] = 0
+            storage.append(contentsOf: UnsafeBufferPointer(field))
+        }
     }
 
-    private mutating func appendCString(_ text: UnsafeBufferPointer<UInt8>) {
-        var count = text.count
-        if let base = text.baseAddress, let nul = memchr(base, 0, count) {
-            count = UnsafeRawPointer(nul) - UnsafeRawPointer(base)
-        }
-        storage.append(contentsOf: UnsafeBufferPointer(start: text.baseAddress, count: count))
-        storage.append(0)
+    private static func countBeforeNUL(_ text: UnsafeBufferPointer<UInt8>) -> Int {
+        guard let base = text.baseAddress, let nul = memchr(base, 0, text.count) else { return text.count }
+        return UnsafeRawPointer(nul) - UnsafeRawPointer(base)
     }
 
     mutating func reserveCapacity(_ byteCount: Int) {
@@ -168,17 +178,16 @@ public struct HTTPHeaders: Sendable, Sequence {
     /// Calls `body` with every field's name and value (without their NULs) until it returns false.
     @inline(__always)
     private func forEachField(_ body: (UnsafeBufferPointer<UInt8>, UnsafeBufferPointer<UInt8>) -> Bool) {
-        storage.withUnsafeBufferPointer { bytes in
-            guard let base = bytes.baseAddress else { return }
-            let end = base + bytes.count
-            var name = base
-            while name < end {
-                let nameEnd = UnsafePointer(memchr(name, 0, end - name)!.assumingMemoryBound(to: UInt8.self))
-                let value = nameEnd + 1
-                let valueEnd = UnsafePointer(memchr(value, 0, end - value)!.assumingMemoryBound(to: UInt8.self))
-                guard body(UnsafeBufferPointer(start: name, count: nameEnd - name),
-                           UnsafeBufferPointer(start: value, count: valueEnd - value)) else { return }
-                name = valueEnd + 1
+        storage.withUnsafeBytes { bytes in
+            var start = 0
+            while start < bytes.count {
+                let nameCount = Int(bytes.loadUnaligned(fromByteOffset: start, as: UInt32.self))
+                let valueCount = Int(bytes.loadUnaligned(fromByteOffset: start + 4, as: UInt32.self))
+                let name = (bytes.baseAddress! + start + Self.lengthsSize).assumingMemoryBound(to: UInt8.self)
+                let value = name + nameCount + 1
+                guard body(UnsafeBufferPointer(start: name, count: nameCount),
+                           UnsafeBufferPointer(start: value, count: valueCount)) else { return }
+                start += Self.lengthsSize + nameCount + valueCount + 2
             }
         }
     }
