@@ -31,23 +31,28 @@ public struct SessionID: Sendable, Hashable, CustomStringConvertible {
         self.init(high: high, low: low)
     }
 
-    /// Sixteen lowercase hex digits as a number; every request path with an id is read by this.
+    /// Sixteen lowercase hex digits as a number; every request path with an
+    /// id is read by this. A table, not comparisons: ids are random, so a
+    /// branch on "digit or letter" would be mispredicted every other byte.
     private static func hexValue(_ digits: UnsafePointer<UInt8>) -> UInt64? {
-        var value: UInt64 = 0
-        for index in 0..<16 {
-            let byte = digits[index]
-            let decimal = byte &- UInt8(ascii: "0"), letter = byte &- UInt8(ascii: "a")
-            let nibble: UInt8
-            if decimal < 10 {
-                nibble = decimal
-            } else if letter < 6 {
-                nibble = letter &+ 10
-            } else {
-                return nil
+        var value: UInt64 = 0, invalid: UInt8 = 0
+        hexDigitValues.withUnsafeBufferPointer { table in
+            for index in 0..<16 {
+                let nibble = table[Int(digits[index])]
+                invalid |= nibble
+                value = value << 4 | UInt64(nibble & 0xF)
             }
-            value = value << 4 | UInt64(nibble)
         }
-        return value
+        return invalid & 0xF0 == 0 ? value : nil
+    }
+
+    /// Each byte's value as a lowercase hex digit; 0xFF for bytes that are not one.
+    private static let hexDigitValues: [UInt8] = (0...255).map { byte in
+        switch UInt8(byte) {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): UInt8(byte) - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): UInt8(byte) - UInt8(ascii: "a") + 10
+        default: 0xFF
+        }
     }
 
     public var description: String {

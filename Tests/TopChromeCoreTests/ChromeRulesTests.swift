@@ -128,6 +128,19 @@ import TopChromeCore
         #expect(SessionID("0000000000000001000000000000000f") == SessionID(high: 1, low: 15))
     }
 
+    /// Every byte that is not a lowercase hex digit spoils an id, in either half.
+    @Test func everyOtherByteIsRefused() {
+        let hex = Set("0123456789abcdef".utf8)
+        for byte in UInt8.min...UInt8.max {
+            for position in [0, 15, 16, 31] {
+                var text = Array("0123456789abcdef0123456789abcdef".utf8)
+                text[position] = byte
+                let id = text.withUnsafeBufferPointer { SessionID(utf8: $0) }
+                #expect((id != nil) == hex.contains(byte), "byte \(byte) at \(position)")
+            }
+        }
+    }
+
     @Test func randomIdsDiffer() {
         let ids = Set((0..<10_000).map { _ in SessionID.random() })
         #expect(ids.count == 10_000)
