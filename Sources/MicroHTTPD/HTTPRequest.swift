@@ -87,7 +87,8 @@ public struct HTTPHeaders: Sendable, Sequence {
         return UnsafeRawPointer(nul) - UnsafeRawPointer(base)
     }
 
-    mutating func reserveCapacity(_ byteCount: Int) {
+    /// Room for `byteCount` bytes of fields in all before growing.
+    public mutating func reserveCapacity(_ byteCount: Int) {
         storage.reserveCapacity(byteCount)
     }
 

@@ -42,9 +42,6 @@ enum Route: Equatable {
         ("/openapi.yaml", .openAPI), ("/metrics", .metrics), ("/", .demo),
     ]
 
-    private static let subResources: [(name: StaticString, route: @Sendable (SessionID?) -> Route)] = [
-        ("scroll", Route.scroll), ("inset", Route.inset), ("disappear", Route.disappear), ("events", Route.events),
-    ]
 
     /// `/v1/sessions/{id}` and its sub-resources.
     private init?(sessionPath bytes: UnsafeBufferPointer<UInt8>) {
@@ -53,16 +50,26 @@ enum Route: Equatable {
         guard bytes.count > prefixCount,
               memcmp(bytes.baseAddress!, prefix.utf8Start, prefixCount) == 0 else { return nil }
         let rest = UnsafeBufferPointer(rebasing: bytes[prefixCount...])
-        let slash = rest.firstIndex(of: UInt8(ascii: "/")) ?? rest.endIndex
+        let slash = memchr(rest.baseAddress!, Int32(UInt8(ascii: "/")), rest.count)
+            .map { UnsafeRawPointer($0) - UnsafeRawPointer(rest.baseAddress!) } ?? rest.count
         guard slash > 0 else { return nil }
         let id = SessionID(utf8: UnsafeBufferPointer(rebasing: rest[..<slash]))
-        if slash == rest.endIndex {
+        if slash == rest.count {
             self = .session(id)
             return
         }
         let suffix = UnsafeBufferPointer(rebasing: rest[(slash + 1)...])
-        guard let sub = Self.subResources.first(where: { suffix.equals($0.name) }) else { return nil }
-        self = sub.route(id)
+        if suffix.equals("scroll") {
+            self = .scroll(id)
+        } else if suffix.equals("inset") {
+            self = .inset(id)
+        } else if suffix.equals("disappear") {
+            self = .disappear(id)
+        } else if suffix.equals("events") {
+            self = .events(id)
+        } else {
+            return nil
+        }
     }
 
     /// Methods this resource answers, for 405's `Allow`.

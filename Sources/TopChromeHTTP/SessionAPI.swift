@@ -276,11 +276,13 @@ public final class SessionAPI: HTTPResponder {
     }
 
     static func stateResponse(_ session: Session, status: Int = 200) -> HTTPResponse {
-        var headers = HTTPHeaders(capacity: 128)  // with room for a Location
-        headers.add(name: "Content-Type", value: "application/json")
+        var headers = jsonHeaders
+        headers.reserveCapacity(128)  // one copy, with room for the ETag and a Location
         headers.add(name: "ETag", value: etag(session.state))
         return HTTPResponse(status: status, headers: headers, body: stateJSON(session))
     }
+
+    private static let jsonHeaders = HTTPHeaders([("Content-Type", "application/json")])
 
     private static func json(_ status: Int, _ members: KeyValuePairs<String, String>) -> HTTPResponse {
         var json = JSONWriter()

@@ -15,6 +15,9 @@ final class ServiceMetrics: Sendable {
     static let buckets: [Double] = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
                                     0.25, 0.5, 1, 2.5, 5, 10, 30, 60]
 
+    /// `buckets` in nanoseconds, compared as integers on every request.
+    private static let bucketNanoseconds = buckets.map { Int(($0 * 1e9).rounded()) }
+
     let startedAt = Date()
     /// Request counts first, then per route its histogram: a count per bucket
     /// (the last is +Inf) and the sum of durations in nanoseconds.
@@ -48,11 +51,12 @@ final class ServiceMetrics: Sendable {
         counters.add(1, at: Self.cell(route: route, method: Self.methodIndex(exchange.method),
                                       status: Self.statusIndex(exchange.status)))
         guard !exchange.isStream else { return }  // a stream's length says nothing of the server's speed
-        let nanoseconds = Int(exchange.duration.components.seconds) * 1_000_000_000
-            + Int(exchange.duration.components.attoseconds / 1_000_000_000)
-        let seconds = Double(nanoseconds) / 1e9
+        let (seconds, attoseconds) = exchange.duration.components
+        let nanoseconds = Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000)
         var bucket = 0
-        while bucket < Self.buckets.count, seconds > Self.buckets[bucket] { bucket += 1 }
+        Self.bucketNanoseconds.withUnsafeBufferPointer { bounds in
+            while bucket < bounds.count, nanoseconds > bounds[bucket] { bucket += 1 }
+        }
         counters.add(1, at: Self.bucketCell(route: route, bucket: bucket))
         counters.add(nanoseconds, at: Self.sumCell(route: route))
     }
