@@ -116,7 +116,10 @@ enum JSONTarget {
         case let .object(members):
             guard let others = object as? [String: Any] else { return path }
             // Names that differ only in U+FEFF become duplicates in Foundation: not comparable.
-            guard Set(members.keys.map(withoutBOM)).count == members.count else { return nil }
+            // Its keys are Strings, so "é" and "e\u{301}" (canonically equal) are one key there.
+            guard Set(members.keys.map { String(decoding: withoutBOM($0), as: UTF8.self) }).count == members.count else {
+                return nil
+            }
             guard others.count == members.count else { return path }
             var byName: [[UInt8]: Any] = [:]
             for (name, other) in others { byName[withoutBOM(name)] = other }
