@@ -82,10 +82,11 @@ public final class HTTPServer: @unchecked Sendable {
         boundPort = socket.port
     }
 
-    /// Stops gracefully: no new connections are accepted, requests already
-    /// received are answered (with `Connection: close`), then every connection
-    /// is closed. Waits at most `timeout` for in-flight requests; returns
-    /// whether they all finished in time.
+    /// Stops gracefully: requests already received are answered (with
+    /// `Connection: close`), requests that arrive from now on are refused
+    /// with ``HTTPResponder/refusalWhileStopping()``, then every connection is
+    /// closed. Waits at most `timeout` for in-flight requests; returns whether
+    /// they all finished in time.
     @discardableResult
     public func stop(timeout: Duration) -> Bool {
         lock.lock()
@@ -96,13 +97,11 @@ public final class HTTPServer: @unchecked Sendable {
         // must be resumed before libmicrohttpd stops.
         dispatcher.suspensions.terminateAll(fallback: dispatcher.responder.refusalWhileStopping())
 
-        // Shutting the listening socket down at once makes new clients fail
-        // fast (connection refused) instead of waiting in a backlog nobody
-        // accepts. It is closed only after libmicrohttpd has stopped: its
-        // threads may still take it out of their epoll sets, and a closed
-        // (or reused) descriptor there makes libmicrohttpd abort.
-        let quiescedSocket = MHD_quiesce_daemon(daemon)
-        if quiescedSocket >= 0 { shutdown(quiescedSocket, Int32(SHUT_RDWR)) }
+        // The listening socket stays open until libmicrohttpd stops: requests
+        // that arrive meanwhile, on new connections too, are refused whole
+        // (503, Retry-After, Connection: close). Not MHD_quiesce_daemon: with
+        // epoll worker threads it races them to take the socket out of their
+        // epoll sets, and the loser aborts the process (libmicrohttpd 0.9.75).
         let clock = ContinuousClock()
         let deadline = clock.now.advanced(by: timeout)
         while dispatcher.inFlight.load(ordering: .acquiring) > 0, clock.now < deadline {
@@ -110,8 +109,7 @@ public final class HTTPServer: @unchecked Sendable {
         }
         let finished = dispatcher.inFlight.load(ordering: .acquiring) == 0
 
-        MHD_stop_daemon(daemon)
-        if quiescedSocket >= 0 { close(quiescedSocket) }
+        MHD_stop_daemon(daemon)  // closes the listening socket too
         self.daemon = nil
         return finished
     }

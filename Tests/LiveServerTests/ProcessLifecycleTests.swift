@@ -125,7 +125,12 @@ import Testing
         server.signal(SIGTERM)
         usleep(300_000)
         #expect(server.process.isRunning, "waits for the request in flight")
-        #expect(throws: TestClientError.self, "no new connections") { try TestHTTPClient(port: server.port) }
+        // A request that arrives during the stop, on a new connection too, is refused whole.
+        let late = try TestHTTPClient(port: server.port).request("POST", "/v1/sessions")
+        #expect(late.status == 503)
+        #expect(late.header("Content-Type") == "application/problem+json")
+        #expect(late.header("Retry-After") != nil)
+        #expect(late.header("Connection")?.lowercased() == "close")
 
         try client.send(raw: Array(body[6...]))
         let response = try client.readResponse()
