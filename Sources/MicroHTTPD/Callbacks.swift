@@ -20,10 +20,16 @@ let accessHandler: MHD_AccessHandlerCallback = {
             context.isBodyTooLarge = true
         }
         requestContext.pointee = Unmanaged.passRetained(context).toOpaque()
-        dispatcher.inFlight.add(1, ordering: .relaxed)
-        if dispatcher.isDraining.load(ordering: .relaxed) {
-            // Arrived after the stop began (on a kept-alive connection): refuse
-            // it whole now; answering this early also closes the connection.
+        // Counted before the stop flag is read (the stop sets the flag before
+        // it reads the count): a request either sees the stop or is waited for.
+        dispatcher.inFlight.add(1, ordering: .sequentiallyConsistent)
+        context.countsInFlight = true
+        if dispatcher.isDraining.load(ordering: .sequentiallyConsistent) {
+            // Arrived after the stop began: refuse it whole now (answering this
+            // early also closes the connection). Not waited for, or steady
+            // traffic would hold the stop up for its whole timeout.
+            dispatcher.inFlight.subtract(1, ordering: .relaxed)
+            context.countsInFlight = false
             context.isAnswered = true
             return queue(dispatcher.responder.refusalWhileStopping(), on: connection, context: context, dispatcher: dispatcher)
         }
@@ -96,9 +102,11 @@ private func queueWhenAnswered(
 
 let requestCompleted: MHD_RequestCompletedCallback = { cls, _, requestContext, _ in
     guard let cls, let requestContext, let existing = requestContext.pointee else { return }
-    Unmanaged<RequestContext>.fromOpaque(existing).release()
+    let context = Unmanaged<RequestContext>.fromOpaque(existing).takeRetainedValue()
     requestContext.pointee = nil
-    Unmanaged<RequestDispatcher>.fromOpaque(cls).takeUnretainedValue().inFlight.subtract(1, ordering: .releasing)
+    if context.countsInFlight {
+        Unmanaged<RequestDispatcher>.fromOpaque(cls).takeUnretainedValue().inFlight.subtract(1, ordering: .releasing)
+    }
 }
 
 private let collectHeader: MHD_KeyValueIteratorN = { cls, _, key, keySize, value, valueSize in

@@ -50,11 +50,6 @@ public struct HTTPHeaders: Sendable, Sequence {
 
     public init() {}
 
-    /// Room for `byteCount` bytes of fields before growing.
-    public init(capacity byteCount: Int) {
-        storage.reserveCapacity(byteCount)
-    }
-
     public init(_ fields: [(String, String)]) {
         storage.reserveCapacity(fields.reduce(0) { $0 + $1.0.utf8.count + $1.1.utf8.count + Self.lengthsSize + 2 })
         for (name, value) in fields { add(name: name, value: value) }

@@ -92,7 +92,7 @@ public final class HTTPServer: @unchecked Sendable {
         lock.lock()
         defer { lock.unlock() }
         guard let daemon else { return true }
-        dispatcher.isDraining.store(true, ordering: .relaxed)
+        dispatcher.isDraining.store(true, ordering: .sequentiallyConsistent)
         // Streams end and waiting requests get 503: every suspended connection
         // must be resumed before libmicrohttpd stops.
         dispatcher.suspensions.terminateAll(fallback: dispatcher.responder.refusalWhileStopping())
@@ -104,7 +104,7 @@ public final class HTTPServer: @unchecked Sendable {
         // epoll sets, and the loser aborts the process (libmicrohttpd 0.9.75).
         let clock = ContinuousClock()
         let deadline = clock.now.advanced(by: timeout)
-        while dispatcher.inFlight.load(ordering: .acquiring) > 0, clock.now < deadline {
+        while dispatcher.inFlight.load(ordering: .sequentiallyConsistent) > 0, clock.now < deadline {
             usleep(2_000)
         }
         let finished = dispatcher.inFlight.load(ordering: .acquiring) == 0
@@ -146,6 +146,8 @@ final class RequestContext {
     var isAnswered = false
     /// The responder's name for what was asked, for the observer.
     var endpoint: Int?
+    /// Counted in `inFlight`: a stop waits for it.
+    var countsInFlight = false
 
     init(method: String, path: String) {
         self.method = method

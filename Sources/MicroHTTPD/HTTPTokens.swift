@@ -26,8 +26,8 @@ enum HTTPTokens {
         count == token.utf8CodeUnitCount && memcmp(text, token.utf8Start, count) == 0
     }
 
-    /// Whether a `Content-Length` value is a number over `limit` (one that is
-    /// not a number is libmicrohttpd's to refuse).
+    /// Whether a `Content-Length` value's leading digits exceed `limit`.
+    /// libmicrohttpd refuses a malformed value (400) before the handler runs.
     static func exceeds(_ text: UnsafePointer<CChar>, _ limit: Int) -> Bool {
         var value = 0, index = 0
         while true {

@@ -57,15 +57,16 @@ public struct SessionID: Sendable, Hashable, CustomStringConvertible {
 
     public var description: String {
         String(unsafeUninitializedCapacity: 32) { buffer in
-            writeHexDigits(to: buffer.baseAddress!)
+            writeHexDigits(to: buffer)
             return 32
         }
     }
 
-    /// Writes the 32 hex digits at `destination`, which must have room for them.
-    public func writeHexDigits(to destination: UnsafeMutablePointer<UInt8>) {
-        Self.writeHex(high, to: destination)
-        Self.writeHex(low, to: destination + 16)
+    /// Writes the 32 hex digits at the start of `destination`.
+    package func writeHexDigits(to destination: UnsafeMutableBufferPointer<UInt8>) {
+        precondition(destination.count >= 32, "no room for an id")
+        Self.writeHex(high, to: destination.baseAddress!)
+        Self.writeHex(low, to: destination.baseAddress! + 16)
     }
 
     private static func writeHex(_ value: UInt64, to destination: UnsafeMutablePointer<UInt8>) {

@@ -10,17 +10,23 @@ import Synchronization
 /// cache line back and forth on every request; each thread adds to its own
 /// stripe instead (two threads that happen to share one only lose that gain).
 public final class StripedCounters: @unchecked Sendable {  // every access is atomic
-    /// A power of two, more than the server has threads.
+    /// A power of two. Threads are told apart by a hash of their id, so two
+    /// may share a stripe; they then only lose the gain.
     private static let stripeCount = 8
+    /// Stripes start on their own cache lines (128 bytes: adjacent-line prefetch pairs lines).
+    private static let stripeAlignment = 128
     private let count: Int
-    /// Counters per stripe, rounded up to whole cache lines.
+    /// Counters per stripe, rounded up to whole stripe alignments.
     private let stride: Int
     private let storage: UnsafeMutablePointer<Atomic<Int>>
 
     public init(count: Int) {
         self.count = count
-        stride = (count + 7) / 8 * 8
-        storage = .allocate(capacity: Self.stripeCount * stride)
+        let perAlignment = Self.stripeAlignment / MemoryLayout<Atomic<Int>>.stride
+        stride = (count + perAlignment - 1) / perAlignment * perAlignment
+        storage = UnsafeMutableRawPointer
+            .allocate(byteCount: Self.stripeCount * stride * MemoryLayout<Atomic<Int>>.stride, alignment: Self.stripeAlignment)
+            .bindMemory(to: Atomic<Int>.self, capacity: Self.stripeCount * stride)
         for index in 0..<(Self.stripeCount * stride) {
             (storage + index).initialize(to: Atomic(0))
         }
@@ -33,7 +39,7 @@ public final class StripedCounters: @unchecked Sendable {  // every access is at
 
     public func add(_ amount: Int, at index: Int) {
         precondition(index >= 0 && index < count, "no such counter")
-        storage[Self.currentStripe() * stride + index].add(amount, ordering: .relaxed)
+        storage[Self.currentStripe() * stride + index].wrappingAdd(amount, ordering: .relaxed)
     }
 
     /// The counter's total over all stripes.

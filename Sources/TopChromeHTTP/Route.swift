@@ -42,7 +42,6 @@ enum Route: Equatable {
         ("/openapi.yaml", .openAPI), ("/metrics", .metrics), ("/", .demo),
     ]
 
-
     /// `/v1/sessions/{id}` and its sub-resources.
     private init?(sessionPath bytes: UnsafeBufferPointer<UInt8>) {
         let prefix: StaticString = "/v1/sessions/"

@@ -1,8 +1,8 @@
 import TopChromeCore
 
 /// A session's state as the API's JSON, written byte by byte into the
-/// response body with no strings in between: every answer to a scroll report
-/// carries one, so this is on the hot path of every client.
+/// response body (a fractional inset goes through `String`): every answer to
+/// a scroll report carries one, so this is on the hot path of every client.
 enum StateWriter {
     /// Longest possible output: the fixed text, 32 id digits, the longest
     /// `Double` description and the longest `UInt64`.
@@ -11,7 +11,7 @@ enum StateWriter {
     static func json(_ session: Session) -> [UInt8] {
         [UInt8](unsafeUninitializedCapacity: capacity) { bytes, count in
             var end = write(#"{"id":""#, into: bytes, at: 0)
-            session.id.writeHexDigits(to: bytes.baseAddress! + end)
+            session.id.writeHexDigits(to: UnsafeMutableBufferPointer(rebasing: bytes[end...]))
             end += 32
             end = write(#"","inset":"#, into: bytes, at: end)
             end = number(session.state.inset, into: bytes, at: end)
@@ -19,6 +19,7 @@ enum StateWriter {
                         into: bytes, at: end)
             end = decimal(session.state.version, into: bytes, at: end)
             end = write("}", into: bytes, at: end)
+            assert(end <= capacity, "the longest state fits")
             count = end
         }
     }

@@ -100,8 +100,8 @@ public final class TopChromeService: Sendable {
     }
 
     /// Graceful stop: `/readyz` turns 503, event streams end, long-polls get
-    /// 503, no new connections are taken, requests already received are
-    /// answered, then every connection closes.
+    /// 503, requests already received are answered and later ones refused
+    /// with 503, then every connection closes.
     /// Returns whether in-flight requests all finished within the timeout.
     @discardableResult
     public func stop() -> Bool {

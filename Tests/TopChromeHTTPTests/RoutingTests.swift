@@ -16,6 +16,18 @@ import TopChromeCore
         #expect(Route(path: "/openapi.yaml") == .openAPI)
     }
 
+    /// The per-request check and the `Allow` list of a 405 must agree.
+    @Test func allowsWhatAllowSays() {
+        let id = SessionID.random()
+        let routes: [Route] = [.sessions, .session(id), .inset(id), .scroll(id), .disappear(id), .events(id),
+                               .health, .readiness, .openAPI, .metrics, .demo]
+        for route in routes {
+            for method in ["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS", "get"] {
+                #expect(route.allows(method) == route.allowedMethods.contains(method), "\(route) \(method)")
+            }
+        }
+    }
+
     @Test func malformedIdsStillNameTheResource() {
         #expect(Route(path: "/v1/sessions/nope") == .session(nil))
         #expect(Route(path: "/v1/sessions/NOPE/scroll") == .scroll(nil))

@@ -9,20 +9,24 @@ import Testing
                      duration: .milliseconds(milliseconds), isStream: false)
     }
 
-    /// Every status and method the table names is counted under its own label.
+    /// Every method and status the table names is counted under its own label.
     @Test func everyStatusAndMethodHasItsCell() {
         let metrics = ServiceMetrics()
-        for (index, status) in ServiceMetrics.statuses.enumerated() {
-            for _ in 0...index { metrics.record(exchange("PUT", status), template: .inset) }
+        let methods = ServiceMetrics.methods.dropLast()  // "OTHER" is what any other method counts as
+        for (methodIndex, method) in methods.enumerated() {
+            for (statusIndex, status) in ServiceMetrics.statuses.enumerated() {
+                for _ in 0...(methodIndex * 100 + statusIndex) { metrics.record(exchange(method, status), template: .inset) }
+            }
         }
         metrics.record(exchange("PATCH", 299), template: .unmatched)
-        metrics.record(exchange("HEAD", 200), template: .session)
         let text = metrics.render(sessions: 0, watchers: 0, statistics: ChromeStatistics())
-        for (index, status) in ServiceMetrics.statuses.enumerated() {
-            #expect(text.contains(#"topchrome_http_requests_total{method="PUT",route="/v1/sessions/{id}/inset",status="\#(status)"} \#(index + 1)"#))
+        for (methodIndex, method) in methods.enumerated() {
+            for (statusIndex, status) in ServiceMetrics.statuses.enumerated() {
+                let line = #"topchrome_http_requests_total{method="\#(method)",route="/v1/sessions/{id}/inset",status="\#(status)"} "#
+                #expect(text.contains(line + "\(methodIndex * 100 + statusIndex + 1)\n"), "\(method) \(status)")
+            }
         }
         #expect(text.contains(#"topchrome_http_requests_total{method="OTHER",route="unmatched",status="other"} 1"#))
-        #expect(text.contains(#"topchrome_http_requests_total{method="HEAD",route="/v1/sessions/{id}",status="200"} 1"#))
     }
 
     @Test func durationsFallInTheirBuckets() {

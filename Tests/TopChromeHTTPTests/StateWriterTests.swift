@@ -24,6 +24,13 @@ import TopChromeCore
         #expect(String(decoding: StateWriter.json(session), as: UTF8.self) == String(decoding: Self.reference(session), as: UTF8.self))
     }
 
+    /// The longest state there can be fits the writer's buffer.
+    @Test func longestState() {
+        let session = Session(id: SessionID(high: .max, low: .max),
+                              state: ChromeState(inset: -2.2250738585072014e-308, isRevealed: false, version: .max, lastAppliedSeq: nil))
+        #expect(StateWriter.json(session) == Self.reference(session))
+    }
+
     @Test(arguments: [0, 1, 9, 10, 99, 100, 1_234_567, UInt64.max])
     func versionsAndETags(_ version: UInt64) {
         let session = Session(id: .random(), state: ChromeState(inset: 47, isRevealed: true, version: version, lastAppliedSeq: 3))

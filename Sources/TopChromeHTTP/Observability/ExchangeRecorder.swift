@@ -11,8 +11,9 @@ final class ExchangeRecorder: HTTPExchangeObserver {
     }
 
     func completed(_ exchange: HTTPExchange) {
-        // The API names the route it answered; only requests refused before
-        // reaching it (the server stopping) have their path read here.
+        // The API names the route it answered, so metrics never read the path;
+        // only requests refused before reaching it (the server stopping) and
+        // the access log (for its short session id) do.
         let template = exchange.endpoint.flatMap(Route.Template.init(rawValue:))
             ?? Route(path: exchange.path)?.template ?? .unmatched
         metrics.record(exchange, template: template)

@@ -86,8 +86,9 @@ final class WatcherHub: Sendable {
     /// The store's observer.
     func publish(_ event: SessionEvent) {
         // Nobody watches at all: the usual case under load, and then no shard
-        // is locked. A watcher counts before it registers and reads the
-        // session after, so it misses no change by this.
+        // is locked. A watcher counts before it registers and then reads the
+        // session under the store's shard lock, which this runs under: so it
+        // misses no change by this.
         guard count > 0 else { return }
         switch event {
         case let .changed(session):
