@@ -132,8 +132,7 @@ enum ScrollReportFastPath {
         }
 
         func equals(_ range: Range<Int>, _ literal: StaticString) -> Bool {
-            range.count == literal.utf8CodeUnitCount
-                && memcmp(bytes.baseAddress! + range.lowerBound, literal.utf8Start, range.count) == 0
+            UnsafeBufferPointer(rebasing: bytes[range]).equals(literal)
         }
 
         /// A JSON number, converted as the strict reader's `Double(String)`
@@ -156,7 +155,7 @@ enum ScrollReportFastPath {
                 let isNegativeExponent = !take(UInt8(ascii: "+")) && take(UInt8(ascii: "-"))
                 let exponentStart = index
                 guard digits() > 0 else { return nil }
-                exponent = index - exponentStart <= 4 ? decimal(exponentStart..<index) : nil
+                exponent = index - exponentStart <= 4 ? Int(decimal(exponentStart..<index)) : nil
                 if isNegativeExponent { exponent = exponent.map { -$0 } }
             }
             if let exponent, let value = Self.exactly(
@@ -191,15 +190,13 @@ enum ScrollReportFastPath {
 
         /// The digits in `range` as a number, and how many there were (at most 15, else nil).
         private func decimalDigits(_ range: Range<Int>) -> (value: UInt64, count: Int)? {
-            guard range.count <= 15 else { return nil }
-            var value: UInt64 = 0
-            for position in range { value = value * 10 + UInt64(bytes[position] &- UInt8(ascii: "0")) }
-            return (value, range.count)
+            range.count <= 15 ? (decimal(range), range.count) : nil
         }
 
-        private func decimal(_ range: Range<Int>) -> Int {
-            var value = 0
-            for position in range { value = value * 10 + Int(bytes[position] &- UInt8(ascii: "0")) }
+        /// The ASCII digits in `range` (at most 19, so they fit) as a number.
+        private func decimal(_ range: Range<Int>) -> UInt64 {
+            var value: UInt64 = 0
+            for position in range { value = value * 10 + UInt64(bytes[position] &- UInt8(ascii: "0")) }
             return value
         }
 
@@ -221,8 +218,7 @@ enum ScrollReportFastPath {
                 return nil
             }
             guard peek != UInt8(ascii: "."), peek != UInt8(ascii: "e"), peek != UInt8(ascii: "E") else { return nil }
-            var value: UInt64 = 0
-            for position in start..<index { value = value * 10 + UInt64(bytes[position] &- UInt8(ascii: "0")) }
+            let value = decimal(start..<index)
             return ScrollReport.allowedSeqs.contains(value) ? value : nil
         }
 
