@@ -57,7 +57,7 @@ gcc -O2 -std=gnu11 -Wall -Wextra -Werror -o "$out/fanout" Benchmarks/fanout/fano
 swift build -c release --product topchrome >"$out/swift-build.log" 2>&1 \
   || { cat "$out/swift-build.log" >&2; exit 1; }
 
-server_flags=(--port 0 --max-watchers-per-session 10000 --max-watchers 20000 --heartbeat 3600)
+server_flags=(--max-watchers-per-session 10000 --max-watchers 20000 --heartbeat 3600)
 [ -n "$THREADS" ] && server_flags+=(--threads "$THREADS")
 # shellcheck disable=SC2206  # word splitting of extra flags is intended
 [ -n "$SERVER_ARGS" ] && server_flags+=($SERVER_ARGS)
@@ -72,20 +72,10 @@ stop_server() {
 }
 trap stop_server EXIT
 
+source scripts/server.sh
 start_server() {  # $1: log file; sets server_pid and port
-  local log=$1
-  .build/release/topchrome "${server_flags[@]}" >"$log" 2>&1 &
-  server_pid=$!
-  for _ in $(seq 100); do
-    # The start line may carry a log prefix (timestamp, level): match it anywhere.
-    port=$(sed -nE 's|.*topchrome listening on http://127\.0\.0\.1:([0-9]+).*|\1|p' "$log" | head -n 1)
-    [ -n "$port" ] && return 0
-    kill -0 "$server_pid" 2>/dev/null || break
-    sleep 0.1
-  done
-  echo "bench-fanout: the server did not start:" >&2
-  cat "$log" >&2
-  return 1
+  start_topchrome .build/release/topchrome "$1" "${server_flags[@]}" || return 1
+  port=${base_url##*:}
 }
 
 results=()

@@ -22,15 +22,10 @@ cleanup() { [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null; wait 2>/dev/
 trap cleanup EXIT
 export BENCH_LUA_DIR="$PWD/Benchmarks/wrk"
 
+source scripts/server.sh
 start_server() {  # start_server ARGS...: sets server_pid and base
-  "$binary" --port 0 --log-level warn ${THREADS:+--threads "$THREADS"} "$@" >"$work/server.log" 2>&1 &
-  server_pid=$!
-  for _ in $(seq 200); do
-    base=$(grep -o 'http://[0-9.:]*' "$work/server.log" | head -1 || true)
-    [ -n "$base" ] && return 0
-    sleep 0.01
-  done
-  echo "server did not start" >&2; cat "$work/server.log" >&2; exit 1
+  start_topchrome "$binary" "$work/server.log" --log-level warn ${THREADS:+--threads "$THREADS"} "$@" || exit 1
+  base=$base_url
 }
 stop_server() { kill "$server_pid"; wait "$server_pid" 2>/dev/null || true; server_pid=; }
 rss_kib() { awk '/VmRSS/ {print $2}' "/proc/$1/status"; }

@@ -22,6 +22,7 @@ case "$binary" in /*) ;; *) binary="$PWD/$binary" ;; esac
 python="$root/.build/python/bin/python"
 min_requests="${MIN_REQUESTS:-1000}"
 work="$root/.build/conformance"
+source "$root/scripts/server.sh"
 
 [ -x "$binary" ] || { echo "no server binary at $binary (swift build -c release --product topchrome)" >&2; exit 2; }
 "$python" -c 'import schemathesis' 2>/dev/null || "$root/scripts/install-deps.sh" --test
@@ -44,18 +45,7 @@ trap stop_server EXIT
 start_server() {
   local log="$work/server-$1.log"
   shift
-  "$binary" --port 0 --log-level warn --max-wait 1 --heartbeat 1 "$@" >"$log" 2>&1 &
-  server_pid=$!
-  base_url=""
-  for _ in $(seq 100); do
-    base_url="$(grep -o 'listening on http://[^ ]*' "$log" | head -n 1 | cut -d' ' -f3 || true)"
-    [ -n "$base_url" ] && return 0
-    kill -0 "$server_pid" 2>/dev/null || break
-    sleep 0.1
-  done
-  echo "the server did not start:" >&2
-  cat "$log" >&2
-  exit 1
+  start_topchrome "$binary" "$log" --log-level warn --max-wait 1 --heartbeat 1 "$@" || exit 1
 }
 
 # Runs Schemathesis against $base_url; $1 names the run (its report folder).

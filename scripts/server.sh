@@ -1,0 +1,23 @@
+# Sourced by the scripts that run the server.
+#
+# start_topchrome BINARY LOG [FLAGS...] starts the server on a free port of
+# 127.0.0.1 (--port 0) and waits for its start line; sets server_pid and
+# base_url (http://127.0.0.1:PORT). Returns 1, with the log on stderr, if the
+# server exits or has not said where it listens within 10 s.
+start_topchrome() {
+  local binary=$1 log=$2
+  shift 2
+  "$binary" --port 0 "$@" >"$log" 2>&1 &
+  server_pid=$!
+  base_url=""
+  for _ in $(seq 1000); do
+    # The start line may carry a log prefix (timestamp, level): match it anywhere.
+    base_url=$(sed -nE 's|.*topchrome listening on (http://[^ ]+).*|\1|p' "$log" | head -n 1)
+    [ -n "$base_url" ] && return 0
+    kill -0 "$server_pid" 2>/dev/null || break
+    sleep 0.01
+  done
+  echo "the server did not start:" >&2
+  cat "$log" >&2
+  return 1
+}
