@@ -147,16 +147,13 @@ public struct HTTPHeaders: Sendable, Sequence {
         fields.makeIterator()
     }
 
-    /// Each field's name and value as C strings, for libmicrohttpd.
+    /// Each field's name and value as C strings, for libmicrohttpd (each is
+    /// stored with its NUL).
     func forEachCString(_ body: (UnsafePointer<CChar>, UnsafePointer<CChar>) -> Void) {
-        storage.withUnsafeBufferPointer { bytes in
-            bytes.withMemoryRebound(to: CChar.self) { text in
-                forEachField { name, value in
-                    body(text.baseAddress! + (name.baseAddress! - bytes.baseAddress!),
-                         text.baseAddress! + (value.baseAddress! - bytes.baseAddress!))
-                    return true
-                }
-            }
+        forEachField { name, value in
+            body(UnsafeRawPointer(name.baseAddress!).assumingMemoryBound(to: CChar.self),
+                 UnsafeRawPointer(value.baseAddress!).assumingMemoryBound(to: CChar.self))
+            return true
         }
     }
 
