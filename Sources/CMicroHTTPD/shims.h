@@ -29,13 +29,25 @@ static inline struct MHD_Daemon *
 CMHD_start_daemon(unsigned int flags,
                   MHD_AccessHandlerCallback handler, void *handler_cls,
                   MHD_RequestCompletedCallback completed, void *completed_cls,
+                  MHD_NotifyConnectionCallback connection_notified,
                   struct MHD_OptionItem *options)
 {
     return MHD_start_daemon(flags, 0, NULL, NULL, handler, handler_cls,
                             MHD_OPTION_NOTIFY_COMPLETED, completed, completed_cls,
+                            MHD_OPTION_NOTIFY_CONNECTION, connection_notified, NULL,
                             MHD_OPTION_UNESCAPE_CALLBACK, CMHD_keep_escapes, NULL,
                             MHD_OPTION_ARRAY, options,
                             MHD_OPTION_END);
+}
+
+/// `MHD_get_connection_info` is variadic: the context set for the
+/// connection when it was accepted (`MHD_CONNECTION_NOTIFY_STARTED`).
+static inline void *
+CMHD_socket_context(struct MHD_Connection *connection)
+{
+    const union MHD_ConnectionInfo *info =
+        MHD_get_connection_info(connection, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return info == NULL ? NULL : info->socket_context;
 }
 
 #endif

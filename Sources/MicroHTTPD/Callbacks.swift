@@ -14,38 +14,39 @@ let accessHandler: MHD_AccessHandlerCallback = {
     let dispatcher = Unmanaged<RequestDispatcher>.fromOpaque(cls).takeUnretainedValue()
 
     guard let existing = requestContext.pointee else {
-        let context = RequestContext(method: HTTPTokens.method(method), path: String(cString: url))
+        let context = contextForNewRequest(on: connection)
+        context.pointee.begin(method: HTTPTokens.method(method), path: String(cString: url))
         if let declared = MHD_lookup_connection_value(connection, .HEADER_KIND, "Content-Length"),
            HTTPTokens.exceeds(declared, dispatcher.maxBodyBytes) {
-            context.isBodyTooLarge = true
+            context.pointee.isBodyTooLarge = true
         }
-        requestContext.pointee = Unmanaged.passRetained(context).toOpaque()
+        requestContext.pointee = UnsafeMutableRawPointer(context)
         // Counted before the stop flag is read (the stop sets the flag before
         // it reads the count): a request either sees the stop or is waited for.
         dispatcher.inFlight.add(1, ordering: .sequentiallyConsistent)
-        context.countsInFlight = true
+        context.pointee.countsInFlight = true
         if dispatcher.isDraining.load(ordering: .sequentiallyConsistent) {
             // Arrived after the stop began: refuse it whole now (answering this
             // early also closes the connection). Not waited for, or steady
             // traffic would hold the stop up for its whole timeout.
             dispatcher.inFlight.subtract(1, ordering: .relaxed)
-            context.countsInFlight = false
-            context.isAnswered = true
+            context.pointee.countsInFlight = false
+            context.pointee.isAnswered = true
             return queue(dispatcher.responder.refusalWhileStopping(), on: connection, context: context, dispatcher: dispatcher)
         }
-        if context.isBodyTooLarge, let expect = MHD_lookup_connection_value(connection, .HEADER_KIND, "Expect"),
+        if context.pointee.isBodyTooLarge, let expect = MHD_lookup_connection_value(connection, .HEADER_KIND, "Expect"),
            String(cString: expect).lowercased() == "100-continue" {
             // The client waits for "100 Continue" before sending the body:
             // refuse now, so it never uploads bytes that would be thrown away.
             // (Answering this early closes the connection, which is right here.)
-            context.isAnswered = true
+            context.pointee.isAnswered = true
             return respond(to: connection, version: version, context: context, dispatcher: dispatcher)
         }
         return .YES
     }
-    let context = Unmanaged<RequestContext>.fromOpaque(existing).takeUnretainedValue()
+    let context = existing.assumingMemoryBound(to: RequestContext.self)
 
-    if context.isAnswered {
+    if context.pointee.isAnswered {
         // Answered on the first call (refused early): libmicrohttpd may still
         // hand over the body; drop it, and never run the request.
         uploadDataSize.pointee = 0
@@ -54,13 +55,13 @@ let accessHandler: MHD_AccessHandlerCallback = {
 
     if uploadDataSize.pointee > 0 {
         // Every byte offered must be consumed, or libmicrohttpd fails the request.
-        context.receive(UnsafeRawBufferPointer(start: uploadData, count: uploadDataSize.pointee),
+        context.pointee.receive(UnsafeRawBufferPointer(start: uploadData, count: uploadDataSize.pointee),
                         limit: dispatcher.maxBodyBytes)
         uploadDataSize.pointee = 0
         return .YES
     }
 
-    if let pending = context.pending {
+    if let pending = context.pointee.pending {
         // Resumed: the answer has come.
         return queueWhenAnswered(pending, on: connection, context: context, dispatcher: dispatcher)
     }
@@ -68,21 +69,22 @@ let accessHandler: MHD_AccessHandlerCallback = {
 }
 
 private func respond(
-    to connection: OpaquePointer, version: UnsafePointer<CChar>, context: RequestContext,
+    to connection: OpaquePointer, version: UnsafePointer<CChar>, context: UnsafeMutablePointer<RequestContext>,
     dispatcher: RequestDispatcher
 ) -> MHD_Result {
+    collectHeaders(of: connection, into: &context.pointee.headers)
     let request = HTTPRequest(
-        method: context.method,
-        path: context.path,
+        method: context.pointee.method,
+        path: context.pointee.path,
         version: HTTPTokens.version(version),
-        headers: requestHeaders(of: connection),
-        body: context.body,
-        isBodyTooLarge: context.isBodyTooLarge
+        headers: context.pointee.headers,
+        body: context.pointee.body,
+        isBodyTooLarge: context.pointee.isBodyTooLarge
     )
     let response = dispatcher.responder.respond(to: request)
-    context.endpoint = response.endpoint
+    context.pointee.endpoint = response.endpoint
     if let pending = response.pending {
-        context.pending = pending
+        context.pointee.pending = pending
         dispatcher.suspensions.add(pending)
         return queueWhenAnswered(pending, on: connection, context: context, dispatcher: dispatcher)
     }
@@ -92,21 +94,61 @@ private func respond(
 /// Queues the pending answer if it has come; otherwise the connection
 /// sleeps, holding no thread, until `complete` resumes it.
 private func queueWhenAnswered(
-    _ pending: PendingResponse, on connection: OpaquePointer, context: RequestContext, dispatcher: RequestDispatcher
+    _ pending: PendingResponse, on connection: OpaquePointer, context: UnsafeMutablePointer<RequestContext>,
+    dispatcher: RequestDispatcher
 ) -> MHD_Result {
     guard let answer = pending.answerOrSuspend(connection) else { return .YES }
     dispatcher.suspensions.remove(pending)
-    context.pending = nil
+    context.pointee.pending = nil
     return queue(answer, on: connection, context: context, dispatcher: dispatcher)
 }
 
 let requestCompleted: MHD_RequestCompletedCallback = { cls, _, requestContext, _ in
     guard let cls, let requestContext, let existing = requestContext.pointee else { return }
-    let context = Unmanaged<RequestContext>.fromOpaque(existing).takeRetainedValue()
+    let context = existing.assumingMemoryBound(to: RequestContext.self)
     requestContext.pointee = nil
-    if context.countsInFlight {
+    if context.pointee.countsInFlight {
         Unmanaged<RequestDispatcher>.fromOpaque(cls).takeUnretainedValue().inFlight.subtract(1, ordering: .releasing)
     }
+    if context.pointee.isForOneRequest || context.pointee.isOrphaned {
+        context.free()
+    } else {
+        context.pointee.reset()
+    }
+}
+
+/// Gives each connection the context its requests reuse, and frees it with
+/// the connection, unless a request still uses it (then that request's
+/// completion frees it, whichever of the two libmicrohttpd reports first).
+let connectionNotified: MHD_NotifyConnectionCallback = { _, _, socketContext, code in
+    guard let socketContext else { return }
+    switch code {
+    case .CONNECTION_NOTIFY_STARTED:
+        socketContext.pointee = UnsafeMutableRawPointer(UnsafeMutablePointer<RequestContext>.makeContext())
+    case .CONNECTION_NOTIFY_CLOSED:
+        guard let existing = socketContext.pointee else { return }
+        socketContext.pointee = nil
+        let context = existing.assumingMemoryBound(to: RequestContext.self)
+        if context.pointee.isInUse {
+            context.pointee.isOrphaned = true
+        } else {
+            context.free()
+        }
+    default:
+        break
+    }
+}
+
+/// The connection's own context, or one for this request alone if the
+/// connection's is missing or still in use.
+private func contextForNewRequest(on connection: OpaquePointer) -> UnsafeMutablePointer<RequestContext> {
+    if let shared = CMHD_socket_context(connection) {
+        let context = shared.assumingMemoryBound(to: RequestContext.self)
+        if !context.pointee.isInUse { return context }
+    }
+    let context = UnsafeMutablePointer<RequestContext>.makeContext()
+    context.pointee.isForOneRequest = true
+    return context
 }
 
 private let collectHeader: MHD_KeyValueIteratorN = { cls, _, key, keySize, value, valueSize in
@@ -125,17 +167,16 @@ private let collectHeader: MHD_KeyValueIteratorN = { cls, _, key, keySize, value
     return .YES
 }
 
-private func requestHeaders(of connection: OpaquePointer) -> HTTPHeaders {
-    var headers = HTTPHeaders()
-    headers.reserveCapacity(256)  // a usual request's fields fit: one allocation
+private func collectHeaders(of connection: OpaquePointer, into headers: inout HTTPHeaders) {
+    if headers.byteCapacity < 256 { headers.reserveCapacity(256) }  // a usual request's fields fit
     withUnsafeMutablePointer(to: &headers) { pointer in
         _ = MHD_get_connection_values_n(connection, .HEADER_KIND, collectHeader, pointer)
     }
-    return headers
 }
 
 private func queue(
-    _ response: HTTPResponse, on connection: OpaquePointer, context: RequestContext, dispatcher: RequestDispatcher
+    _ response: HTTPResponse, on connection: OpaquePointer, context: UnsafeMutablePointer<RequestContext>,
+    dispatcher: RequestDispatcher
 ) -> MHD_Result {
     let created: OpaquePointer?
     if let stream = response.stream {
@@ -160,9 +201,10 @@ private func queue(
     let result = MHD_queue_response(connection, UInt32(response.status), created)
     if let observer = dispatcher.observer {
         observer.completed(HTTPExchange(
-            method: context.method, path: context.path, endpoint: context.endpoint, status: response.status,
+            method: context.pointee.method, path: context.pointee.path, endpoint: context.pointee.endpoint,
+            status: response.status,
             bodyBytes: response.stream == nil ? response.body.count : 0,
-            duration: ContinuousClock.now - context.startedAt, isStream: response.stream != nil))
+            duration: ContinuousClock.now - context.pointee.startedAt, isStream: response.stream != nil))
     }
     return result
 }

@@ -87,6 +87,14 @@ public struct HTTPHeaders: Sendable, Sequence {
         storage.reserveCapacity(byteCount)
     }
 
+    /// Bytes of fields that fit before the buffer grows.
+    var byteCapacity: Int { storage.capacity }
+
+    /// No fields; with `keepingCapacity`, the buffer stays for the next message.
+    mutating func removeAll(keepingCapacity: Bool) {
+        storage.removeAll(keepingCapacity: keepingCapacity)
+    }
+
     /// The first value of the field `name`, if present.
     public subscript(name: String) -> String? {
         var found: String?

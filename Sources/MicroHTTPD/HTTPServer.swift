@@ -70,7 +70,8 @@ public final class HTTPServer: @unchecked Sendable {
 
         let context = Unmanaged.passUnretained(dispatcher).toOpaque()
         let started = options.withUnsafeMutableBufferPointer { items in
-            CMHD_start_daemon(UInt32(flags), accessHandler, context, requestCompleted, context, items.baseAddress)
+            CMHD_start_daemon(UInt32(flags), accessHandler, context, requestCompleted, context, connectionNotified,
+                              items.baseAddress)
         }
         guard let started else {
             close(socket.descriptor)
@@ -129,41 +130,6 @@ final class RequestDispatcher: Sendable {
         self.responder = responder
         self.observer = observer
         self.maxBodyBytes = maxBodyBytes
-    }
-}
-
-/// Per-request state, owned by the connection's thread from the first call
-/// of the access handler until the completion callback.
-final class RequestContext {
-    let method: String
-    let path: String
-    let startedAt = ContinuousClock.now
-    var body: [UInt8] = []
-    var isBodyTooLarge = false
-    /// Set while the request waits for a later answer.
-    var pending: PendingResponse?
-    /// Answered on the first call, before the body: the rest is ignored.
-    var isAnswered = false
-    /// The responder's name for what was asked, for the observer.
-    var endpoint: Int?
-    /// Counted in `inFlight`: a stop waits for it.
-    var countsInFlight = false
-
-    init(method: String, path: String) {
-        self.method = method
-        self.path = path
-    }
-
-    /// Keeps bytes up to the limit; past it, drops what was kept and
-    /// discards the rest as it arrives.
-    func receive(_ bytes: UnsafeRawBufferPointer, limit: Int) {
-        guard !isBodyTooLarge else { return }
-        if body.count + bytes.count > limit {
-            isBodyTooLarge = true
-            body = []
-        } else {
-            body.append(contentsOf: bytes)
-        }
     }
 }
 

@@ -377,6 +377,23 @@ import Testing
         #expect(try state(id, client)["version"] as? Int == 21)
     }
 
+    /// A connection's requests share one reused context on the server: each
+    /// must still see only its own header fields and body.
+    @Test func eachRequestOnAKeptAliveConnectionSeesOnlyItsOwn() throws {
+        let id = try server.createSession()
+        let client = try server.client()
+        try expectProblem(try client.json("POST", "/v1/sessions/\(id)/scroll", #"{"contentOffsetY": 300}"#,
+                                          headers: [("If-Match", "\"99\"")]), 412)
+        // No If-Match now, and no body: neither may be left over from the request before.
+        #expect(try client.json("POST", "/v1/sessions/\(id)/scroll", #"{"contentOffsetY": 300}"#).status == 200)
+        #expect(try client.request("POST", "/v1/sessions/\(id)/disappear").status == 200)
+        let huge = [UInt8](repeating: UInt8(ascii: " "), count: 64 << 10)
+        try expectProblem(try client.request("POST", "/v1/sessions/\(id)/scroll",
+                                             headers: [("Content-Type", "application/json")], body: huge), 413)
+        #expect(try client.json("POST", "/v1/sessions/\(id)/scroll", #"{"contentOffsetY": 300}"#).status == 200)
+        #expect(try state(id, client)["version"] as? Int == 4)
+    }
+
     @Test func concurrentClientsEndInTheRightStates() async throws {
         let server = self.server
         let ids = try (0..<40).map { _ in try server.createSession() }

@@ -1,0 +1,82 @@
+/// The state of a connection's current request, from the first call of the
+/// access handler to the completion callback.
+///
+/// One per connection, made when libmicrohttpd accepts it and reused by each
+/// request on it: keep-alive clients send thousands of requests, and a reused
+/// context's buffers cost them no allocation. It lives behind a pointer that
+/// only the connection's thread touches, as libmicrohttpd's own per-connection
+/// state does.
+struct RequestContext {
+    private(set) var method = ""
+    private(set) var path = ""
+    private(set) var startedAt = ContinuousClock.now
+    /// The request's header fields, collected when it is answered.
+    var headers = HTTPHeaders()
+    var body: [UInt8] = []
+    var isBodyTooLarge = false
+    /// Set while the request waits for a later answer.
+    var pending: PendingResponse?
+    /// Answered on the first call, before the body: the rest is ignored.
+    var isAnswered = false
+    /// The responder's name for what was asked, for the observer.
+    var endpoint: Int?
+    /// Counted in `inFlight`: a stop waits for it.
+    var countsInFlight = false
+    /// Between `begin` and `reset`: a context serves one request at a time.
+    private(set) var isInUse = false
+    /// Its connection closed while a request still used it: the request's
+    /// completion frees it.
+    var isOrphaned = false
+    /// Made for one request only (its connection had no free context): freed with it.
+    var isForOneRequest = false
+
+    /// Buffers above this many bytes are let go between requests, so one
+    /// large upload does not hold memory for the rest of the connection.
+    static let keptCapacity = 4096
+
+    mutating func begin(method: String, path: String) {
+        self.method = method
+        self.path = path
+        startedAt = .now
+        isInUse = true
+    }
+
+    /// Ready for the connection's next request.
+    mutating func reset() {
+        method = ""
+        path = ""
+        headers.removeAll(keepingCapacity: headers.byteCapacity <= Self.keptCapacity)
+        body.removeAll(keepingCapacity: body.capacity <= Self.keptCapacity)
+        isBodyTooLarge = false
+        pending = nil
+        isAnswered = false
+        endpoint = nil
+        countsInFlight = false
+        isInUse = false
+    }
+
+    /// Keeps bytes up to the limit; past it, drops what was kept and
+    /// discards the rest as it arrives.
+    mutating func receive(_ bytes: UnsafeRawBufferPointer, limit: Int) {
+        guard !isBodyTooLarge else { return }
+        if body.count + bytes.count > limit {
+            isBodyTooLarge = true
+            body = []
+        } else {
+            body.append(contentsOf: bytes)
+        }
+    }
+}
+
+extension UnsafeMutablePointer<RequestContext> {
+    static func makeContext() -> Self {
+        let context = allocate(capacity: 1)
+        context.initialize(to: RequestContext())
+        return context
+    }
+
+    func free() {
+        deinitialize(count: 1)
+        deallocate()
+    }
+}
