@@ -74,6 +74,10 @@ public protocol SessionStore: Sendable {
     /// between the check and the inputs, nor between the inputs.
     func apply(_ inputs: [ChromeInput], to id: SessionID, if condition: VersionCondition) -> StoreOutcome
 
+    /// Applies one input, as a batch of one: a scroll report usually comes
+    /// alone, and then no array need be built for it.
+    func apply(_ input: ChromeInput, to id: SessionID, if condition: VersionCondition) -> StoreOutcome
+
     /// Removes the session if `condition` holds for its version.
     func remove(_ id: SessionID, if condition: VersionCondition) -> StoreOutcome
 
@@ -82,6 +86,10 @@ public protocol SessionStore: Sendable {
 }
 
 extension SessionStore {
+    public func apply(_ input: ChromeInput, to id: SessionID, if condition: VersionCondition) -> StoreOutcome {
+        apply([input], to: id, if: condition)
+    }
+
     /// Applies `inputs` unconditionally; the session afterwards, or nil if it does not exist.
     public func apply(_ inputs: [ChromeInput], to id: SessionID) -> Session? {
         guard case let .done(session) = apply(inputs, to: id, if: .always) else { return nil }

@@ -37,9 +37,9 @@ enum RequestBodies {
 
     /// One report, or an array of 1…1024. All are checked before any is
     /// applied, so a batch with one bad report changes nothing.
-    static func scrollInputs(_ body: [UInt8]) throws(BodyError) -> [ChromeInput] {
-        if let inputs = ScrollReportFastPath.reports(body, as: ChromeInput.scroll) { return inputs }
-        return try strictScrollReports(body).map(ChromeInput.scroll)
+    static func scrollInputs(_ body: [UInt8]) throws(BodyError) -> ScrollBody<ChromeInput> {
+        if let inputs = ScrollReportFastPath.read(body, as: ChromeInput.scroll) { return inputs }
+        return .batch(try strictScrollReports(body).map(ChromeInput.scroll))
     }
 
     /// The reference reading of scroll reports: every case, every error.
@@ -144,6 +144,20 @@ enum RequestBodies {
         if let unknown = members.keys.filter({ !allowed.contains($0) }).min() {
             let known = allowed.isEmpty ? "no fields" : "only " + allowed.sorted().map { "\"\($0)\"" }.joined(separator: ", ")
             throw BodyError(detail: "\(context): unknown field \"\(unknown.prefix(64))\" (it takes \(known))")
+        }
+    }
+}
+
+/// What a scroll body holds: one report, the everyday case (applied without
+/// building an array), or a batch, applied in order as one change.
+enum ScrollBody<Element> {
+    case report(Element)
+    case batch([Element])
+
+    var elements: [Element] {
+        switch self {
+        case let .report(element): [element]
+        case let .batch(elements): elements
         }
     }
 }

@@ -14,23 +14,23 @@ import TopChromeCore
 /// (checked by a differential test and fuzz target).
 enum ScrollReportFastPath {
     static func reports(_ body: [UInt8]) -> [ScrollReport]? {
-        reports(body, as: { $0 })
+        read(body, as: { $0 })?.elements
     }
 
-    /// The reports, each made into an `Element` as it is read (so a request
-    /// builds one array, not one of reports and another of inputs).
-    static func reports<Element>(_ body: [UInt8], as make: (ScrollReport) -> Element) -> [Element]? {
+    /// The report or batch, each report made into an `Element` as it is read
+    /// (so a batch builds one array, not one of reports and another of inputs).
+    static func read<Element>(_ body: [UInt8], as make: (ScrollReport) -> Element) -> ScrollBody<Element>? {
         body.withUnsafeBufferPointer { bytes in
             var cursor = Cursor(bytes: bytes)
             cursor.skipWhitespace()
-            var reports: [Element] = []
+            let read: ScrollBody<Element>
             switch cursor.peek {
             case UInt8(ascii: "{"):
                 guard let report = cursor.report() else { return nil }
-                reports.reserveCapacity(1)
-                reports.append(make(report))
+                read = .report(make(report))
             case UInt8(ascii: "["):
                 cursor.index += 1
+                var reports: [Element] = []
                 while true {
                     cursor.skipWhitespace()
                     guard reports.count < RequestBodies.maxBatchCount, let report = cursor.report() else { return nil }
@@ -40,11 +40,12 @@ enum ScrollReportFastPath {
                     guard cursor.take(UInt8(ascii: "]")) else { return nil }
                     break
                 }
+                read = .batch(reports)
             default:
                 return nil
             }
             cursor.skipWhitespace()
-            return cursor.index == bytes.count ? reports : nil
+            return cursor.index == bytes.count ? read : nil
         }
     }
 

@@ -135,12 +135,16 @@ public final class SessionAPI: HTTPResponder {
             return try eventStream(of: id, lastEventID: request.headers["Last-Event-ID"])
         case let .inset(id):
             let inset = try body(of: request, RequestBodies.inset)
-            return try apply([.setInset(inset)], to: id, request)
+            return try answer(store.apply(.setInset(inset), to: id ?? Self.noSession, if: Self.preconditions(of: request).forChange))
         case let .scroll(id):
-            return try apply(try body(of: request, RequestBodies.scrollInputs), to: id, request)
+            let condition = Self.preconditions(of: request).forChange
+            return switch try body(of: request, RequestBodies.scrollInputs) {
+            case let .report(input): try answer(store.apply(input, to: id ?? Self.noSession, if: condition))
+            case let .batch(inputs): try answer(store.apply(inputs, to: id ?? Self.noSession, if: condition))
+            }
         case let .disappear(id):
             try body(of: request, RequestBodies.disappear)
-            return try apply([.disappear], to: id, request)
+            return try answer(store.apply(.disappear, to: id ?? Self.noSession, if: Self.preconditions(of: request).forChange))
         }
     }
 
@@ -222,8 +226,9 @@ public final class SessionAPI: HTTPResponder {
     /// Malformed ids name no session; this one stands in for them so lookups simply miss.
     private static let noSession = SessionID(high: 0, low: 0)
 
-    private func apply(_ inputs: [ChromeInput], to id: SessionID?, _ request: HTTPRequest) throws(Problem) -> HTTPResponse {
-        switch store.apply(inputs, to: id ?? Self.noSession, if: Self.preconditions(of: request).forChange) {
+    /// The answer to a change: the state it left, or why it was not made.
+    private func answer(_ outcome: StoreOutcome) throws(Problem) -> HTTPResponse {
+        switch outcome {
         case let .done(session): return Self.stateResponse(session)
         case .conditionFailed: throw Self.preconditionFailed
         case .notFound: throw Self.unknownSession

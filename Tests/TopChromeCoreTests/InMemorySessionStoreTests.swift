@@ -111,6 +111,42 @@ final class Recorder: @unchecked Sendable {
         #expect(store.session(id) != nil)
     }
 
+    /// One input on its own is applied exactly as a batch of one: same
+    /// outcome, same events, same statistics, same condition check.
+    @Test func oneInputIsABatchOfOne() throws {
+        let inputs: [ChromeInput] = [
+            .scroll(ScrollReport(contentOffsetY: 300, seq: 5)), .scroll(ScrollReport(contentOffsetY: 0, seq: 4)),
+            .scroll(ScrollReport(contentOffsetY: 0, axis: .horizontal)), .setInset(59), .disappear,
+            .scroll(ScrollReport(contentOffsetY: 0.5)),
+        ]
+        /// The outcome without the session's id: the two stores draw different ids.
+        func shape(_ outcome: StoreOutcome) -> String {
+            switch outcome {
+            case let .done(session): "done \(session.state)"
+            case let .conditionFailed(session): "conditionFailed \(session.state)"
+            case .notFound: "notFound"
+            }
+        }
+        let (alone, batched) = (Recorder(), Recorder())
+        let aloneStore = InMemorySessionStore(observer: alone.record)
+        let batchedStore = InMemorySessionStore(observer: batched.record)
+        let aloneID = try aloneStore.create(inset: 0).id, batchedID = try batchedStore.create(inset: 0).id
+        for (step, input) in inputs.enumerated() {
+            let condition: VersionCondition = step == 3 ? .versionIn([99]) : .always
+            #expect(shape(aloneStore.apply(input, to: aloneID, if: condition))
+                    == shape(batchedStore.apply([input], to: batchedID, if: condition)), "step \(step)")
+        }
+        #expect(alone.recorded == batched.recorded)
+        #expect(alone.recorded.map(\.version) == [2, 3])
+        for (one, batch) in [(aloneStore.statistics, batchedStore.statistics)] {
+            #expect(one.reportsApplied == batch.reportsApplied && one.reportsApplied == 2)
+            #expect(one.reportsIgnoredStale == batch.reportsIgnoredStale && one.reportsIgnoredStale == 1)
+            #expect(one.reportsIgnoredHorizontal == batch.reportsIgnoredHorizontal && one.reportsIgnoredHorizontal == 1)
+            #expect(one.revealFlips == batch.revealFlips)
+        }
+        #expect(aloneStore.apply(.disappear, to: SessionID(high: 1, low: 1), if: .always) == .notFound)
+    }
+
     @Test func observerLearnsOfEveryChangeInOrder() throws {
         let seen = Recorder()
         let store = InMemorySessionStore(observer: seen.record)

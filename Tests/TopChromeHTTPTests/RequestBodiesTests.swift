@@ -7,7 +7,7 @@ import TopChromeCore
 
     /// What the API reads from a scroll request, as reports.
     func scrollReports(_ body: [UInt8]) throws(BodyError) -> [ScrollReport] {
-        try RequestBodies.scrollInputs(body).map { input in
+        try RequestBodies.scrollInputs(body).elements.map { input in
             guard case let .scroll(report) = input else { preconditionFailure("a scroll body reads as scroll reports") }
             return report
         }
