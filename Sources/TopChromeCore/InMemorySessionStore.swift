@@ -113,15 +113,15 @@ public final class InMemorySessionStore: SessionStore {
     }
 
     public func apply(_ inputs: [ChromeInput], to id: SessionID, if condition: VersionCondition) -> StoreOutcome {
-        applying(inputs, to: id, if: condition)
+        inputs.withUnsafeBufferPointer { applying($0, to: id, if: condition) }
     }
 
     public func apply(_ input: ChromeInput, to id: SessionID, if condition: VersionCondition) -> StoreOutcome {
-        applying(CollectionOfOne(input), to: id, if: condition)
+        withUnsafePointer(to: input) { applying(UnsafeBufferPointer(start: $0, count: 1), to: id, if: condition) }
     }
 
-    @inline(__always)
-    private func applying(_ inputs: some Sequence<ChromeInput>, to id: SessionID, if condition: VersionCondition) -> StoreOutcome {
+    private func applying(_ inputs: UnsafeBufferPointer<ChromeInput>, to id: SessionID,
+                          if condition: VersionCondition) -> StoreOutcome {
         let tick = currentTick()
         return shard(for: id).withLock { sessions -> StoreOutcome in
             guard let place = livePlace(of: id, in: &sessions, at: tick) else { return .notFound }
