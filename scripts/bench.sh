@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The performance figures of BENCHMARKS.md: HTTP throughput and latency with
-# wrk (scroll, get, mixed over 1000 sessions), time from exec to ready,
+# wrk (scroll, get, mixed over 1000 sessions) with the server's CPU per
+# request, time from exec to ready,
 # memory per session at 1,000,000 sessions, and the core's cost per report.
 # Fails on any non-2xx answer during the HTTP workloads.
 #
@@ -29,6 +30,9 @@ start_server() {  # start_server ARGS...: sets server_pid and base
 }
 stop_server() { kill "$server_pid"; wait "$server_pid" 2>/dev/null || true; server_pid=; }
 rss_kib() { awk '/VmRSS/ {print $2}' "/proc/$1/status"; }
+# User + system CPU of a process in clock ticks. The server's CPU per request
+# is its cost: unlike req/s, it does not stop at what the client can send.
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 
 create_sessions() {  # create_sessions BASE N FILE
   python3 - "$@" <<'PY'
@@ -50,14 +54,17 @@ echo "# $(date -u +%Y-%m-%dT%H:%MZ) $(nproc) cores, $(grep -m1 'model name' /pro
 start_server
 create_sessions "$base" "$SESSIONS" "$work/ids"
 IDS_FILE="$work/ids" wrk -t1 -c"$WRK_CONNS" -d2s -s "$BENCH_LUA_DIR/mixed.lua" "$base" >/dev/null  # warm-up
-printf '%-8s %10s %9s %9s %7s\n' workload "req/s" "p50 µs" "p99 µs" non2xx
+printf '%-8s %10s %9s %9s %13s %7s\n' workload "req/s" "p50 µs" "p99 µs" "CPU µs/req" non2xx
 failed=0
 for workload in $WORKLOADS; do
+  ticks_before=$(cpu_ticks "$server_pid")
   IDS_FILE="$work/ids" wrk -t"$WRK_THREADS" -c"$WRK_CONNS" -d"$WRK_DURATION" --latency \
     -s "$BENCH_LUA_DIR/$workload.lua" "$base" >"$work/$workload.txt"
-  python3 - "$workload" "$work/$workload.txt" <<'PY' || failed=1
+  ticks=$(( $(cpu_ticks "$server_pid") - ticks_before ))
+  python3 - "$workload" "$work/$workload.txt" "$ticks" "$(getconf CLK_TCK)" <<'PY' || failed=1
 import re, sys
 name, text = sys.argv[1], open(sys.argv[2]).read()
+ticks, ticks_per_second = int(sys.argv[3]), int(sys.argv[4])
 def micros(label):
     match = re.search(rf"^\s*{label}%\s+([\d.]+)(us|ms|s)\s*$", text, re.M)
     value, unit = float(match.group(1)), match.group(2)
@@ -66,7 +73,9 @@ rate = float(re.search(r"Requests/sec:\s+([\d.]+)", text).group(1))
 errors = re.search(r"Non-2xx or 3xx responses: (\d+)", text)
 non2xx = int(errors.group(1)) if errors else 0
 socket = re.search(r"Socket errors: (.*)", text)
-print(f"{name:<8} {rate:>10.0f} {micros(50):>9.0f} {micros(99):>9.0f} {non2xx:>7}" + (f"  socket errors: {socket.group(1)}" if socket else ""))
+requests = int(re.search(r"(\d+) requests in", text).group(1))
+cpu = ticks / ticks_per_second * 1e6 / max(requests, 1)
+print(f"{name:<8} {rate:>10.0f} {micros(50):>9.0f} {micros(99):>9.0f} {cpu:>13.2f} {non2xx:>7}" + (f"  socket errors: {socket.group(1)}" if socket else ""))
 sys.exit(1 if non2xx or socket else 0)
 PY
 done
