@@ -34,7 +34,7 @@ measure("rules (pure)", iterations: 2_000_000) { iteration in
 let store = InMemorySessionStore(observer: { _ in })
 let ids = (0..<1000).map { _ in try! store.create(inset: 0).id }
 // A lone report, as the API applies one; then the same report as a batch of one.
-measure("store.apply (1000 sessions, every report flips)", iterations: 1_000_000) { iteration in
+measure("store.apply, one report (1000 sessions, every report flips)", iterations: 1_000_000) { iteration in
     let input = (iteration / ids.count) & 1 == 0 ? down : top
     _ = store.apply(input, to: ids[iteration % ids.count], if: .always)
 }

@@ -384,8 +384,9 @@ import Testing
         let client = try server.client()
         try expectProblem(try client.json("POST", "/v1/sessions/\(id)/scroll", #"{"contentOffsetY": 300}"#,
                                           headers: [("If-Match", "\"99\"")]), 412)
-        // No If-Match now, and no body: neither may be left over from the request before.
+        // No If-Match now: the last request's may not be left over (it would give 412).
         #expect(try client.json("POST", "/v1/sessions/\(id)/scroll", #"{"contentOffsetY": 300}"#).status == 200)
+        // No body now: the last request's may not be left over (it would give 400).
         #expect(try client.request("POST", "/v1/sessions/\(id)/disappear").status == 200)
         let huge = [UInt8](repeating: UInt8(ascii: " "), count: 64 << 10)
         try expectProblem(try client.request("POST", "/v1/sessions/\(id)/scroll",

@@ -165,6 +165,18 @@ final class BackgroundRequest: @unchecked Sendable {
         #expect(eventually { server.service.watcherCount == 0 })
     }
 
+    /// A long-poll leaves nothing behind on its connection: the next request
+    /// there is answered for itself, not with the wait's answer.
+    @Test func requestAfterALongPollOnTheSameConnectionIsAnsweredForItself() throws {
+        let id = try server.createSession()
+        let client = try server.client()
+        let waited = try client.request("GET", "/v1/sessions/\(id)", headers: [("If-None-Match", "\"1\""), ("Prefer", "wait=1")])
+        #expect(waited.status == 304)
+        let scrolled = try client.json("POST", "/v1/sessions/\(id)/scroll", #"{"contentOffsetY": 300}"#)
+        #expect(scrolled.status == 200)
+        #expect(try scrolled.json["version"] as? Int == 2)
+    }
+
     @Test func timedOutLongPollNamesTheCurrentVersion() throws {
         let id = try server.createSession()
         let server = self.server

@@ -1,3 +1,4 @@
+import CMicroHTTPD
 import Testing
 @testable import MicroHTTPD
 
@@ -10,10 +11,13 @@ import Testing
         bytes.withUnsafeBytes { context.receive($0, limit: 100) }
         context.endpoint = 3
         context.countsInFlight = true
+        context.isAnswered = true
+        context.pending = PendingResponse()
         context.reset()
         #expect(context.method.isEmpty && context.path.isEmpty)
         #expect(Array(context.headers).isEmpty && context.body.isEmpty)
         #expect(context.endpoint == nil && !context.countsInFlight && !context.isInUse && !context.isBodyTooLarge)
+        #expect(context.pending == nil && !context.isAnswered, "a long-poll's answer never reaches the next request")
         #expect(context.body.capacity >= 2, "a small body's buffer is kept for the next request")
         #expect(context.headers.byteCapacity > 0)
     }
@@ -36,4 +40,38 @@ import Testing
         context.reset()
         #expect(!context.isBodyTooLarge)
     }
+
+    /// libmicrohttpd 0.9.75 completes a request before it reports its
+    /// connection closed. Were that ever the other way round, the context
+    /// must outlive the connection until the request completes, then go
+    /// (the suite runs under ASan too).
+    @Test func aConnectionClosedMidRequestLeavesItsContextToTheRequest() throws {
+        var socketSlot: UnsafeMutableRawPointer?
+        connectionNotified(nil, nil, &socketSlot, .CONNECTION_NOTIFY_STARTED)
+        let context = try #require(socketSlot).assumingMemoryBound(to: RequestContext.self)
+        context.pointee.begin(method: "GET", path: "/")
+        var requestSlot: UnsafeMutableRawPointer? = UnsafeMutableRawPointer(context)
+
+        connectionNotified(nil, nil, &socketSlot, .CONNECTION_NOTIFY_CLOSED)
+        #expect(socketSlot == nil)
+        #expect(context.pointee.isOrphaned && context.pointee.isInUse, "still in use, so not freed")
+
+        let dispatcher = RequestDispatcher(responder: NoResponder(), observer: nil, maxBodyBytes: 16)
+        withExtendedLifetime(dispatcher) {
+            requestCompleted(Unmanaged.passUnretained(dispatcher).toOpaque(), nil, &requestSlot, .REQUEST_TERMINATED_COMPLETED_OK)
+        }
+        #expect(requestSlot == nil)
+    }
+
+    @Test func aConnectionClosedBetweenRequestsFreesItsContext() throws {
+        var socketSlot: UnsafeMutableRawPointer?
+        connectionNotified(nil, nil, &socketSlot, .CONNECTION_NOTIFY_STARTED)
+        #expect(socketSlot != nil)
+        connectionNotified(nil, nil, &socketSlot, .CONNECTION_NOTIFY_CLOSED)
+        #expect(socketSlot == nil)
+    }
+}
+
+private struct NoResponder: HTTPResponder {
+    func respond(to request: HTTPRequest) -> HTTPResponse { HTTPResponse(status: 404) }
 }
