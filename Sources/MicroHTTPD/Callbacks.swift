@@ -153,17 +153,12 @@ private func contextForNewRequest(on connection: OpaquePointer) -> UnsafeMutable
 
 private let collectHeader: MHD_KeyValueIteratorN = { cls, _, key, keySize, value, valueSize in
     guard let cls, let key else { return .YES }
-    let headers = cls.assumingMemoryBound(to: HTTPHeaders.self)
-    key.withMemoryRebound(to: UInt8.self, capacity: keySize) { name in
-        guard let value else {
-            headers.pointee.add(name: UnsafeBufferPointer(start: name, count: keySize), value: UnsafeBufferPointer(start: nil, count: 0))
-            return
-        }
-        value.withMemoryRebound(to: UInt8.self, capacity: valueSize) { value in
-            headers.pointee.add(name: UnsafeBufferPointer(start: name, count: keySize),
-                                value: UnsafeBufferPointer(start: value, count: valueSize))
-        }
-    }
+    // CChar and UInt8 memory may be read as each other.
+    let name = UnsafeRawPointer(key).assumingMemoryBound(to: UInt8.self)
+    let text = value.map { UnsafeRawPointer($0).assumingMemoryBound(to: UInt8.self) }
+    cls.assumingMemoryBound(to: HTTPHeaders.self).pointee.add(
+        name: UnsafeBufferPointer(start: name, count: keySize),
+        value: UnsafeBufferPointer(start: text, count: text == nil ? 0 : valueSize))
     return .YES
 }
 
