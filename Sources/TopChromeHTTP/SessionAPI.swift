@@ -135,16 +135,15 @@ public final class SessionAPI: HTTPResponder {
             return try eventStream(of: id, lastEventID: request.headers["Last-Event-ID"])
         case let .inset(id):
             let inset = try body(of: request, RequestBodies.inset)
-            return try answer(store.apply(.setInset(inset), to: id ?? Self.noSession, if: Self.preconditions(of: request).forChange))
+            return try apply(.setInset(inset), to: id, request)
         case let .scroll(id):
-            let condition = Self.preconditions(of: request).forChange
             return switch try body(of: request, RequestBodies.scrollInputs) {
-            case let .report(input): try answer(store.apply(input, to: id ?? Self.noSession, if: condition))
-            case let .batch(inputs): try answer(store.apply(inputs, to: id ?? Self.noSession, if: condition))
+            case let .report(input): try apply(input, to: id, request)
+            case let .batch(inputs): try apply(inputs, to: id, request)
             }
         case let .disappear(id):
             try body(of: request, RequestBodies.disappear)
-            return try answer(store.apply(.disappear, to: id ?? Self.noSession, if: Self.preconditions(of: request).forChange))
+            return try apply(.disappear, to: id, request)
         }
     }
 
@@ -226,6 +225,15 @@ public final class SessionAPI: HTTPResponder {
     /// Malformed ids name no session; this one stands in for them so lookups simply miss.
     private static let noSession = SessionID(high: 0, low: 0)
 
+    /// One input, the usual change: no array is built for it.
+    private func apply(_ input: ChromeInput, to id: SessionID?, _ request: HTTPRequest) throws(Problem) -> HTTPResponse {
+        try answer(store.apply(input, to: id ?? Self.noSession, if: Self.preconditions(of: request).forChange))
+    }
+
+    private func apply(_ inputs: [ChromeInput], to id: SessionID?, _ request: HTTPRequest) throws(Problem) -> HTTPResponse {
+        try answer(store.apply(inputs, to: id ?? Self.noSession, if: Self.preconditions(of: request).forChange))
+    }
+
     /// The answer to a change: the state it left, or why it was not made.
     private func answer(_ outcome: StoreOutcome) throws(Problem) -> HTTPResponse {
         switch outcome {
@@ -274,17 +282,11 @@ public final class SessionAPI: HTTPResponder {
         }
     }
 
-    /// `{"id":…,"inset":…,"isRevealed":…,"version":…}`: every answer to a
-    /// scroll report carries it.
-    static func stateJSON(_ session: Session) -> [UInt8] {
-        StateWriter.json(session)
-    }
-
     static func stateResponse(_ session: Session, status: Int = 200) -> HTTPResponse {
         var headers = jsonHeaders
         headers.reserveCapacity(128)  // one copy, with room for the ETag and a Location
         headers.add(name: "ETag", value: etag(session.state))
-        return HTTPResponse(status: status, headers: headers, body: stateJSON(session))
+        return HTTPResponse(status: status, headers: headers, body: StateWriter.json(session))
     }
 
     private static let jsonHeaders = HTTPHeaders([("Content-Type", "application/json")])

@@ -42,7 +42,7 @@ final class EventStreamWatcher: SessionWatcher, @unchecked Sendable {
 
     /// `event: state`, the version as id, the state as one line of JSON.
     static func event(for session: Session) -> [UInt8] {
-        Array("event: state\nid: \(session.state.version)\ndata: ".utf8) + SessionAPI.stateJSON(session) + Array("\n\n".utf8)
+        Array("event: state\nid: \(session.state.version)\ndata: ".utf8) + StateWriter.json(session) + Array("\n\n".utf8)
     }
 
     private func send(version: UInt64, _ event: [UInt8]) -> Bool {
