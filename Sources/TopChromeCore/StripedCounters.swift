@@ -8,7 +8,7 @@ import Synchronization
 /// Counters that every request adds to, kept as a few copies (stripes) that
 /// are summed when read. Threads adding to one shared counter would pass its
 /// cache line back and forth on every request; each thread adds to its own
-/// stripe instead (two threads that happen to share one only lose that gain).
+/// stripe instead.
 public final class StripedCounters: @unchecked Sendable {  // every access is atomic
     /// A power of two. Threads are told apart by a hash of their id, so two
     /// may share a stripe; they then only lose the gain.
