@@ -12,12 +12,13 @@ run: deps release
 ## again under the thread and the address sanitizer, the OpenAPI validator, the
 ## README's curl examples, metrics through Prometheus' parser, Schemathesis
 ## against the live server, every fuzz target, the demo page in headless
-## Chromium, and the container image built and run with podman.
+## Chromium, the static server binary (no Foundation or ICU, size limit), and
+## the container image built and run with podman.
 test:
 	scripts/install-deps.sh --test
 	$(SWIFT) build --build-tests -Xswiftc -warnings-as-errors
 	$(SWIFT) test --skip-build
-	$(MAKE) test-tsan test-asan check-spec check-readme check-metrics check-conformance fuzz check-demo test-container
+	$(MAKE) test-tsan test-asan check-spec check-readme check-metrics check-conformance fuzz check-demo check-binary test-container
 
 ## The fast loop: core and API unit tests, no sockets.
 test-quick:
@@ -46,6 +47,12 @@ check-metrics: release
 ## every check, >= 1,000 requests, also with a bearer token (SEED=n to vary).
 check-conformance: release
 	scripts/check-conformance.sh .build/release/topchrome
+
+## The server binary as the image ships it (static, stripped): fails if it
+## links Foundation or ICU again, or is over 25 MB (scripts/check-binary.sh).
+.PHONY: check-binary
+check-binary:
+	scripts/check-binary.sh
 
 ## Performance figures (BENCHMARKS.md): wrk workloads, time to ready, memory
 ## per session at 1,000,000 sessions, the core's cost per report.

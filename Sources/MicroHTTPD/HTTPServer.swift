@@ -1,5 +1,4 @@
 import CMicroHTTPD
-import Foundation
 import Synchronization
 
 /// An HTTP/1.1 server on libmicrohttpd: keep-alive, bodies read in full (with a
@@ -8,7 +7,7 @@ public final class HTTPServer: @unchecked Sendable {
     public let configuration: HTTPServerConfiguration
     private let dispatcher: RequestDispatcher
     // Guards `daemon` and `boundPort` (changed only by start and stop).
-    private let lock = NSLock()
+    private let lock = PthreadLock()
     private var daemon: OpaquePointer?
     private var boundPort = 0
     private var tlsStrings: [CString] = []

@@ -1,5 +1,5 @@
 import CMicroHTTPD
-import Foundation
+import Dispatch
 
 /// Something that holds a connection suspended while it waits for data.
 /// libmicrohttpd must see every suspended connection resumed before it
@@ -49,7 +49,7 @@ public final class ResponseStream: @unchecked Sendable, Suspending {
     /// and the writer decides (usually: close, and let the client reconnect).
     public let maxBuffered: Int
 
-    private let lock = NSLock()
+    private let lock = PthreadLock()
     private var pending: [UInt8] = []
     private var isFinished = false
     private var isClosed = false
@@ -139,7 +139,7 @@ public final class ResponseStream: @unchecked Sendable, Suspending {
 /// no thread) until `complete` is called, e.g. a long-poll that answers when
 /// something changes or its time is up.
 public final class PendingResponse: @unchecked Sendable, Suspending {
-    private let lock = NSLock()
+    private let lock = PthreadLock()
     private var response: HTTPResponse?
     private var suspension = SuspendedConnection()
 
@@ -181,7 +181,7 @@ public final class PendingResponse: @unchecked Sendable, Suspending {
 /// Every stream and pending response that may hold a connection suspended,
 /// so a stop can end them all before libmicrohttpd stops.
 final class SuspensionRegistry: @unchecked Sendable {
-    private let lock = NSLock()
+    private let lock = PthreadLock()
     private var members: [ObjectIdentifier: any Suspending] = [:]
     private var fallback: HTTPResponse?
 

@@ -1,4 +1,3 @@
-import Foundation
 import TopChromeCore
 
 /// `If-Match` and `If-None-Match` (RFC 9110 §13), read against a session's
@@ -14,7 +13,7 @@ struct Preconditions {
         init(_ field: String) {
             var strong: Set<UInt64> = [], weak: Set<UInt64> = []
             for part in field.split(separator: ",") {
-                var tag = part.trimmingCharacters(in: .whitespaces)[...]
+                var tag = part.trimmingOWS
                 if tag == "*" {
                     self = .any
                     return

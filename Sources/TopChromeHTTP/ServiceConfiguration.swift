@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import MicroHTTPD
 import TopChromeCore
 
@@ -126,7 +126,8 @@ public struct ServiceConfiguration: Sendable, Equatable {
 
         """
         for option in options {
-            let flag = "  --\(option.name) \(option.placeholder)".padding(toLength: 30, withPad: " ", startingAt: 0)
+            var flag = "  --\(option.name) \(option.placeholder)"
+            flag += String(repeating: " ", count: max(0, 30 - flag.count))
             text += "\(flag)\(option.help) [\(option.environmentName)]\n"
         }
         text += "  --help                      Show this help.\n  --version                   Show the version.\n"
@@ -140,7 +141,7 @@ public struct ServiceConfiguration: Sendable, Equatable {
         let apply: @Sendable (String, String, inout ServiceConfiguration) throws(UsageError) -> Void
 
         var environmentName: String {
-            "TOPCHROME_" + name.uppercased().replacingOccurrences(of: "-", with: "_")
+            "TOPCHROME_" + name.uppercased().replacing("-", with: "_")
         }
     }
 
@@ -201,11 +202,11 @@ public struct ServiceConfiguration: Sendable, Equatable {
             config.maxWaitSeconds = try integer(value, source, in: 1...3600)
         },
         Option(name: "auth-token-file", placeholder: "PATH", help: "Require 'Authorization: Bearer <token>' on /v1, token read from PATH.") { value, source, config throws(UsageError) in
-            let token = try contents(of: value, source).trimmingCharacters(in: .whitespacesAndNewlines)
-            guard !token.isEmpty, token.allSatisfy({ $0.isASCII && !$0.isWhitespace }) else {
+            let words = try contents(of: value, source).split(whereSeparator: \.isWhitespace)
+            guard words.count == 1, let token = words.first, token.allSatisfy(\.isASCII) else {
                 throw UsageError(description: "\(source): the token in '\(value)' must be one word of printable ASCII")
             }
-            config.authToken = token
+            config.authToken = String(token)
         },
         Option(name: "tls-cert", placeholder: "PATH", help: "Serve HTTPS with this PEM certificate (chain).") { value, source, config throws(UsageError) in
             config.tlsCertificatePEM = try contents(of: value, source)

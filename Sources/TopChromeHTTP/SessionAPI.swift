@@ -1,4 +1,3 @@
-import Foundation
 import MicroHTTPD
 import StrictJSON
 import Synchronization
@@ -162,7 +161,7 @@ public final class SessionAPI: HTTPResponder {
         guard let prefer = request.headers.combined("Prefer") else { return nil }
         for preference in prefer.split(separator: ",") {
             let token = preference.split(separator: ";", maxSplits: 1).first ?? ""
-            let parts = token.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
+            let parts = token.split(separator: "=", maxSplits: 1).map { String($0.trimmingOWS) }
             guard parts.count == 2, parts[0].lowercased() == "wait" else { continue }
             let value = parts[1].hasPrefix("\"") && parts[1].hasSuffix("\"") && parts[1].count >= 2
                 ? String(parts[1].dropFirst().dropLast()) : parts[1]
@@ -196,7 +195,7 @@ public final class SessionAPI: HTTPResponder {
             watchers.remove(watcher, for: id)
             throw Self.unknownSession
         }
-        watcher.start(with: current, lastEventID: lastEventID.flatMap { UInt64($0.trimmingCharacters(in: .whitespaces)) })
+        watcher.start(with: current, lastEventID: lastEventID.flatMap { UInt64($0.trimmingOWS) })
         return .streaming(status: 200, headers: Self.eventStreamHeaders, stream: stream)
     }
 
@@ -267,7 +266,7 @@ public final class SessionAPI: HTTPResponder {
     /// `application/json` or any `+json` type, parameters allowed.
     static func isJSON(_ contentType: String) -> Bool {
         let mediaType = contentType.split(separator: ";", maxSplits: 1).first?
-            .trimmingCharacters(in: .whitespaces).lowercased() ?? ""
+            .trimmingOWS.lowercased() ?? ""
         return mediaType == "application/json" || (mediaType.hasPrefix("application/") && mediaType.hasSuffix("+json"))
     }
 

@@ -1,5 +1,4 @@
 import Dispatch
-import Foundation
 import MicroHTTPD
 import SessionSnapshots
 import TopChromeCore
@@ -136,7 +135,7 @@ extension Duration {
 /// The service's periodic work (sweeping, heartbeats, snapshots, log
 /// flushes), each on a Dispatch timer, all cancelled together at stop.
 private final class Chores: @unchecked Sendable {
-    private let lock = NSLock()
+    private let lock = PthreadLock()
     private var timers: [any DispatchSourceTimer] = []
 
     func every(_ interval: Duration, _ work: @escaping @Sendable () -> Void) {

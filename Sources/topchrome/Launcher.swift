@@ -1,7 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import Foundation
+import FoundationEssentials
 import TopChromeHTTP
 
 /// Reads the configuration, starts the service, waits for SIGTERM or
@@ -76,7 +76,8 @@ enum Launcher {
     }
 
     private static func fail(_ message: String, status: Int32) -> Never {
-        FileHandle.standardError.write(Data((message + "\n").utf8))
+        let line = Array((message + "\n").utf8)
+        _ = line.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
         exit(status)
     }
 }

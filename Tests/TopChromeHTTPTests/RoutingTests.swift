@@ -46,6 +46,8 @@ import TopChromeCore
         #expect(Tags("W/\"3\", \"4\" ,\"x\", 5, \"\"") == .versions(strong: [4], weak: [3]))
         #expect(Tags("") == .versions(strong: [], weak: []))
         #expect(Tags("\"03\", \"+3\", \"3 \", \"٣\"") == .versions(strong: [], weak: []), "tags compare as text")
+        #expect(Tags("\t\"3\" ,\tW/\"4\"\t") == .versions(strong: [3], weak: [4]), "spaces and tabs are optional whitespace")
+        #expect(Tags("\u{A0}\"3\"") == .versions(strong: [], weak: []), "a no-break space is not (RFC 9110 §5.6.3)")
     }
 
     @Test func ifNoneMatchComparesWeakly() {

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import Foundation
+import MicroHTTPD
 import StrictJSON
 
 public enum LogLevel: Int, Sendable, Comparable, CaseIterable {
@@ -45,11 +45,11 @@ public enum LogValue: Sendable {
 public final class Logger: @unchecked Sendable {
     public let format: LogFormat
     public let level: LogLevel
-    private let lock = NSLock()
+    private let lock = PthreadLock()
     private var buffer: [UInt8] = []
     /// Held while writing, so batches from different threads never interleave
     /// (a pipe write is atomic only up to 4 KiB) and stay in order.
-    private let writeLock = NSLock()
+    private let writeLock = PthreadLock()
     private static let flushThreshold = 32 * 1024
 
     public init(format: LogFormat, level: LogLevel) {

@@ -1,4 +1,3 @@
-import Foundation
 import MicroHTTPD
 import StrictJSON
 import TopChromeCore
@@ -15,7 +14,7 @@ final class EventStreamWatcher: SessionWatcher, @unchecked Sendable {
 
     let id: SessionID
     let stream: ResponseStream
-    private let lock = NSLock()
+    private let lock = PthreadLock()
     private var lastSentVersion: UInt64 = 0
 
     init(id: SessionID, stream: ResponseStream) {

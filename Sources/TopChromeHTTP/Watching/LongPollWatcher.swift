@@ -1,5 +1,4 @@
 import Dispatch
-import Foundation
 import MicroHTTPD
 import TopChromeCore
 
@@ -11,7 +10,7 @@ final class LongPollWatcher: SessionWatcher, @unchecked Sendable {
     /// Holds for versions the client does not have yet.
     private let isNew: VersionCondition
     private let waitSeconds: Int
-    private let lock = NSLock()
+    private let lock = PthreadLock()
     /// The newest state seen, for the 304 when time is up.
     private var latest: Session?
 

@@ -1,4 +1,4 @@
-import Foundation
+import MicroHTTPD
 import Synchronization
 import TopChromeCore
 
@@ -134,7 +134,7 @@ final class WatcherHub: Sendable {
     }
 
     private final class Shard: @unchecked Sendable {
-        private let lock = NSLock()
+        private let lock = PthreadLock()
         private var watchers: [SessionID: [ObjectIdentifier: any SessionWatcher]] = [:]
 
         func withLock<Result>(_ body: (inout [SessionID: [ObjectIdentifier: any SessionWatcher]]) -> Result) -> Result {
