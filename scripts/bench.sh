@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The performance figures of BENCHMARKS.md: HTTP throughput and latency with
 # wrk (scroll, get, mixed over 1000 sessions) with the server's CPU per
-# request, time from exec to ready,
+# request, time from exec to ready (of the release build and of the static,
+# stripped binary the image ships, with that binary's size),
 # memory per session at 1,000,000 sessions, and the core's cost per report.
 # Fails on any non-2xx answer during the HTTP workloads.
 #
@@ -17,6 +18,10 @@ command -v wrk >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteract
 scripts/install-deps.sh
 swift build -c release --product topchrome --product TopChromeBench >/dev/null
 binary=.build/release/topchrome
+# The image's binary (static Swift stdlib, stripped), built in .build/static.
+failed_binary=0
+scripts/check-binary.sh >/dev/null || failed_binary=1
+image_binary=.build/static/topchrome.stripped
 work=$(mktemp -d)
 server_pid=
 cleanup() { [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null; wait 2>/dev/null; rm -rf "$work"; }
@@ -82,7 +87,9 @@ done
 stop_server
 
 # --- time from exec to ready -------------------------------------------------
-python3 - "$binary" <<'PY'
+awk -v s="$(stat -c %s "$image_binary")" 'BEGIN { printf "image binary: %.1f MB (%d bytes; static Swift stdlib, stripped)\n", s/1e6, s }'
+for ready_binary in "$binary" "$image_binary"; do
+python3 - "$ready_binary" <<'PY'
 import socket, statistics, subprocess, sys, time
 def ready_ms():
     probe = socket.socket(); probe.bind(("127.0.0.1", 0)); port = probe.getsockname()[1]; probe.close()
@@ -100,8 +107,9 @@ def ready_ms():
     server.terminate(); server.wait()
     return elapsed
 runs = sorted(ready_ms() for _ in range(15))
-print(f"ready after exec: median {statistics.median(runs):.1f} ms (min {runs[0]:.1f}, max {runs[-1]:.1f}, 15 runs)")
+print(f"ready after exec ({sys.argv[1]}): median {statistics.median(runs):.1f} ms (min {runs[0]:.1f}, max {runs[-1]:.1f}, 15 runs)")
 PY
+done
 
 # --- memory per session ------------------------------------------------------
 if [ "$SKIP_MEMORY" != 1 ]; then
@@ -119,4 +127,5 @@ fi
 
 # --- the core without HTTP -----------------------------------------------------
 .build/release/TopChromeBench
-exit "$failed"
+[ "$failed_binary" -eq 0 ] || echo "scripts/check-binary.sh failed: run it for the reason" >&2
+exit $(( failed || failed_binary ))
