@@ -16,7 +16,9 @@ cd "$(dirname "$0")/.."
 
 command -v wrk >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >/dev/null; }
 scripts/install-deps.sh
-swift build -c release --product topchrome --product TopChromeBench >/dev/null
+# One product per call: given several, swift build builds only the last.
+swift build -c release --product topchrome >/dev/null
+swift build -c release --product TopChromeBench >/dev/null
 binary=.build/release/topchrome
 # The image's binary (static Swift stdlib, stripped), built in .build/static.
 failed_binary=0
