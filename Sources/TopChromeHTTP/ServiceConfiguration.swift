@@ -201,8 +201,9 @@ public struct ServiceConfiguration: Sendable, Equatable {
             config.maxWaitSeconds = try integer(value, source, in: 1...3600)
         },
         Option(name: "auth-token-file", placeholder: "PATH", help: "Require 'Authorization: Bearer <token>' on /v1, token read from PATH.") { value, source, config throws(UsageError) in
+            // White space around the token (an editor's final newline) is not part of it.
             let token = try contents(of: value, source).trimmingCharacters(in: .whitespacesAndNewlines)
-            guard !token.isEmpty, token.allSatisfy({ $0.isASCII && !$0.isWhitespace }) else {
+            guard !token.isEmpty, token.utf8.allSatisfy({ (0x21...0x7E).contains($0) }) else {
                 throw UsageError(description: "\(source): the token in '\(value)' must be one word of printable ASCII")
             }
             config.authToken = token
