@@ -50,4 +50,11 @@ CMHD_socket_context(struct MHD_Connection *connection)
     return info == NULL ? NULL : info->socket_context;
 }
 
+/// `MHD_set_response_options` is variadic: one set of flags, nothing else.
+static inline enum MHD_Result
+CMHD_set_response_flags(struct MHD_Response *response, enum MHD_ResponseFlags flags)
+{
+    return MHD_set_response_options(response, flags, MHD_RO_END);
+}
+
 #endif

@@ -187,6 +187,12 @@ private func queue(
     }
     guard let created else { return .NO }
     defer { MHD_destroy_response(created) }
+    if response.stream != nil, context.pointee.method == "HEAD" {
+        // A stream's length is open, and HEAD sends no body: framed as
+        // HTTP/1.0 (end by close), since libmicrohttpd 0.9.75 sends a
+        // chunked body's last chunk even for HEAD.
+        _ = CMHD_set_response_flags(created, .RF_HTTP_1_0_COMPATIBLE_STRICT)
+    }
     response.headers.forEachCString { name, value in
         _ = MHD_add_response_header(created, name, value)
     }

@@ -1,5 +1,8 @@
 /// Reads one JSON text from bytes (RFC 8259): UTF-8 only, no trailing
-/// garbage, nesting bounded so that no input can exhaust the stack.
+/// garbage, nesting bounded so that no input can exhaust the stack, and no
+/// object with two members of one name (I-JSON, RFC 7493 §2.3): which of
+/// them counts is not defined, so a reader that picks one may read another
+/// value than the sender's next reader.
 public struct JSONReader {
     public struct SyntaxError: Error, Equatable {
         public let offset: Int
@@ -72,12 +75,16 @@ public struct JSONReader {
         while true {
             skipWhitespace()
             guard current == UInt8(ascii: "\"") else { throw error("expected a member name") }
+            let nameOffset = position
             let name = try readString()
             skipWhitespace()
             guard current == UInt8(ascii: ":") else { throw error("expected ':'") }
             position += 1
             skipWhitespace()
-            members[name] = try readValue(depth: depth)
+            // Names are compared as Swift strings, as the dictionary keeps them.
+            guard members.updateValue(try readValue(depth: depth), forKey: name) == nil else {
+                throw SyntaxError(offset: nameOffset, message: "duplicate member name \"\(name.prefix(64))\"")
+            }
             skipWhitespace()
             switch current {
             case UInt8(ascii: ","): position += 1

@@ -6,7 +6,7 @@ public enum JSONValue: Equatable, Sendable {
     case number(Double, literal: String)
     case string(String)
     case array([JSONValue])
-    /// Members by name; of duplicate names the last wins, as in most parsers.
+    /// Members by name; the reader refuses an object that repeats a name.
     case object([String: JSONValue])
 
     /// The JSON type's name, for error messages.

@@ -2,6 +2,11 @@
 ///
 /// Whoever knows an id can read and change that session, so an id must not be
 /// guessable; it is written as 32 lowercase hex digits, which are URL-safe.
+///
+/// The all-zero id is no id: it is never drawn, never parsed, and so never
+/// reaches the store from a request or a state file. A value anyone can
+/// write down without knowing a session is exactly what an id must not be;
+/// and refusing it everywhere keeps it from ever naming a real session.
 public struct SessionID: Sendable, Hashable, CustomStringConvertible {
     public let high: UInt64
     public let low: UInt64
@@ -11,23 +16,31 @@ public struct SessionID: Sendable, Hashable, CustomStringConvertible {
         self.low = low
     }
 
-    /// A fresh id. `SystemRandomNumberGenerator` reads the kernel's CSPRNG (getrandom).
+    /// A fresh id. `SystemRandomNumberGenerator` reads the kernel's CSPRNG
+    /// (getrandom). Never the all-zero id, which parsing refuses: a session
+    /// that had it could be neither reached nor restored. Drawing it is a
+    /// one-in-2^128 event, so the loop practically never repeats.
     public static func random() -> SessionID {
         var generator = SystemRandomNumberGenerator()
-        return SessionID(high: generator.next(), low: generator.next())
+        while true {
+            let id = SessionID(high: generator.next(), low: generator.next())
+            if !id.isZero { return id }
+        }
     }
 
-    /// Parses exactly 32 lowercase hex digits; anything else is no id.
+    private var isZero: Bool { high | low == 0 }
+
+    /// Parses exactly 32 lowercase hex digits, not all zeros; anything else is no id.
     public init?(_ text: some StringProtocol) {
         var text = String(text)
         guard let id = text.withUTF8({ SessionID(utf8: $0) }) else { return nil }
         self = id
     }
 
-    /// Parses exactly 32 lowercase hex digits from UTF-8 bytes.
+    /// Parses exactly 32 lowercase hex digits, not all zeros, from UTF-8 bytes.
     public init?(utf8: UnsafeBufferPointer<UInt8>) {
         guard utf8.count == 32, let base = utf8.baseAddress,
-              let high = Self.hexValue(base), let low = Self.hexValue(base + 16) else { return nil }
+              let high = Self.hexValue(base), let low = Self.hexValue(base + 16), high | low != 0 else { return nil }
         self.init(high: high, low: low)
     }
 

@@ -58,7 +58,10 @@ enum Outcome: Hashable, CustomStringConvertible {
 /// Before the first request: `{s0}` is a new session (inset 0, revealed,
 /// version 1); `{s1}` has scrolled down with seq 10 and had its inset set
 /// to 47 (hidden, version 3, last seq 10); `{gone}` was created and deleted;
-/// `{new}` is the last session a request created (else `{gone}`).
+/// `{new}` is the last session a request created (else `{gone}`). The
+/// store also holds a session under the all-zero id, which no request can
+/// name: were a malformed id to stand in for some id, that is the session
+/// it would reach, and the model requires that it is never changed.
 /// Afterwards every session is deleted; all long-polls must then be
 /// answered, all streams finished and no watcher left.
 struct World {
@@ -66,6 +69,8 @@ struct World {
     let s0: SessionID
     let s1: SessionID
     let gone: SessionID
+    /// The all-zero id, refused by every parser; planted behind the API's back.
+    static let unnameable = SessionID(high: 0, low: 0)
     private(set) var known: [SessionID]
     private(set) var newest: SessionID?
     private var pendings: [PendingResponse] = []
@@ -86,9 +91,14 @@ struct World {
         }
         _ = store.apply([.scroll(ScrollReport(contentOffsetY: 500, seq: 10)), .setInset(47)], to: s1)
         _ = store.remove(gone)
+        do {
+            try store.restore([Session(id: World.unnameable, state: ChromeState(inset: 0))])
+        } catch {
+            fail("cannot plant the all-zero session: \(error)")
+        }
         check(store.session(s1)?.state == ChromeState(inset: 47, isRevealed: false, version: 3, lastAppliedSeq: 10),
               "fixture session s1 is not as documented: \(String(describing: store.session(s1)))")
-        known = [s0, s1]
+        known = [s0, s1, World.unnameable]
     }
 
     func expand(_ text: String) -> String {
@@ -122,7 +132,9 @@ struct World {
 
         let response = harness.service.api.respond(to: request)
 
-        let outcome: Outcome = response.pending != nil ? .pending : response.stream != nil ? .stream : .status(response.status)
+        // HEAD of a stream is its headers alone: a status, not a stream.
+        let outcome: Outcome = response.pending != nil ? .pending
+            : response.stream != nil && request.method != "HEAD" ? .stream : .status(response.status)
         check(expected.contains(outcome),
               "answered \(outcome), the model expects one of \(expected.map(\.description).sorted())\n\(context())\n\(World.describe(response))")
         checkHeaders(response, context)
@@ -135,6 +147,14 @@ struct World {
                 check(after[id] == state, "session \(id) changed from \(state) to \(String(describing: after[id])) "
                       + "though the request answered \(outcome)\n\(context())")
             }
+        }
+
+        if let (kind, id) = resource, kind.namesSession, id == nil {
+            check(outcome == .status(404) || outcome == .status(405) || outcome == .status(401)
+                  || outcome == .status(400) || outcome == .status(413),
+                  "a malformed id answered \(outcome)\n\(context())")
+            check(store.session(World.unnameable)?.state == before[World.unnameable],
+                  "a malformed id changed the all-zero session\n\(context())")
         }
 
         switch outcome {
@@ -223,10 +243,12 @@ struct World {
                !choose(HTTPModel.authorized(HTTPModel.header(headers, "Authorization"), token: token)) {
                 return .status(401)
             }
-            guard let (kind, _) = resource else { return .status(404) }
+            guard let (kind, id) = resource else { return .status(404) }
             let method = request.method == "HEAD" && kind.allowed.contains("GET") ? "GET" : request.method
             guard kind.allowed.contains(method) else { return .status(405) }
             if request.isBodyTooLarge { return .status(413) }
+            // A malformed id names nothing: 404 before the body is read.
+            if kind.namesSession, id == nil { return .status(404) }
             if kind.takesBody {
                 if !request.body.isEmpty, let type = HTTPModel.header(headers, "Content-Type"),
                    !choose(HTTPModel.isJSON(type)) { return .status(415) }

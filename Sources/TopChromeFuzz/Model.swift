@@ -91,6 +91,9 @@ enum HTTPModel {
         }
 
         var takesBody: Bool { [.sessions, .inset, .scroll, .disappear].contains(self) }
+
+        /// Whether the path holds a session id (`/v1/sessions/{id}…`).
+        var namesSession: Bool { [.session, .inset, .scroll, .disappear, .events].contains(self) }
     }
 
     /// The resource at `path` and, under `/v1/sessions/`, the id (nil when
@@ -125,10 +128,12 @@ enum HTTPModel {
         }
     }
 
-    /// 32 lowercase hex digits, as the README says ids are written.
+    /// 32 lowercase hex digits, as the README says ids are written; all
+    /// zeros is no id (openapi.yaml).
     static func sessionID(_ text: some Collection<UInt8>) -> SessionID? {
         let hex = Array(text)
-        guard hex.count == 32, hex.allSatisfy({ (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }) else {
+        guard hex.count == 32, hex.allSatisfy({ (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }),
+              hex.contains(where: { $0 != 0x30 }) else {
             return nil
         }
         func value(_ digits: ArraySlice<UInt8>) -> UInt64 {
@@ -208,8 +213,9 @@ enum HTTPModel {
     }
 
     /// `Prefer: wait=N` with N > 0 (RFC 7240): `wait=DIGITS` or
-    /// `wait="DIGITS"`, parameters after `;` allowed. Other spellings (signs,
-    /// a name that only contains "wait", repeats) are left open.
+    /// `wait="DIGITS"`, parameters after `;` allowed; however many digits
+    /// (a wait longer than `--max-wait` waits that long). Other spellings
+    /// (signs, a name that only contains "wait", repeats) are left open.
     static func wantsWait(_ field: String?) -> Decision {
         guard let field else { return .no }
         guard field.isPlainASCII else { return .either }
@@ -225,8 +231,8 @@ enum HTTPModel {
             var value = parts[1].withoutOWS
             if value.count >= 2, value.first == "\"", value.last == "\"" { value = value.dropFirst().dropLast() }
             let this: Decision
-            if !value.isEmpty, value.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }), value.count <= 18 {
-                this = Decision(Int(value)! > 0)
+            if !value.isEmpty, value.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) {
+                this = Decision(value.utf8.contains { $0 != 0x30 })
             } else {
                 this = .either
             }
@@ -236,16 +242,16 @@ enum HTTPModel {
         return decision ?? .no
     }
 
-    /// `Authorization: Bearer <token>` (RFC 6750): the scheme in any case,
-    /// one space, the token exactly. More spaces or non-ASCII are left open.
+    /// `Authorization: Bearer <token>` (RFC 6750 §2.1): the scheme in any
+    /// case, one or more spaces, the token exactly; white space around the
+    /// field value is not part of it (RFC 9110 §5.5). Non-ASCII is left open.
     static func authorized(_ field: String?, token: String) -> Decision {
         guard let field else { return .no }
         guard field.isPlainASCII else { return .either }
-        guard let space = field.firstIndex(of: " ") else { return .no }
-        let scheme = field[..<space], credentials = field[field.index(after: space)...]
-        guard scheme.asciiLowercased == "bearer" else { return .no }
-        if credentials == token { return .yes }
-        return credentials.hasPrefix(" ") || credentials.hasSuffix(" ") ? .either : .no
+        let value = field.withoutOWS
+        guard let space = value.firstIndex(of: " ") else { return .no }
+        let scheme = value[..<space], credentials = value[space...].drop { $0 == " " }
+        return Decision(scheme.asciiLowercased == "bearer" && credentials == token)
     }
 }
 
@@ -304,6 +310,8 @@ enum BodyModel {
             guard case let .number(number, _) = insetTop, number.isFinite else { return nil }
             report.contentInsetTop = number
         }
+        // The effective offset, their sum, must be finite too.
+        guard (report.contentOffsetY + report.contentInsetTop).isFinite else { return nil }
         if let axis = members["axis"] {
             switch axis {
             case .string("vertical"): report.axis = .vertical
@@ -312,12 +320,49 @@ enum BodyModel {
             }
         }
         if let seq = members["seq"] {
-            // An integer a JSON number holds exactly: 0 … 2^53 - 1 (5.0 and 5e0 count).
-            guard case let .number(number, _) = seq, number == number.rounded(), number >= 0,
-                  number <= 9_007_199_254_740_991 else { return nil }
-            report.seq = UInt64(number)
+            // An integer 0 … 2^53 - 1, judged by the literal's exact decimal
+            // value: 5, 5.0, 5e0, 50e-1 and -0 count; 1e-400 is no integer.
+            guard case let .number(_, literal) = seq, let value = wholeNumber(literal),
+                  value <= 9_007_199_254_740_991 else { return nil }
+            report.seq = value
         }
         return report
+    }
+
+    /// The literal's value if it is a whole number below 10^19, read as
+    /// decimal text: the digits with the point moved `exponent` places.
+    static func wholeNumber(_ literal: String) -> UInt64? {
+        let lowered = literal.lowercased()
+        let parts = lowered.split(separator: "e", omittingEmptySubsequences: false)
+        var mantissa = String(parts[0]), exponent = 0
+        if parts.count == 2 {
+            let text = parts[1].drop { $0 == "+" }
+            let digits = text.drop { $0 == "-" }.drop { $0 == "0" }
+            guard digits.count <= 5 else {
+                // 10^±100000 or beyond: only a zero mantissa makes that a small whole number.
+                return mantissa.allSatisfy { "-0.".contains($0) } ? 0 : nil
+            }
+            exponent = (Int(digits) ?? 0) * (text.hasPrefix("-") ? -1 : 1)
+        }
+        let isNegative = mantissa.hasPrefix("-")
+        if isNegative { mantissa.removeFirst() }
+        let point = mantissa.firstIndex(of: ".")
+        let whole = point.map { String(mantissa[..<$0]) } ?? mantissa
+        let fraction = point.map { String(mantissa[mantissa.index(after: $0)...]) } ?? ""
+        var digits = whole + fraction
+        exponent -= fraction.count
+        if exponent > 0 {
+            guard exponent <= 40 else { return digits.allSatisfy { $0 == "0" } ? 0 : nil }
+            digits += String(repeating: "0", count: exponent)
+        } else if exponent < 0 {
+            let cut = digits.count + exponent
+            guard digits.suffix(-exponent).allSatisfy({ $0 == "0" }) else { return nil }
+            digits = cut > 0 ? String(digits.prefix(cut)) : "0"
+        }
+        let significant = digits.drop { $0 == "0" }
+        if significant.isEmpty { return 0 }
+        guard !isNegative, significant.count <= 19 else { return nil }
+        return UInt64(significant)
     }
 }
 

@@ -4,8 +4,11 @@ import StrictJSON
 /// from the grammar for the `json` target to compare `JSONReader` with.
 /// It makes the same two choices `JSONReader` documents: containers nest at
 /// most `JSONReader.maxDepth` deep, and a `\u` escape of a lone surrogate is
-/// refused (RFC 8259 §8.2 leaves it open). Everything else is the grammar:
-/// UTF-8 only (no BOM), no trailing data.
+/// refused (RFC 8259 §8.2 leaves it open). And one I-JSON rule (RFC 7493
+/// §2.3): no object repeats a member name, names compared after their
+/// escapes are decoded (as Swift strings, so canonically equivalent names
+/// are one name). Everything else is the grammar: UTF-8 only (no BOM), no
+/// trailing data.
 struct StrictRecognizer {
     private let bytes: [UInt8]
     private var index = 0
@@ -41,9 +44,11 @@ struct StrictRecognizer {
             index += 1
             whitespace()
             if take(UInt8(ascii: "}")) { return true }
+            var names: Set<String> = []
             repeat {
                 whitespace()
-                guard string() else { return false }
+                let start = index
+                guard string(), names.insert(decoded(start..<index)).inserted else { return false }
                 whitespace()
                 guard take(UInt8(ascii: ":")) else { return false }
                 whitespace()
@@ -122,6 +127,42 @@ struct StrictRecognizer {
             }
         }
         return false
+    }
+
+    /// The text of the string literal at `range`, which `string()` accepted.
+    private func decoded(_ range: Range<Int>) -> String {
+        var utf8: [UInt8] = []
+        var position = range.lowerBound + 1
+        func unit(at offset: Int) -> UInt32 {
+            UInt32(String(decoding: bytes[offset..<offset + 4], as: UTF8.self), radix: 16)!
+        }
+        while position < range.upperBound - 1 {
+            let byte = bytes[position]
+            guard byte == UInt8(ascii: "\\") else {
+                utf8.append(byte)
+                position += 1
+                continue
+            }
+            let kind = bytes[position + 1]
+            position += 2
+            switch kind {
+            case UInt8(ascii: "b"): utf8.append(0x08)
+            case UInt8(ascii: "f"): utf8.append(0x0C)
+            case UInt8(ascii: "n"): utf8.append(0x0A)
+            case UInt8(ascii: "r"): utf8.append(0x0D)
+            case UInt8(ascii: "t"): utf8.append(0x09)
+            case UInt8(ascii: "u"):
+                var scalar = unit(at: position)
+                position += 4
+                if (0xD800...0xDBFF).contains(scalar) {
+                    scalar = 0x10000 + (scalar - 0xD800) << 10 + (unit(at: position + 2) - 0xDC00)
+                    position += 6
+                }
+                utf8.append(contentsOf: String(Character(Unicode.Scalar(scalar)!)).utf8)
+            default: utf8.append(kind)  // \" \\ \/
+            }
+        }
+        return String(decoding: utf8, as: UTF8.self)
     }
 
     private mutating func escape() -> Bool {

@@ -9,12 +9,20 @@ struct BearerToken: Sendable {
     }
 
     /// Passes `Authorization: Bearer <token>` with the right token, else 401.
+    /// The scheme is any case and is followed by one or more spaces (RFC 9110
+    /// §11.4, RFC 6750 §2.1); white space around the field value is not part
+    /// of it (RFC 9110 §5.5), so a trailing space or tab is dropped.
     func check(_ authorization: String?) throws(Problem) {
         guard let authorization else {
             throw Self.unauthorized("This API needs 'Authorization: Bearer <token>'.", challenge: #"Bearer realm="topchrome""#)
         }
-        let parts = authorization.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: true)
-        guard parts.count == 2, parts[0].lowercased() == "bearer", matches(Array(parts[1].utf8)) else {
+        var field = Array(authorization.utf8)[...]
+        while let last = field.last, last == UInt8(ascii: " ") || last == UInt8(ascii: "\t") { field.removeLast() }
+        while let first = field.first, first == UInt8(ascii: " ") || first == UInt8(ascii: "\t") { field.removeFirst() }
+        let scheme = field.prefix { $0 != UInt8(ascii: " ") }
+        let credentials = field.dropFirst(scheme.count).drop { $0 == UInt8(ascii: " ") }
+        guard String(decoding: scheme, as: UTF8.self).lowercased() == "bearer", credentials.startIndex > scheme.endIndex,
+              matches(Array(credentials)) else {
             throw Self.unauthorized("The bearer token is not valid.",
                                     challenge: #"Bearer realm="topchrome", error="invalid_token""#)
         }

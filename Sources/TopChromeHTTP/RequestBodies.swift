@@ -75,6 +75,10 @@ enum RequestBodies {
         if let insetTop = members["contentInsetTop"] {
             report.contentInsetTop = try finite(insetTop, "contentInsetTop", context)
         }
+        // The rules read the sum; two finite halves can still overflow it.
+        guard (report.contentOffsetY + report.contentInsetTop).isFinite else {
+            throw BodyError(detail: "\(context): \"contentOffsetY\" + \"contentInsetTop\" must be finite")
+        }
         if let axis = members["axis"] {
             guard case let .string(name) = axis, let parsed = ScrollReport.Axis(rawValue: name) else {
                 throw BodyError(detail: "\(context): \"axis\" must be \"vertical\" or \"horizontal\"")
@@ -106,14 +110,54 @@ enum RequestBodies {
     private static func sequenceNumber(_ value: JSONValue, _ context: String) throws(BodyError) -> UInt64 {
         let range = ScrollReport.allowedSeqs
         let refusal = BodyError(detail: "\(context): \"seq\" must be an integer from 0 to \(range.upperBound)")
-        guard case let .number(number, literal) = value else { throw refusal }
-        if let exact = UInt64(literal) {
-            guard range.contains(exact) else { throw refusal }
-            return exact
+        guard case let .number(_, literal) = value, let exact = wholeNumber(literal), range.contains(exact) else {
+            throw refusal
         }
-        // 5.0 or 5e0 are integers too (JSON Schema's view); -0 is zero.
-        guard number == number.rounded(), number >= 0, number <= Double(range.upperBound) else { throw refusal }
-        return UInt64(number)
+        return exact
+    }
+
+    /// The value of a JSON number literal if it is exactly a whole number
+    /// (JSON Schema's integer): `5`, `5.0`, `5e0`, `0.5e1`, `50e-1`, and
+    /// `-0` as 0. Read from the decimal digits, not from a `Double`, which
+    /// would round `1e-400` to 0 and `9007199254740991.00000001` to a whole
+    /// number. Nil for fractions, other negatives, and wholes beyond `UInt64`.
+    static func wholeNumber(_ literal: String) -> UInt64? {
+        var text = literal.utf8[...]
+        let isNegative = text.first == UInt8(ascii: "-")
+        if isNegative { text = text.dropFirst() }
+        let mantissa = text.prefix { $0 != UInt8(ascii: "e") && $0 != UInt8(ascii: "E") }
+        let integerPart = mantissa.prefix { $0 != UInt8(ascii: ".") }
+        let fractionPart = mantissa.dropFirst(integerPart.count + 1)
+        // Significant digits and the power of ten that scales them.
+        var digits = Array(integerPart) + Array(fractionPart)
+        var power = -fractionPart.count
+        var exponentText = text.dropFirst(mantissa.count + 1)
+        let isNegativeExponent = exponentText.first == UInt8(ascii: "-")
+        if exponentText.first == UInt8(ascii: "-") || exponentText.first == UInt8(ascii: "+") {
+            exponentText = exponentText.dropFirst()
+        }
+        while let first = exponentText.first, first == UInt8(ascii: "0") { exponentText = exponentText.dropFirst() }
+        while let last = digits.last, last == UInt8(ascii: "0") {
+            digits.removeLast()
+            power += 1
+        }
+        while let first = digits.first, first == UInt8(ascii: "0") { digits.removeFirst() }
+        if digits.isEmpty { return 0 }  // zero, however written
+        guard !isNegative else { return nil }
+        // Exponents beyond 6 digits make any nonzero value a fraction or far too large.
+        guard exponentText.count <= 6 else { return nil }
+        let exponent = exponentText.reduce(0) { $0 * 10 + Int($1 - UInt8(ascii: "0")) }
+        power += isNegativeExponent ? -exponent : exponent
+        // The last digit is not 0, so a negative power leaves a fraction.
+        guard power >= 0, digits.count + power <= 20 else { return nil }
+        var value: UInt64 = 0
+        for digit in digits + Array(repeating: UInt8(ascii: "0"), count: power) {
+            let (times10, overflow1) = value.multipliedReportingOverflow(by: 10)
+            let (sum, overflow2) = times10.addingReportingOverflow(UInt64(digit - UInt8(ascii: "0")))
+            guard !overflow1, !overflow2 else { return nil }
+            value = sum
+        }
+        return value
     }
 
     private static func required(_ body: [UInt8]) throws(BodyError) -> JSONValue {

@@ -87,7 +87,8 @@ enum ScrollReportFastPath {
                 }
                 skipWhitespace()
                 if take(UInt8(ascii: ",")) { continue }
-                guard take(UInt8(ascii: "}")), let offset else { return nil }
+                // A sum that overflows is refused by the strict reader, with its message.
+                guard take(UInt8(ascii: "}")), let offset, (offset + insetTop).isFinite else { return nil }
                 return ScrollReport(contentOffsetY: offset, contentInsetTop: insetTop, axis: axis, seq: seq)
             }
         }

@@ -202,8 +202,11 @@ public struct ServiceConfiguration: Sendable, Equatable {
             config.maxWaitSeconds = try integer(value, source, in: 1...3600)
         },
         Option(name: "auth-token-file", placeholder: "PATH", help: "Require 'Authorization: Bearer <token>' on /v1, token read from PATH.") { value, source, config throws(UsageError) in
-            let words = try contents(of: value, source).split(whereSeparator: \.isWhitespace)
-            guard words.count == 1, let token = words.first, token.allSatisfy(\.isASCII) else {
+            // White space around the token (an editor's final newline) is not part of it.
+            var token = try contents(of: value, source)[...]
+            while token.first?.isWhitespace == true { token.removeFirst() }
+            while token.last?.isWhitespace == true { token.removeLast() }
+            guard !token.isEmpty, token.utf8.allSatisfy({ (0x21...0x7E).contains($0) }) else {
                 throw UsageError(description: "\(source): the token in '\(value)' must be one word of printable ASCII")
             }
             config.authToken = String(token)

@@ -103,16 +103,19 @@ public final class SessionAPI: HTTPResponder {
                                   headers: [("Retry-After", String(Self.retryAfterWhenFull))])
                 }
             }
-        case let .session(id):
+        case .session(nil), .events(nil), .inset(nil), .scroll(nil), .disappear(nil):
+            // A malformed id names no session: the store is not asked.
+            throw Self.unknownSession
+        case let .session(id?):
             let preconditions = Self.preconditions(of: request)
             if request.method == "DELETE" {
-                switch store.remove(id ?? Self.noSession, if: preconditions.forChange) {
+                switch store.remove(id, if: preconditions.forChange) {
                 case .done: return HTTPResponse(status: 204)
                 case .conditionFailed: throw Self.preconditionFailed
                 case .notFound: throw Self.unknownSession
                 }
             }
-            guard let id, let session = store.session(id) else { throw Self.unknownSession }
+            guard let session = store.session(id) else { throw Self.unknownSession }
             let version = session.state.version
             guard preconditions.matchCondition.holds(for: version) else { throw Self.preconditionFailed }
             var response = Self.stateResponse(session)
@@ -125,22 +128,26 @@ public final class SessionAPI: HTTPResponder {
                 response.status = 304
             }
             return response
-        case let .events(id):
+        case let .events(id?):
             guard request.method == "GET" else {
-                // HEAD: the stream's headers, without opening a stream.
-                guard let id, store.session(id) != nil else { throw Self.unknownSession }
-                return HTTPResponse(status: 200, headers: Self.eventStreamHeaders)
+                // HEAD: the stream's headers without a stream or a watcher.
+                // An endless body has no length to state (RFC 9110 §8.6): a
+                // stream, ended before it began.
+                guard store.session(id) != nil else { throw Self.unknownSession }
+                let stream = ResponseStream()
+                stream.finish()
+                return .streaming(status: 200, headers: Self.eventStreamHeaders, stream: stream)
             }
             return try eventStream(of: id, lastEventID: request.headers["Last-Event-ID"])
-        case let .inset(id):
+        case let .inset(id?):
             let inset = try body(of: request, RequestBodies.inset)
             return try apply(.setInset(inset), to: id, request)
-        case let .scroll(id):
+        case let .scroll(id?):
             return switch try body(of: request, RequestBodies.scrollInputs) {
             case let .report(input): try apply(input, to: id, request)
             case let .batch(inputs): try apply(inputs, to: id, request)
             }
-        case let .disappear(id):
+        case let .disappear(id?):
             try body(of: request, RequestBodies.disappear)
             return try apply(.disappear, to: id, request)
         }
@@ -157,6 +164,7 @@ public final class SessionAPI: HTTPResponder {
 
     /// `Prefer: wait=N` (RFC 7240), capped; nil when absent or 0. Values
     /// may be quoted and preferences may carry parameters (`wait=5; x=y`).
+    /// A number of seconds too large for an `Int` is still a long wait: the cap.
     static func preferredWait(_ request: HTTPRequest, cap: Int) -> Int? {
         guard let prefer = request.headers.combined("Prefer") else { return nil }
         for preference in prefer.split(separator: ",") {
@@ -166,6 +174,10 @@ public final class SessionAPI: HTTPResponder {
             let value = parts[1].hasPrefix("\"") && parts[1].hasSuffix("\"") && parts[1].count >= 2
                 ? String(parts[1].dropFirst().dropLast()) : parts[1]
             if let seconds = Int(value), seconds > 0 { return min(seconds, cap) }
+            if !value.isEmpty, value.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }),
+               value.contains(where: { $0 != "0" }) {
+                return cap
+            }
         }
         return nil
     }
@@ -185,8 +197,8 @@ public final class SessionAPI: HTTPResponder {
     }
 
     /// Server-Sent Events: the current state at once, then every change.
-    private func eventStream(of id: SessionID?, lastEventID: String?) throws(Problem) -> HTTPResponse {
-        guard let id, store.session(id) != nil else { throw Self.unknownSession }
+    private func eventStream(of id: SessionID, lastEventID: String?) throws(Problem) -> HTTPResponse {
+        guard store.session(id) != nil else { throw Self.unknownSession }
         let stream = ResponseStream()
         let watcher = EventStreamWatcher(id: id, stream: stream)
         try watch(id, by: watcher)
@@ -221,16 +233,13 @@ public final class SessionAPI: HTTPResponder {
     private static let preconditionFailed = Problem(
         status: 412, detail: "If-Match or If-None-Match does not hold for the session's current version; nothing was changed.")
 
-    /// Malformed ids name no session; this one stands in for them so lookups simply miss.
-    private static let noSession = SessionID(high: 0, low: 0)
-
     /// One input, the usual change: no array is built for it.
-    private func apply(_ input: ChromeInput, to id: SessionID?, _ request: HTTPRequest) throws(Problem) -> HTTPResponse {
-        try answer(store.apply(input, to: id ?? Self.noSession, if: Self.preconditions(of: request).forChange))
+    private func apply(_ input: ChromeInput, to id: SessionID, _ request: HTTPRequest) throws(Problem) -> HTTPResponse {
+        try answer(store.apply(input, to: id, if: Self.preconditions(of: request).forChange))
     }
 
-    private func apply(_ inputs: [ChromeInput], to id: SessionID?, _ request: HTTPRequest) throws(Problem) -> HTTPResponse {
-        try answer(store.apply(inputs, to: id ?? Self.noSession, if: Self.preconditions(of: request).forChange))
+    private func apply(_ inputs: [ChromeInput], to id: SessionID, _ request: HTTPRequest) throws(Problem) -> HTTPResponse {
+        try answer(store.apply(inputs, to: id, if: Self.preconditions(of: request).forChange))
     }
 
     /// The answer to a change: the state it left, or why it was not made.

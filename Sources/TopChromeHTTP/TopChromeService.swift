@@ -16,9 +16,13 @@ public enum StartupError: Error, CustomStringConvertible {
     }
 
     /// 2 for configuration the operator must fix (like a bad flag), 1 otherwise.
+    /// The server refuses to start only once its address is bound, so what
+    /// it refuses then is its configuration: the TLS certificate or key.
     public var exitStatus: Int32 {
-        if case .stateFile = self { return 2 }
-        return 1
+        switch self {
+        case .stateFile, .server(.cannotStart): 2
+        case .server: 1
+        }
     }
 }
 

@@ -124,6 +124,17 @@ import Testing
         _ = second.waitForExit(within: 10)
     }
 
+    /// The all-zero id is no id; a file holding it is refused like any bad line.
+    @Test func allZeroIdInTheStateFileStopsTheStart() throws {
+        let text = "{\"format\":\"topchrome-sessions\",\"version\":1,\"count\":1}\n"
+            + "{\"id\":\"00000000000000000000000000000000\",\"inset\":59,\"isRevealed\":true,\"version\":1}\n"
+        try text.write(toFile: stateFile, atomically: true, encoding: .utf8)
+        let server = try RunningServer(["--port", "0", "--state-file", stateFile])
+        #expect(server.waitForExit(within: 5) == 2)
+        #expect(server.standardError.contains("(line 2: no valid id)"), "\(server.standardError)")
+        #expect(try String(contentsOfFile: stateFile, encoding: .utf8) == text)
+    }
+
     @Test func corruptStateFileStopsTheStartAndIsLeftAlone() throws {
         let garbage = "{\"format\":\"topchrome-sessions\",\"version\":1,\"count\":3}\nnot a session\n"
         try garbage.write(toFile: stateFile, atomically: true, encoding: .utf8)

@@ -192,6 +192,23 @@ import Testing
         #expect(message.hasPrefix("topchrome: "), "\(message)")
     }
 
+    /// A certificate or key libmicrohttpd cannot use is a bad value: exit 2.
+    @Test(arguments: [(true, false), (false, true), (false, false)])
+    func badTLSFilesExitWith2(certificateIsValid: Bool, keyIsValid: Bool) throws {
+        let pki = try AccessLiveTests.ThrowawayPKI()
+        let folder = pki.directory.path
+        try "-----BEGIN CERTIFICATE-----\nnot base64 at all\n-----END CERTIFICATE-----\n"
+            .write(toFile: "\(folder)/bad-cert.pem", atomically: true, encoding: .utf8)
+        try "not a key\n".write(toFile: "\(folder)/bad-key.pem", atomically: true, encoding: .utf8)
+        let server = try RunningServer([
+            "--port", "0",
+            "--tls-cert", certificateIsValid ? "\(folder)/server.pem" : "\(folder)/bad-cert.pem",
+            "--tls-key", keyIsValid ? "\(folder)/server.key" : "\(folder)/bad-key.pem",
+        ])
+        #expect(server.waitForExit(within: 5) == 2)
+        #expect(server.standardError.contains("TLS certificate and key"), "\(server.standardError)")
+    }
+
     @Test func portInUseIsAClearError() throws {
         let first = try RunningServer(["--port", "0"])
         _ = try first.waitUntilListening()

@@ -49,8 +49,24 @@ import TopChromeCore
         "{\"format\":\"topchrome-sessions\",\"version\":1,\"count\":2}\n{\"id\":\"00000000000000000000000000000001\",\"inset\":0,\"isRevealed\":true,\"version\":1}\n{\"id\":\"00000000000000000000000000000001\",\"inset\":0,\"isRevealed\":true,\"version\":1}\n",
     ])
     func corruptFilesAreRefused(_ text: String) throws {
+        try expectRefused(text)
+    }
+
+    /// A line whose id is all zeros is refused like any bad line, and named.
+    @Test func theAllZeroIdIsRefused() throws {
+        let text = "{\"format\":\"topchrome-sessions\",\"version\":1,\"count\":2}\n"
+            + "{\"id\":\"00000000000000000000000000000001\",\"inset\":0,\"isRevealed\":true,\"version\":1}\n"
+            + "{\"id\":\"00000000000000000000000000000000\",\"inset\":0,\"isRevealed\":true,\"version\":1}\n"
+        try expectRefused(text, as: .corrupt(path: file.path, line: 3, reason: "no valid id"))
+    }
+
+    func expectRefused(_ text: String, as failure: SnapshotFile.Failure? = nil) throws {
         try text.write(toFile: file.path, atomically: true, encoding: .utf8)
-        #expect(throws: SnapshotFile.Failure.self) { try file.read() }
+        if let failure {
+            #expect(throws: failure) { try file.read() }
+        } else {
+            #expect(throws: SnapshotFile.Failure.self) { try file.read() }
+        }
         #expect(try contents(of: file.path) == text, "left untouched")
     }
 

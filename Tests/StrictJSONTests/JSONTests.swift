@@ -15,8 +15,19 @@ import Testing
         ]))
     }
 
-    @Test func lastDuplicateMemberWins() throws {
-        #expect(try parse(#"{"a":1,"a":2}"#) == .object(["a": .number(2, literal: "2")]))
+    /// I-JSON (RFC 7493 §2.3): which of two members of one name counts is
+    /// undefined, so neither does. Names compare after escapes are decoded.
+    @Test(arguments: [#"{"a":1,"a":2}"#, #"{"a":1,"\u0061":2}"#, #"[{"b":{"a":1,"b":2,"a":3}}]"#,
+                      #"{"contentOffsetY": 5, "contentOffsetY": 500}"#])
+    func refusesDuplicateMemberNames(_ text: String) {
+        #expect(throws: JSONReader.SyntaxError.self) { try parse(text) }
+    }
+
+    @Test func sameNameInDifferentObjectsIsFine() throws {
+        #expect(try parse(#"{"a":{"a":1},"b":[{"a":2},{"a":3}]}"#) == .object([
+            "a": .object(["a": .number(1, literal: "1")]),
+            "b": .array([.object(["a": .number(2, literal: "2")]), .object(["a": .number(3, literal: "3")])]),
+        ]))
     }
 
     @Test func hugeExponentsOverflowToInfinity() throws {

@@ -141,6 +141,16 @@ import TopChromeCore
         }
     }
 
+    /// All zeros is no id: written down by anyone, it must name no session,
+    /// so no parser accepts it (nor does `random()` draw it).
+    @Test func theAllZeroIdIsRefused() {
+        #expect(SessionID(String(repeating: "0", count: 32)) == nil)
+        let zeros = Array(repeating: UInt8(ascii: "0"), count: 32)
+        #expect(zeros.withUnsafeBufferPointer { SessionID(utf8: $0) } == nil)
+        #expect(SessionID("00000000000000000000000000000001") == SessionID(high: 0, low: 1))
+        #expect(SessionID("10000000000000000000000000000000") == SessionID(high: 1 << 60, low: 0))
+    }
+
     @Test func randomIdsDiffer() {
         let ids = Set((0..<10_000).map { _ in SessionID.random() })
         #expect(ids.count == 10_000)

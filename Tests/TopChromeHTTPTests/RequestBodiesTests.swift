@@ -24,10 +24,23 @@ import TopChromeCore
         #expect(reports == [ScrollReport(contentOffsetY: 3.5, contentInsetTop: 0, axis: .vertical, seq: nil)])
     }
 
-    @Test func hugeFiniteOffsetsAreAccepted() throws {
-        // Each is finite; their sum overflows to infinity, which still compares right.
-        let reports = try scrollReports(bytes(#"{"contentOffsetY":1e308,"contentInsetTop":1e308}"#))
-        #expect(reports[0].effectiveOffset == .infinity)
+    @Test func hugeFiniteOffsetsAreAcceptedWhileTheirSumIsFinite() throws {
+        let reports = try scrollReports(bytes(#"{"contentOffsetY":1e308,"contentInsetTop":-1e308}"#))
+        #expect(reports[0].effectiveOffset == 0)
+    }
+
+    /// Each half is finite, but the offset the rules read is their sum.
+    @Test(arguments: [#"{"contentOffsetY":1e308,"contentInsetTop":1e308}"#,
+                      #"{"contentInsetTop":-1.7e308,"contentOffsetY":-1.7e308}"#,
+                      #"[{"contentOffsetY":0},{"contentOffsetY":1e308,"contentInsetTop":1e308}]"#])
+    func infiniteSumIsRefused(_ body: String) {
+        #expect(throws: BodyError.self) { try scrollReports(bytes(body)) }
+        #expect(ScrollReportFastPath.reports(bytes(body)) == nil, "the fast path leaves it to the strict reader")
+    }
+
+    @Test func duplicateMembersAreRefused() {
+        #expect(throws: BodyError.self) { try scrollReports(bytes(#"{"contentOffsetY": 5, "contentOffsetY": 500}"#)) }
+        #expect(throws: BodyError.self) { try RequestBodies.inset(bytes(#"{"inset": 5, "inset": 50}"#)) }
     }
 
     @Test func readsABatch() throws {
@@ -53,6 +66,18 @@ import TopChromeCore
         #expect(try seq("9007199254740991") == 9_007_199_254_740_991)
         #expect(try seq("7.0") == 7)
         #expect(try seq("1e3") == 1000)
+        #expect(try seq("70e-1") == 7)
+        #expect(try seq("0.7E+1") == 7)
+        #expect(try seq("-0") == 0)
+        #expect(try seq("0.000e-99999999") == 0)
+        #expect(try seq("9007199254740991.000000000000") == 9_007_199_254_740_991)
+    }
+
+    /// Integers by their exact decimal value, not by the Double they round to.
+    @Test(arguments: ["1e-400", "9007199254740991.00000001", "0.5", "5e-1", "1e999999", "-0.5", "1e-9999999",
+                      "-1e3", "18446744073709551616", "1e19"])
+    func seqRefusesWhatIsNoIntegerInRange(_ literal: String) {
+        #expect(throws: BodyError.self) { try scrollReports(bytes(#"{"contentOffsetY":0,"seq":\#(literal)}"#)) }
     }
 
     @Test(arguments: [

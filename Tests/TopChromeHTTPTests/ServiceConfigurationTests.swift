@@ -71,6 +71,13 @@ import Testing
         #expect(throws: ServiceConfiguration.UsageError.self) { try serve(["--auth-token-file", "/nonexistent/token"]) }
         try "two words".write(to: file, atomically: true, encoding: .utf8)
         #expect(throws: ServiceConfiguration.UsageError.self) { try serve(["--auth-token-file", file.path]) }
+        // "printable ASCII", as the message says: no control character, inside or at the end.
+        for token in ["s3c\u{1}ret", "s3cret\u{7F}", "s3cret\u{0}\n", "s3crét"] {
+            try token.write(to: file, atomically: true, encoding: .utf8)
+            #expect(throws: ServiceConfiguration.UsageError(
+                description: "--auth-token-file: the token in '\(file.path)' must be one word of printable ASCII"),
+                "\(token.debugDescription)") { try serve(["--auth-token-file", file.path]) }
+        }
         #expect(throws: ServiceConfiguration.UsageError(description: "--tls-cert and --tls-key go together")) {
             try serve(["--tls-cert", file.path])
         }
