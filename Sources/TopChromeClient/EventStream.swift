@@ -35,17 +35,24 @@ struct StateFollower: Sendable {
         await session.unregister(key)
     }
 
+    /// A reconnection names the last event it has, so the service does not
+    /// send that state again.
+    func request(lastEventID: String) -> URLRequest {
+        var request = client.request("GET", "v1/sessions/\(session.id)/events")
+        request.setValue("text/event-stream", forHTTPHeaderField: "Accept")
+        request.setValue("no-cache", forHTTPHeaderField: "Cache-Control")
+        request.timeoutInterval = client.configuration.streamIdleTimeout
+        if !lastEventID.isEmpty { request.setValue(lastEventID, forHTTPHeaderField: "Last-Event-ID") }
+        return request
+    }
+
     private func follow(into output: AsyncThrowingStream<ChromeState, any Error>.Continuation) async throws {
         var parser = ServerSentEventParser()
         var lastVersion: Int?
         var retry = 0
         while true {
             try Task.checkCancellation()
-            var request = client.request("GET", "v1/sessions/\(session.id)/events")
-            request.setValue("text/event-stream", forHTTPHeaderField: "Accept")
-            request.setValue("no-cache", forHTTPHeaderField: "Cache-Control")
-            request.timeoutInterval = client.configuration.streamIdleTimeout
-            if !parser.lastEventID.isEmpty { request.setValue(parser.lastEventID, forHTTPHeaderField: "Last-Event-ID") }
+            let request = request(lastEventID: parser.lastEventID)
             parser.startNewStream()
 
             var retryAfter: Double?
