@@ -149,26 +149,39 @@ final class EventStreamConnection: NSObject, URLSessionDataDelegate, Sendable {
 
     /// Hands what the connection receives to the stream. The session holds
     /// its delegate until it is invalidated, which `onTermination` does.
-    private final class Delegate: NSObject, URLSessionDataDelegate, Sendable {
+    /// The status is taken from the task when the first bytes (or the end)
+    /// arrive rather than from a response callback, whose signature differs
+    /// between Apple's Foundation and FoundationNetworking.
+    private final class Delegate: NSObject, URLSessionDataDelegate, @unchecked Sendable {
         let continuation: AsyncThrowingStream<Piece, any Error>.Continuation
+        private let lock = NSLock()
+        private var announced = false
 
         init(_ continuation: AsyncThrowingStream<Piece, any Error>.Continuation) {
             self.continuation = continuation
         }
 
-        func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,
-                        completionHandler: @escaping (URLSession.ResponseDisposition) -> Void) {
-            let http = response as? HTTPURLResponse
+        private func announce(_ task: URLSessionTask) {
+            guard lock.withLock({ () -> Bool in
+                defer { announced = true }
+                return !announced
+            }) else { return }
+            let http = task.response as? HTTPURLResponse
             continuation.yield(.head(status: http?.statusCode ?? 0, retryAfter: http?.value(forHTTPHeaderField: "Retry-After")))
-            completionHandler(.allow)
         }
 
         func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
+            announce(dataTask)
             continuation.yield(.body(data))
         }
 
         func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
-            if let error { continuation.finish(throwing: error) } else { continuation.finish() }
+            if let error {
+                continuation.finish(throwing: error)
+            } else {
+                announce(task)
+                continuation.finish()
+            }
         }
     }
 }

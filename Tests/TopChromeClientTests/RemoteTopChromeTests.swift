@@ -31,8 +31,10 @@ import TopChromeClient
         #expect(await eventually { chrome.inset == 59 }, "the first state arrives")
 
         let flips = ChangeCounter(), insets = ChangeCounter()
-        Self.track({ _ = chrome.isRevealed }, into: flips)
-        Self.track({ _ = chrome.inset }, into: insets)
+        // Weakly: a registration still pending at the end must not keep
+        // `chrome` alive (it holds the registration).
+        Self.track({ [weak chrome] in _ = chrome?.isRevealed }, into: flips)
+        Self.track({ [weak chrome] in _ = chrome?.inset }, into: insets)
 
         chrome.report(contentOffsetY: 300, contentInsetTop: 59)
         #expect(await eventually { !chrome.isRevealed })
