@@ -31,8 +31,11 @@ test-tsan:
 deps:
 	scripts/install-deps.sh
 
+## The server, and `topchrome-watch`, which `topchrome watch` runs (kept apart
+## so the server binary does not link the client library).
 release:
 	$(SWIFT) build -c release --product topchrome
+	$(SWIFT) build -c release --product topchrome-watch
 
 check-spec:
 	.build/python/bin/python -m openapi_spec_validator openapi.yaml
@@ -91,8 +94,8 @@ check-demo: deps release
 	.build/python/bin/python scripts/check-demo.py .build/release/topchrome
 
 ## Fuzz everything that reads untrusted bytes (JSON, whole HTTP requests,
-## request bodies, the state file) with libFuzzer + AddressSanitizer,
-## FUZZ_SECONDS per target (default 60) on copies of Fuzz/corpus; fails on any
+## request bodies, the state file, the client's event-stream parser) with
+## libFuzzer + AddressSanitizer, FUZZ_SECONDS per target (default 60) on copies of Fuzz/corpus; fails on any
 ## crash, sanitizer report, leak or broken invariant (see Fuzz/README.md).
 FUZZ_SECONDS ?= 60
 .PHONY: fuzz

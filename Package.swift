@@ -3,10 +3,14 @@ import PackageDescription
 
 let package = Package(
     name: "TopChrome",
+    // For the client library on Apple platforms (Observation); Linux ignores it.
+    platforms: [.macOS(.v14), .iOS(.v17)],
     products: [
         .executable(name: "topchrome", targets: ["topchrome"]),
         .library(name: "TopChromeCore", targets: ["TopChromeCore"]),
         .library(name: "MicroHTTPD", targets: ["MicroHTTPD"]),
+        .library(name: "TopChromeClient", targets: ["TopChromeClient"]),
+        .executable(name: "topchrome-watch", targets: ["topchrome-watch"]),
     ],
     targets: [
         // The domain: state, rules, session store. No HTTP, no C, no I/O.
@@ -45,12 +49,20 @@ let package = Package(
         // The executable: read configuration, start, wait for a signal, stop.
         .executableTarget(name: "topchrome", dependencies: ["TopChromeHTTP"]),
 
+        // The client library for apps: ordered, coalesced reports with retries,
+        // and the event stream with its reconnections. Foundation only: no server code.
+        .target(name: "TopChromeClient"),
+
+        // `topchrome watch URL ID`, run by `topchrome` as a separate program so
+        // the server binary does not link the client's Foundation networking.
+        .executableTarget(name: "topchrome-watch", dependencies: ["TopChromeClient"]),
+
         // libFuzzer targets over everything that reads untrusted bytes (scripts/fuzz.sh,
         // Fuzz/README.md). Built with -DFUZZING and libFuzzer + AddressSanitizer;
         // a plain build replays inputs through the same checks.
         .executableTarget(
             name: "TopChromeFuzz",
-            dependencies: ["TopChromeHTTP", "TopChromeCore", "MicroHTTPD", "StrictJSON", "SessionSnapshots"]
+            dependencies: ["TopChromeHTTP", "TopChromeCore", "MicroHTTPD", "StrictJSON", "SessionSnapshots", "TopChromeClient"]
         ),
 
         .testTarget(name: "TopChromeCoreTests", dependencies: ["TopChromeCore"]),
@@ -61,6 +73,10 @@ let package = Package(
         .testTarget(
             name: "LiveServerTests",
             dependencies: ["TopChromeHTTP", "MicroHTTPD", "topchrome"]
+        ),
+        .testTarget(
+            name: "TopChromeClientTests",
+            dependencies: ["TopChromeClient", "TopChromeHTTP", "topchrome", "topchrome-watch"]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -15,7 +15,7 @@ struct FuzzTarget: Sendable {
 /// (built with `-DFUZZING`) or, in a plain build, replays the given files so
 /// the seed corpora double as a quick regression check.
 enum FuzzDriver {
-    static let targets: [FuzzTarget] = [JSONTarget.target, RequestTarget.target, BodyTarget.target, SnapshotTarget.target]
+    static let targets: [FuzzTarget] = [JSONTarget.target, RequestTarget.target, BodyTarget.target, SnapshotTarget.target, EventStreamTarget.target]
 
     /// Set from the first argument and exported, so processes libFuzzer
     /// starts itself (`-fork`, `-jobs`, `-merge`) run the same target.

@@ -8,6 +8,9 @@ import TopChromeHTTP
 /// SIGINT, stops gracefully.
 enum Launcher {
     static func run() -> Never {
+        // Before the signal mask below: an exec'd program inherits it.
+        if CommandLine.arguments.dropFirst().first == "watch" { runWatch() }
+
         // Block the stop signals before any thread starts, so every thread
         // inherits the mask and only `sigwait` below receives them. This also
         // undoes an inherited "ignore SIGINT" (servers started with `&`).
@@ -65,6 +68,24 @@ enum Launcher {
             logger.log(.warn, "topchrome stopped; some requests did not finish in time", always: true)
         }
         exit(0)
+    }
+
+    /// `topchrome watch …` runs `topchrome-watch`, found next to this
+    /// executable or on PATH: the server binary does not link the client.
+    private static func runWatch() -> Never {
+        var link = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        let length = max(0, readlink("/proc/self/exe", &link, link.count - 1))
+        let executable = String(decoding: link[..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        let folders = [String(executable[..<(executable.lastIndex(of: "/") ?? executable.startIndex)])]
+            + (getenv("PATH").map { String(cString: $0) } ?? "").split(separator: ":").map(String.init)
+        guard let program = folders.filter({ !$0.isEmpty }).map({ $0 + "/topchrome-watch" })
+            .first(where: { access($0, X_OK) == 0 }) else {
+            fail("topchrome: watch needs the topchrome-watch program next to topchrome or on PATH", status: 2)
+        }
+        let arguments = [program] + CommandLine.arguments.dropFirst(2)
+        var argv = arguments.map { strdup($0) } + [nil]
+        execv(program, &argv)
+        fail("topchrome: cannot run \(program): \(String(cString: strerror(errno)))", status: 2)
     }
 
     private static var stopSignals: sigset_t {

@@ -1,0 +1,71 @@
+import Foundation
+
+/// A session's top chrome as the service holds it.
+///
+/// `version` grows by one on every change of `inset` or `isRevealed`, so a
+/// client can tell a newer state from an older one that arrived late.
+public struct ChromeState: Codable, Sendable, Hashable {
+    public var id: String
+    /// How tall status bar and island are together; content starts this far down.
+    public var inset: Double
+    /// Whether the island shows: at the top it does, scrolled down it hides.
+    public var isRevealed: Bool
+    public var version: Int
+
+    public init(id: String, inset: Double, isRevealed: Bool, version: Int) {
+        self.id = id
+        self.inset = inset
+        self.isRevealed = isRevealed
+        self.version = version
+    }
+}
+
+/// Which scroll view a report comes from. Only the outer vertical one moves
+/// the island: a horizontal row always stands at y = 0 and would bring it
+/// back while the page is far down.
+public enum ScrollAxis: String, Codable, Sendable {
+    case vertical
+    case horizontal
+}
+
+/// An error answer of the service, as its `application/problem+json` body
+/// (RFC 9457) says it.
+public struct Problem: Codable, Sendable, Hashable {
+    public var type: String?
+    public var title: String?
+    public var status: Int
+    public var detail: String?
+
+    public init(type: String? = nil, title: String? = nil, status: Int, detail: String? = nil) {
+        self.type = type
+        self.title = title
+        self.status = status
+        self.detail = detail
+    }
+}
+
+/// Why a request to the service did not succeed.
+public enum TopChromeError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// The session does not exist (any more): deleted, expired, or never
+    /// created. Its queue and its event streams end with this.
+    case sessionGone(id: String)
+    /// The service refused the request and would refuse it again (a 4xx
+    /// other than 404 and 429): the problem says why.
+    case rejected(Problem)
+    /// The service stayed unavailable (503, 429) through every retry.
+    case unavailable(Problem)
+    /// No answer through every retry (connection refused, reset, timed out).
+    case transport(String)
+    /// An answer that is not what the API promises.
+    case malformedResponse(String)
+
+    public var description: String {
+        switch self {
+        case let .sessionGone(id): "session \(id) is gone"
+        case let .rejected(problem), let .unavailable(problem):
+            "\(problem.status) \(problem.title ?? "")\(problem.detail.map { ": " + $0 } ?? "")"
+        case let .transport(reason): "no answer: \(reason)"
+        case let .malformedResponse(reason): "malformed response: \(reason)"
+        }
+    }
+}

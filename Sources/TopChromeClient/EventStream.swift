@@ -1,0 +1,187 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+extension ChromeSession {
+    /// The session's states as the service announces them: the current one
+    /// first, then every change, each version once and in order. The stream
+    /// reconnects after network errors and restarts of the service (with
+    /// `Last-Event-ID`, so nothing is sent twice), ends when the session is
+    /// deleted, and throws `TopChromeError.sessionGone` if it no longer
+    /// exists. Cancelling the task that reads it closes the connection.
+    public nonisolated func states() -> AsyncThrowingStream<ChromeState, any Error> {
+        let (stream, output) = AsyncThrowingStream.makeStream(of: ChromeState.self)
+        let follower = StateFollower(session: self)
+        let task = Task { await follower.run(into: output) }
+        output.onTermination = { _ in task.cancel() }
+        return stream
+    }
+}
+
+/// Keeps one event stream of a session open and turns its events into states.
+struct StateFollower: Sendable {
+    let session: ChromeSession
+    var client: TopChromeClient { session.client }
+
+    func run(into output: AsyncThrowingStream<ChromeState, any Error>.Continuation) async {
+        guard let key = await session.register(output) else { return }
+        do {
+            try await follow(into: output)
+            output.finish()
+        } catch {
+            output.finish(throwing: error)
+        }
+        await session.unregister(key)
+    }
+
+    /// A reconnection names the last event it has, so the service does not
+    /// send that state again.
+    func request(lastEventID: String) -> URLRequest {
+        var request = client.request("GET", "v1/sessions/\(session.id)/events")
+        request.setValue("text/event-stream", forHTTPHeaderField: "Accept")
+        request.setValue("no-cache", forHTTPHeaderField: "Cache-Control")
+        request.timeoutInterval = client.configuration.streamIdleTimeout
+        if !lastEventID.isEmpty { request.setValue(lastEventID, forHTTPHeaderField: "Last-Event-ID") }
+        return request
+    }
+
+    private func follow(into output: AsyncThrowingStream<ChromeState, any Error>.Continuation) async throws {
+        var parser = ServerSentEventParser()
+        var lastVersion: Int?
+        var retry = 0
+        while true {
+            try Task.checkCancellation()
+            let request = request(lastEventID: parser.lastEventID)
+            parser.startNewStream()
+
+            var retryAfter: Double?
+            let connection = EventStreamConnection(request, idleTimeout: client.configuration.streamIdleTimeout)
+            defer { connection.close() }
+            do {
+                var status: Int?
+                var refusal = Data()
+                for try await piece in connection.pieces {
+                    switch piece {
+                    case let .head(code, retryAfterHeader):
+                        status = code
+                        retryAfter = retryAfterHeader.flatMap(TopChromeClient.seconds(retryAfter:))
+                        if code == 200 { retry = 0 }
+                    case let .body(data) where status == 200:
+                        for event in parser.feed(data) {
+                            switch event.type {
+                            case "state":
+                                let state = try TopChromeClient.decodeState(Data(event.data.utf8))
+                                if lastVersion.map({ state.version > $0 }) ?? true {
+                                    lastVersion = state.version
+                                    output.yield(state)
+                                }
+                            case "deleted":
+                                return
+                            default:
+                                break
+                            }
+                        }
+                    case let .body(data):
+                        refusal.append(data)
+                    }
+                }
+                if let status, status != 200 {
+                    switch TopChromeClient.classify(status: status, body: refusal, sessionID: session.id, retryAfter: nil) {
+                    case let .failure(error):
+                        if case .sessionGone = error { await session.streamFoundSessionGone() }
+                        throw error
+                    case .retryable, .success:
+                        break
+                    }
+                }
+            } catch let error as TopChromeError {
+                throw error
+            } catch {
+                // The connection failed or was cut: reconnect, unless the reader left.
+                try Task.checkCancellation()
+            }
+
+            var policy = client.configuration.retry
+            if let milliseconds = parser.reconnectionTime {
+                policy.initialDelay = min(Double(milliseconds) / 1000, policy.maximumDelay)
+            }
+            try await policy.pause(retry: retry, retryAfter: retryAfter)
+            retry += 1
+        }
+    }
+}
+
+/// One HTTP request whose answer is read as it arrives, through a data
+/// delegate: FoundationNetworking (Linux) has no `URLSession.bytes`, and
+/// the same code then serves every platform.
+final class EventStreamConnection: NSObject, URLSessionDataDelegate, Sendable {
+    enum Piece: Sendable {
+        case head(status: Int, retryAfter: String?)
+        case body(Data)
+    }
+
+    let pieces: AsyncThrowingStream<Piece, any Error>
+    private let continuation: AsyncThrowingStream<Piece, any Error>.Continuation
+    private let task: URLSessionDataTask
+    private let urlSession: URLSession
+
+    init(_ request: URLRequest, idleTimeout: Double) {
+        (pieces, continuation) = AsyncThrowingStream.makeStream(of: Piece.self)
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.timeoutIntervalForRequest = idleTimeout
+        let delegate = Delegate(continuation)
+        urlSession = URLSession(configuration: configuration, delegate: delegate, delegateQueue: nil)
+        task = urlSession.dataTask(with: request)
+        super.init()
+        let task = self.task, urlSession = self.urlSession
+        // Also when the reader's task is cancelled: the connection closes.
+        continuation.onTermination = { _ in
+            task.cancel()
+            urlSession.finishTasksAndInvalidate()
+        }
+        task.resume()
+    }
+
+    func close() {
+        continuation.finish()
+    }
+
+    /// Hands what the connection receives to the stream. The session holds
+    /// its delegate until it is invalidated, which `onTermination` does.
+    /// The status is taken from the task when the first bytes (or the end)
+    /// arrive rather than from a response callback, whose signature differs
+    /// between Apple's Foundation and FoundationNetworking.
+    private final class Delegate: NSObject, URLSessionDataDelegate, @unchecked Sendable {
+        let continuation: AsyncThrowingStream<Piece, any Error>.Continuation
+        private let lock = NSLock()
+        private var announced = false
+
+        init(_ continuation: AsyncThrowingStream<Piece, any Error>.Continuation) {
+            self.continuation = continuation
+        }
+
+        private func announce(_ task: URLSessionTask) {
+            guard lock.withLock({ () -> Bool in
+                defer { announced = true }
+                return !announced
+            }) else { return }
+            let http = task.response as? HTTPURLResponse
+            continuation.yield(.head(status: http?.statusCode ?? 0, retryAfter: http?.value(forHTTPHeaderField: "Retry-After")))
+        }
+
+        func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
+            announce(dataTask)
+            continuation.yield(.body(data))
+        }
+
+        func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
+            if let error {
+                continuation.finish(throwing: error)
+            } else {
+                announce(task)
+                continuation.finish()
+            }
+        }
+    }
+}

@@ -1,0 +1,61 @@
+import Foundation
+import Testing
+import TopChromeClient
+
+/// `states()`: the event stream through the library, across a restart of the service.
+@Suite(.timeLimit(.minutes(1))) struct StatesLiveTests {
+    @Test func followsChangesAndEndsWhenDeleted() async throws {
+        let server = try TestServer()
+        let session = try await server.client().createSession(inset: 59)
+        let recorder = StateRecorder(session.states())
+        #expect(await recorder.waitFor { $0.count == 1 }, "the current state first")
+        await session.report(contentOffsetY: 300, contentInsetTop: 59)
+        try await session.setInset(40)
+        #expect(await recorder.waitFor { $0.last?.version == 3 })
+        #expect(recorder.states.map(\.isRevealed) == [true, false, false])
+        #expect(recorder.states.last?.inset == 40)
+        try await session.delete()
+        let end = await recorder.waitForEnd()
+        #expect(throws: Never.self) { try end?.get() }
+        #expect(end != nil, "the stream ends after `event: deleted`")
+    }
+
+    /// The service restarts (with its state file) while a consumer reads:
+    /// it reconnects with Last-Event-ID, sees the changes after the restart,
+    /// and no version twice.
+    @Test func reconnectsAcrossARestart() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("client-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let server = try TestServer { $0.stateFile = folder.appendingPathComponent("state.jsonl").path }
+        let session = try await server.client().createSession(inset: 59)
+        let recorder = StateRecorder(session.states())
+        #expect(await recorder.waitFor { $0.last?.version == 1 })
+        try await session.setInset(50)
+        #expect(await recorder.waitFor { $0.last?.version == 2 })
+
+        server.stop()
+        try server.start()
+        #expect(try await eventually { try await server.gauge("topchrome_watchers") == 1 }, "the reader is back")
+        try await session.setInset(30)
+        #expect(await recorder.waitFor { $0.last?.version == 3 }, "\(recorder.versions)")
+        await session.report(contentOffsetY: 500, contentInsetTop: 30)
+        #expect(await recorder.waitFor { $0.last?.version == 4 }, "\(recorder.versions)")
+        #expect(recorder.versions == [1, 2, 3, 4], "each version once, in order")
+        #expect(recorder.states.last == ChromeState(id: session.id, inset: 30, isRevealed: false, version: 4))
+        recorder.cancel()
+    }
+
+    /// Cancelling the reading task closes the connection: the server's
+    /// watcher count drops back to zero.
+    @Test func cancellingTheReaderClosesTheConnection() async throws {
+        // Heartbeats let the server notice a client that left.
+        let server = try TestServer { $0.heartbeatSeconds = 1 }
+        let session = try await server.client().createSession()
+        let recorder = StateRecorder(session.states())
+        #expect(await recorder.waitFor { !$0.isEmpty })
+        #expect(try await server.gauge("topchrome_watchers") == 1)
+        recorder.cancel()
+        #expect(try await eventually { try await server.gauge("topchrome_watchers") == 0 })
+    }
+}
