@@ -72,7 +72,10 @@ struct StateFollower: Sendable {
                             switch event.type {
                             case "state":
                                 let state = try TopChromeClient.decodeState(Data(event.data.utf8))
-                                if lastVersion.map({ state.version > $0 }) ?? true {
+                                // Inequality, not "greater than": a service restored from an
+                                // older state file counts again from a lower version, and its
+                                // state is still the truth to show.
+                                if state.version != lastVersion {
                                     lastVersion = state.version
                                     output.yield(state)
                                 }

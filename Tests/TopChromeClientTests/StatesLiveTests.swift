@@ -46,6 +46,36 @@ import TopChromeClient
         recorder.cancel()
     }
 
+    /// A service restarted from an older state file (a copy restored by an
+    /// operator) starts again from a lower version: the reader still shows
+    /// that state rather than waiting for the count to pass the old one.
+    @Test func followsAServiceWhoseVersionWentBack() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("client-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let stateFile = folder.appendingPathComponent("state.jsonl")
+        let older = folder.appendingPathComponent("older.jsonl")
+        let server = try TestServer { $0.stateFile = stateFile.path }
+        let session = try await server.client().createSession(inset: 59)
+        server.stop()
+        try FileManager.default.copyItem(at: stateFile, to: older)   // version 1, inset 59
+        try server.start()
+
+        let recorder = StateRecorder(session.states())
+        #expect(await recorder.waitFor { $0.last?.version == 1 })
+        try await session.setInset(50)
+        try await session.setInset(40)
+        #expect(await recorder.waitFor { $0.last?.version == 3 }, "\(recorder.versions)")
+
+        server.stop()
+        try FileManager.default.removeItem(at: stateFile)
+        try FileManager.default.copyItem(at: older, to: stateFile)
+        try server.start()
+        #expect(await recorder.waitFor { $0.last?.inset == 59 }, "the restored state is shown: \(recorder.versions)")
+        #expect(recorder.states.last == ChromeState(id: session.id, inset: 59, isRevealed: true, version: 1))
+        recorder.cancel()
+    }
+
     /// Cancelling the reading task closes the connection: the server's
     /// watcher count drops back to zero.
     @Test func cancellingTheReaderClosesTheConnection() async throws {
