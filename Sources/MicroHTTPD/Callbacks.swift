@@ -15,12 +15,24 @@ let accessHandler: MHD_AccessHandlerCallback = {
 
     guard let existing = requestContext.pointee else {
         let context = contextForNewRequest(on: connection)
-        context.pointee.begin(method: HTTPTokens.method(method), path: String(cString: url))
+        context.pointee.begin(method: HTTPTokens.method(method), path: HTTPTokens.path(url),
+                              version: HTTPTokens.version(version))
+        collectHeaders(of: connection, into: &context.pointee.headers)
+        requestContext.pointee = UnsafeMutableRawPointer(context)
+        if let fault = context.pointee.headers.headFault(version: context.pointee.version) {
+            // Refused before a byte of the body is read, the responder never
+            // asked, and the connection closed after the answer: whatever
+            // followed the head is never read as a request. (libmicrohttpd
+            // 0.9.75 closes after any answer given this early; its code marks
+            // that for change, so the close is asked for here too.)
+            context.pointee.isAnswered = true
+            return queue(dispatcher.responder.refusal(of: fault), on: connection, context: context,
+                         dispatcher: dispatcher, closing: true)
+        }
         if let declared = MHD_lookup_connection_value(connection, .HEADER_KIND, "Content-Length"),
            HTTPTokens.exceeds(declared, dispatcher.maxBodyBytes) {
             context.pointee.isBodyTooLarge = true
         }
-        requestContext.pointee = UnsafeMutableRawPointer(context)
         // Counted before the stop flag is read (the stop sets the flag before
         // it reads the count): a request either sees the stop or is waited for.
         dispatcher.inFlight.add(1, ordering: .sequentiallyConsistent)
@@ -40,7 +52,7 @@ let accessHandler: MHD_AccessHandlerCallback = {
             // refuse now, so it never uploads bytes that would be thrown away.
             // (Answering this early closes the connection, which is right here.)
             context.pointee.isAnswered = true
-            return respond(to: connection, version: version, context: context, dispatcher: dispatcher)
+            return respond(to: connection, context: context, dispatcher: dispatcher)
         }
         return .YES
     }
@@ -65,18 +77,16 @@ let accessHandler: MHD_AccessHandlerCallback = {
         // Resumed: the answer has come.
         return queueWhenAnswered(pending, on: connection, context: context, dispatcher: dispatcher)
     }
-    return respond(to: connection, version: version, context: context, dispatcher: dispatcher)
+    return respond(to: connection, context: context, dispatcher: dispatcher)
 }
 
 private func respond(
-    to connection: OpaquePointer, version: UnsafePointer<CChar>, context: UnsafeMutablePointer<RequestContext>,
-    dispatcher: RequestDispatcher
+    to connection: OpaquePointer, context: UnsafeMutablePointer<RequestContext>, dispatcher: RequestDispatcher
 ) -> MHD_Result {
-    collectHeaders(of: connection, into: &context.pointee.headers)
     let request = HTTPRequest(
         method: context.pointee.method,
         path: context.pointee.path,
-        version: HTTPTokens.version(version),
+        version: context.pointee.version,
         headers: context.pointee.headers,
         body: context.pointee.body,
         isBodyTooLarge: context.pointee.isBodyTooLarge
@@ -169,9 +179,10 @@ private func collectHeaders(of connection: OpaquePointer, into headers: inout HT
     }
 }
 
+/// `closing`: the connection ends after this response.
 private func queue(
     _ response: HTTPResponse, on connection: OpaquePointer, context: UnsafeMutablePointer<RequestContext>,
-    dispatcher: RequestDispatcher
+    dispatcher: RequestDispatcher, closing: Bool = false
 ) -> MHD_Result {
     let created: OpaquePointer?
     if let stream = response.stream {
@@ -196,7 +207,7 @@ private func queue(
     response.headers.forEachCString { name, value in
         _ = MHD_add_response_header(created, name, value)
     }
-    if dispatcher.isDraining.load(ordering: .relaxed) {
+    if closing || dispatcher.isDraining.load(ordering: .relaxed) {
         _ = MHD_add_response_header(created, "Connection", "close")
     }
     let result = MHD_queue_response(connection, UInt32(response.status), created)

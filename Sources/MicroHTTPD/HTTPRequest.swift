@@ -6,7 +6,8 @@ import Glibc
 public struct HTTPRequest: Sendable {
     /// The request method as sent, e.g. `GET`.
     public var method: String
-    /// The path of the request target as sent, without the query. Not
+    /// The path of the request target as sent (of an absolute-form target,
+    /// `http://host/path`, its path), without the query. Not
     /// percent-decoded, so `%2F` and `%00` cannot pose as `/` or end it early.
     public var path: String
     /// The protocol version as sent, e.g. `HTTP/1.1`.
@@ -167,7 +168,7 @@ public struct HTTPHeaders: Sendable, Sequence {
 
     /// Calls `body` with the value of every field `name` until it returns false.
     @inline(__always)
-    private func forEachValue(of name: String, _ body: (UnsafeBufferPointer<UInt8>) -> Bool) {
+    func forEachValue(of name: String, _ body: (UnsafeBufferPointer<UInt8>) -> Bool) {
         var name = name
         name.withUTF8 { wanted in
             forEachField { fieldName, value in
@@ -178,7 +179,7 @@ public struct HTTPHeaders: Sendable, Sequence {
 
     /// Calls `body` with every field's name and value (without their NULs) until it returns false.
     @inline(__always)
-    private func forEachField(_ body: (UnsafeBufferPointer<UInt8>, UnsafeBufferPointer<UInt8>) -> Bool) {
+    func forEachField(_ body: (UnsafeBufferPointer<UInt8>, UnsafeBufferPointer<UInt8>) -> Bool) {
         storage.withUnsafeBytes { bytes in
             var start = 0
             while start < bytes.count {

@@ -47,6 +47,11 @@ public protocol HTTPResponder: Sendable {
     /// It is not served: work that began before the stop finishes, new work
     /// is refused cleanly rather than cut off halfway.
     func refusalWhileStopping() -> HTTPResponse
+
+    /// The answer to a request refused from its head alone (see
+    /// ``RequestHeadFault``), with `fault.status`. The responder never sees
+    /// the request itself; the server adds `Connection: close`.
+    func refusal(of fault: RequestHeadFault) -> HTTPResponse
 }
 
 /// What a finished exchange looked like, for access logs and metrics.
@@ -84,5 +89,10 @@ extension HTTPResponder {
     public func refusalWhileStopping() -> HTTPResponse {
         HTTPResponse(status: 503, headers: HTTPHeaders([("Content-Type", "text/plain"), ("Retry-After", "1")]),
                      body: Array("The server is stopping.\n".utf8))
+    }
+
+    public func refusal(of fault: RequestHeadFault) -> HTTPResponse {
+        HTTPResponse(status: fault.status, headers: HTTPHeaders([("Content-Type", "text/plain")]),
+                     body: Array((fault.explanation + "\n").utf8))
     }
 }

@@ -22,6 +22,20 @@ enum HTTPTokens {
         return String(cString: text)
     }
 
+    /// The path of a request target as sent. An absolute-form target
+    /// (`http://host:8080/healthz`, as clients send to proxies) means its
+    /// path; its authority is not ours to check (RFC 9112 §3.2.2).
+    static func path(_ target: UnsafePointer<CChar>) -> String {
+        let text = String(cString: target)
+        guard target[0] != CChar(UInt8(ascii: "/")) else { return text }
+        let scheme = text.utf8.prefix(8).map { $0 >= 0x41 && $0 <= 0x5A ? $0 | 0x20 : $0 }
+        let schemeLength = scheme.starts(with: "http://".utf8) ? 7 : scheme.starts(with: "https://".utf8) ? 8 : 0
+        guard schemeLength > 0 else { return text }
+        let authorityAndPath = text.utf8.dropFirst(schemeLength)
+        guard let slash = authorityAndPath.firstIndex(of: UInt8(ascii: "/")) else { return "/" }
+        return String(text[slash...])
+    }
+
     private static func matches(_ text: UnsafePointer<CChar>, _ count: Int, _ token: StaticString) -> Bool {
         count == token.utf8CodeUnitCount && memcmp(text, token.utf8Start, count) == 0
     }

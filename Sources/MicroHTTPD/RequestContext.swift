@@ -9,8 +9,9 @@
 struct RequestContext {
     private(set) var method = ""
     private(set) var path = ""
+    private(set) var version = ""
     private(set) var startedAt = ContinuousClock.now
-    /// The request's header fields, collected when it is answered.
+    /// The request's header fields, collected on its first call.
     var headers = HTTPHeaders()
     var body: [UInt8] = []
     var isBodyTooLarge = false
@@ -34,9 +35,10 @@ struct RequestContext {
     /// large upload does not hold memory for the rest of the connection.
     static let keptCapacity = 4096
 
-    mutating func begin(method: String, path: String) {
+    mutating func begin(method: String, path: String, version: String) {
         self.method = method
         self.path = path
+        self.version = version
         startedAt = .now
         isInUse = true
     }
@@ -45,6 +47,7 @@ struct RequestContext {
     mutating func reset() {
         method = ""
         path = ""
+        version = ""
         headers.removeAll(keepingCapacity: headers.byteCapacity <= Self.keptCapacity)
         body.removeAll(keepingCapacity: body.capacity <= Self.keptCapacity)
         isBodyTooLarge = false

@@ -6,7 +6,8 @@ import TopChromeHTTP
 /// documented ones), errors are problem+json with the same status, a refused
 /// request changes no session, a change is exactly the rules' change, state
 /// answers match the store (ETag = version), long-polls and streams end
-/// when their session does, and nothing is left waiting or leaked.
+/// when their session does, nothing is left waiting or leaked, and no byte
+/// of a body is ever routed (`FramingModel`).
 enum RequestTarget {
     static let target = FuzzTarget(
         name: "request",
@@ -19,8 +20,9 @@ enum RequestTarget {
     static func run(_ bytes: [UInt8]) {
         let guarded = bytes.starts(with: authLine)
         var world = World(guarded ? .guarded : .open)
+        // The requests share a connection: once the server closes it, the rest is never read.
         for request in RequestScript.decode(guarded ? Array(bytes.dropFirst(authLine.count)) : bytes) {
-            world.perform(request)
+            guard world.perform(request) else { break }
         }
         world.tearDown()
     }

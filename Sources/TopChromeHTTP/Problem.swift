@@ -46,6 +46,7 @@ struct Problem: Error, Equatable {
         case 413: "Content Too Large"
         case 415: "Unsupported Media Type"
         case 500: "Internal Server Error"
+        case 501: "Not Implemented"
         case 503: "Service Unavailable"
         default: "Error"
         }

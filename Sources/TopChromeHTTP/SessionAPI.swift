@@ -56,9 +56,8 @@ public final class SessionAPI: HTTPResponder {
     }
 
     private func answer(_ request: HTTPRequest, _ route: Route?) throws(Problem) -> HTTPResponse {
-        if request.version == "HTTP/1.1", !request.headers.contains("Host") {
-            throw .badRequest("HTTP/1.1 requests must carry a Host header (RFC 9112 §3.2).")
-        }
+        // A missing or doubled Host, like ambiguous framing, is refused by the
+        // server before the request comes here (see `refusal(of:)`).
         if let authToken, request.path == "/v1" || request.path.hasPrefix("/v1/") {
             try authToken.check(request.headers["Authorization"])
         }

@@ -5,7 +5,7 @@ import Testing
 @Suite struct RequestContextTests {
     @Test func resetClearsTheRequestAndKeepsSmallBuffers() {
         var context = RequestContext()
-        context.begin(method: "POST", path: "/v1/sessions")
+        context.begin(method: "POST", path: "/v1/sessions", version: "HTTP/1.1")
         context.headers.add(name: "If-Match", value: "\"1\"")
         let bytes: [UInt8] = Array("{}".utf8)
         bytes.withUnsafeBytes { context.receive($0, limit: 100) }
@@ -14,7 +14,7 @@ import Testing
         context.isAnswered = true
         context.pending = PendingResponse()
         context.reset()
-        #expect(context.method.isEmpty && context.path.isEmpty)
+        #expect(context.method.isEmpty && context.path.isEmpty && context.version.isEmpty)
         #expect(Array(context.headers).isEmpty && context.body.isEmpty)
         #expect(context.endpoint == nil && !context.countsInFlight && !context.isInUse && !context.isBodyTooLarge)
         #expect(context.pending == nil && !context.isAnswered, "a long-poll's answer never reaches the next request")
@@ -24,7 +24,7 @@ import Testing
 
     @Test func resetLetsLargeBuffersGo() {
         var context = RequestContext()
-        context.begin(method: "POST", path: "/")
+        context.begin(method: "POST", path: "/", version: "HTTP/1.1")
         let large = [UInt8](repeating: 32, count: RequestContext.keptCapacity + 1)
         large.withUnsafeBytes { context.receive($0, limit: 1 << 20) }
         context.reset()
@@ -49,7 +49,7 @@ import Testing
         var socketSlot: UnsafeMutableRawPointer?
         connectionNotified(nil, nil, &socketSlot, .CONNECTION_NOTIFY_STARTED)
         let context = try #require(socketSlot).assumingMemoryBound(to: RequestContext.self)
-        context.pointee.begin(method: "GET", path: "/")
+        context.pointee.begin(method: "GET", path: "/", version: "HTTP/1.1")
         var requestSlot: UnsafeMutableRawPointer? = UnsafeMutableRawPointer(context)
 
         connectionNotified(nil, nil, &socketSlot, .CONNECTION_NOTIFY_CLOSED)

@@ -1,0 +1,136 @@
+/// Why the server refuses a request from its head alone, before reading a
+/// byte of its body (RFC 9112 §3.2, §5.1, §6.1, §6.3).
+///
+/// For most of these the body's length can be read more than one way, and
+/// libmicrohttpd picks one leniently (the first `Content-Length`, a field
+/// named `Content-Length ` ignored): a proxy in front that reads it the
+/// other way would see the body where this server sees the next request,
+/// and the body would run as a request nobody meant (request smuggling).
+/// The server answers each with `Connection: close`, so nothing sent after
+/// the head is ever read as a request.
+public enum RequestHeadFault: Sendable, Equatable, CaseIterable {
+    /// More than one `Content-Length` field.
+    case severalContentLengths
+    /// `Transfer-Encoding` and `Content-Length` together.
+    case transferEncodingWithContentLength
+    /// `Transfer-Encoding` in HTTP/1.0, which does not know it.
+    case transferEncodingInHTTP10
+    /// A field name that is not a token, e.g. `Content-Length ` (a space
+    /// before the colon): some read it as `Content-Length`, libmicrohttpd as another field.
+    case fieldNameNotAToken
+    /// `chunked` is not the final transfer coding, or comes more than once:
+    /// where the body ends cannot be known.
+    case unframedTransferCoding
+    /// A transfer coding other than a lone `chunked`, which is all the server decodes.
+    case unsupportedTransferCoding
+    /// An HTTP/1.1 request without `Host`.
+    case missingHost
+    /// More than one `Host` field: which one names the target is anybody's guess.
+    case severalHosts
+
+    /// 501 for a coding the server does not decode (RFC 9112 §6.1), else 400.
+    public var status: Int {
+        self == .unsupportedTransferCoding ? 501 : 400
+    }
+
+    /// What was wrong, for the client.
+    public var explanation: String {
+        switch self {
+        case .severalContentLengths:
+            "The request has more than one Content-Length field (RFC 9112 §6.3)."
+        case .transferEncodingWithContentLength:
+            "The request has both Transfer-Encoding and Content-Length (RFC 9112 §6.1)."
+        case .transferEncodingInHTTP10:
+            "HTTP/1.0 requests cannot use Transfer-Encoding (RFC 9112 §6.1)."
+        case .fieldNameNotAToken:
+            "A header field name has whitespace or a character a token cannot have, e.g. a space before the colon (RFC 9112 §5.1)."
+        case .unframedTransferCoding:
+            "chunked must be the final transfer coding, and only once (RFC 9112 §6.3)."
+        case .unsupportedTransferCoding:
+            "The only transfer coding accepted is chunked alone (RFC 9112 §6.1)."
+        case .missingHost:
+            "HTTP/1.1 requests must carry a Host header (RFC 9112 §3.2)."
+        case .severalHosts:
+            "The request has more than one Host field (RFC 9112 §3.2)."
+        }
+    }
+}
+
+extension HTTPHeaders {
+    /// The reason to refuse a request with these header fields, if any.
+    ///
+    /// One pass over the field names, comparing only names of the right
+    /// length; values are read only when `Transfer-Encoding` is present.
+    public func headFault(version: String) -> RequestHeadFault? {
+        var contentLengths = 0, transferEncodings = 0, hosts = 0, allTokens = true
+        forEachField { name, _ in
+            guard Self.isToken(name) else {
+                allTokens = false
+                return false
+            }
+            switch name.count {
+            case 4: if name.caseInsensitiveEquals(Self.bytes("host")) { hosts += 1 }
+            case 14: if name.caseInsensitiveEquals(Self.bytes("content-length")) { contentLengths += 1 }
+            case 17: if name.caseInsensitiveEquals(Self.bytes("transfer-encoding")) { transferEncodings += 1 }
+            default: break
+            }
+            return true
+        }
+        guard allTokens else { return .fieldNameNotAToken }
+        if contentLengths > 1 { return .severalContentLengths }
+        if hosts > 1 { return .severalHosts }
+        if hosts == 0, version == "HTTP/1.1" { return .missingHost }
+        guard transferEncodings > 0 else { return nil }
+        if contentLengths > 0 { return .transferEncodingWithContentLength }
+        if version == "HTTP/1.0" { return .transferEncodingInHTTP10 }
+        return transferCodingFault(fields: transferEncodings)
+    }
+
+    /// libmicrohttpd decodes a body as chunked only when the first
+    /// `Transfer-Encoding` is exactly `chunked`; anything else it would
+    /// read to the end of the connection, answering nothing.
+    private func transferCodingFault(fields: Int) -> RequestHeadFault? {
+        var codings: [Substring] = []
+        forEachValue(of: "Transfer-Encoding") { value in
+            for coding in String(decoding: value, as: UTF8.self).lowercased().split(separator: ",") {
+                let trimmed = coding.drop(while: { $0 == " " || $0 == "\t" })
+                if let last = trimmed.lastIndex(where: { $0 != " " && $0 != "\t" }) {
+                    codings.append(trimmed[...last])
+                }
+            }
+            return true
+        }
+        guard codings.last == "chunked", !codings.dropLast().contains("chunked") else { return .unframedTransferCoding }
+        guard fields == 1, codings.count == 1, first("Transfer-Encoding", caseInsensitivelyIs: "chunked") else {
+            return .unsupportedTransferCoding
+        }
+        return nil
+    }
+
+    /// Whether the first field `name` is `value`, ignoring ASCII case.
+    private func first(_ name: String, caseInsensitivelyIs value: StaticString) -> Bool {
+        var matches = false
+        forEachValue(of: name) { actual in
+            matches = actual.caseInsensitiveEquals(Self.bytes(value))
+            return false
+        }
+        return matches
+    }
+
+    @inline(__always)
+    private static func bytes(_ text: StaticString) -> UnsafeBufferPointer<UInt8> {
+        UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount)
+    }
+
+    /// A token (RFC 9110 §5.6.2): one or more of letters, digits and
+    /// ``!#$%&'*+-.^_`|~``. The two masks hold a bit for each such byte
+    /// below 64 and from 64 to 127.
+    static func isToken(_ name: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard !name.isEmpty else { return false }
+        let below64: UInt64 = 0x03FF_6CFA_0000_0000, from64: UInt64 = 0x57FF_FFFF_C7FF_FFFE
+        for byte in name {
+            guard byte < 128, (byte < 64 ? below64 : from64) &>> byte & 1 != 0 else { return false }
+        }
+        return true
+    }
+}
