@@ -172,9 +172,11 @@ final class Outcome: @unchecked Sendable {
     /// Waits for the result.
     func wait() { done.wait() }
 
-    /// Waits at most `seconds`: whether the result came.
+    /// Waits at most `seconds`: whether the result came. `wait()` still returns after it.
     func arrives(within seconds: Double) -> Bool {
-        done.wait(timeout: .now() + seconds) == .success
+        guard done.wait(timeout: .now() + seconds) == .success else { return false }
+        done.signal()
+        return true
     }
 
     var value: Result<Bool, SnapshotFile.Failure>? { lock.withLock { result } }
