@@ -21,15 +21,145 @@
 #   STOP_LIMIT            seconds `podman stop` may take at most (default 5)
 #   TOPCHROME_TEST_IMAGE  tag to build (default localhost/topchrome:container-test)
 #   DEBIAN_MIRROR, DEBIAN_SECURITY_MIRROR   for debootstrap and the stand-in's
-#                         apt sources (default deb.debian.org)
+#                         apt sources (default: the first bookworm and
+#                         bookworm-security mirrors of this machine's own apt
+#                         sources, /etc/apt/sources.list and sources.list.d)
+#
+# `container-test.sh --self-test` only checks how mirrors are read from apt
+# sources (sample files in a temp folder; no root, no podman; a second).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+# apt_mirror SUITE [APT_DIR]: the first http(s) URI that the apt sources in
+# APT_DIR (default /etc/apt) list for SUITE with component main, as apt reads
+# them: sources.list, then sources.list.d/*.list (one-line format) and
+# *.sources (deb822) in name order. Prints nothing and fails if none does.
+apt_mirror() {
+  local suite=$1 dir=${2:-/etc/apt} file
+  local files=()
+  [ ! -f "$dir/sources.list" ] || files+=("$dir/sources.list")
+  for file in "$dir"/sources.list.d/*; do
+    case $file in *.list | *.sources) [ ! -f "$file" ] || files+=("$file") ;; esac
+  done
+  [ ${#files[@]} -gt 0 ] || return 1
+  awk -v suite="$suite" '
+    function has(list, word,   parts, n, i) {
+      n = split(list, parts, /[ \t]+/)
+      for (i = 1; i <= n; i++) if (parts[i] == word) return 1
+      return 0
+    }
+    function emit(uri) { sub(/\/+$/, "", uri); print uri; found = 1; exit }
+    # deb822: a stanza ends; its first http(s) URI, if it fits.
+    function stanza(   parts, n, i) {
+      if (has(field["types"], "deb") && has(field["suites"], suite) && has(field["components"], "main") \
+          && tolower(field["enabled"]) !~ /^[ \t]*no[ \t]*$/) {
+        n = split(field["uris"], parts, /[ \t]+/)
+        for (i = 1; i <= n; i++) if (parts[i] ~ /^https?:\/\//) emit(parts[i])
+      }
+      split("", field); key = ""
+    }
+    FNR == 1 { if (deb822) stanza(); deb822 = FILENAME ~ /\.sources$/ }
+    deb822 && /^[ \t]*#/ { next }
+    deb822 && /^[ \t]*$/ { stanza(); next }
+    deb822 && /^[ \t]/ { if (key != "") field[key] = field[key] " " $0; next }
+    deb822 {
+      colon = index($0, ":"); if (colon == 0) next
+      key = tolower(substr($0, 1, colon - 1)); field[key] = substr($0, colon + 1); next
+    }
+    # One-line format: deb [options] uri suite component...
+    {
+      sub(/#.*/, ""); if ($1 != "deb") next
+      i = 2
+      if ($i ~ /^\[/) { while (i <= NF && $i !~ /\]$/) i++; i++ }
+      if ($(i + 1) != suite || $i !~ /^https?:\/\//) next
+      for (j = i + 2; j <= NF; j++) if ($j == "main") emit($i)
+    }
+    END { if (!found && deb822) stanza(); exit !found }
+  ' "${files[@]}"
+}
+
+# apt_mirror on sample apt sources in a temp folder.
+self_test() {
+  local dir failed=0
+  dir=$(mktemp -d)
+  # expect DESCRIPTION SUITE WANTED: apt_mirror's answer for $dir/etc ("" = fails).
+  expect() {
+    local got status=0
+    got=$(apt_mirror "$2" "$dir/etc") || status=$?
+    if [ "$got" = "$3" ] && { [ -n "$3" ] || [ "$status" -ne 0 ]; }; then
+      printf '  ok    %s\n' "$1"
+    else
+      printf '  FAIL  %s: got "%s" (status %s), wanted "%s"\n' "$1" "$got" "$status" "$3" >&2
+      failed=1
+    fi
+  }
+  fresh() { rm -rf "$dir/etc"; mkdir -p "$dir/etc/sources.list.d"; }
+
+  fresh
+  cat >"$dir/etc/sources.list" <<'LIST'
+# deb http://commented.example/debian bookworm main
+deb-src http://source.example/debian bookworm main
+deb http://updates.example/debian bookworm-updates main
+deb http://contrib.example/debian bookworm contrib non-free
+deb cdrom:[Debian GNU/Linux 12]/ bookworm main
+deb [arch=amd64 signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://one.example/debian/ bookworm main contrib
+deb http://two.example/debian bookworm main
+  deb [ arch=amd64 ] http://security.example/debian-security bookworm-security main # trailing
+LIST
+  expect "one-line: first deb line for bookworm main over http, options skipped, no trailing slash" \
+    bookworm http://one.example/debian
+  expect "one-line: options with spaces, comment at the end" bookworm-security http://security.example/debian-security
+
+  fresh
+  cat >"$dir/etc/sources.list.d/debian.sources" <<'SOURCES'
+Types: deb
+URIs: http://disabled.example/debian
+Suites: bookworm
+Components: main
+Enabled: no
+
+# the mirror
+Types: deb-src deb
+URIs: cdrom:/media
+  https://mirror.example/debian/ http://second.example/debian
+Suites: bookworm bookworm-updates
+components: contrib main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+
+Types: deb
+URIs: http://security.example/debian-security
+Suites: bookworm-security
+Components: main
+SOURCES
+  expect "deb822: disabled stanza skipped, first http(s) URI, continuation lines, any case of field names" \
+    bookworm https://mirror.example/debian
+  expect "deb822: the last stanza of a file" bookworm-security http://security.example/debian-security
+
+  fresh
+  printf 'Types: deb\nURIs: http://later.example/debian\nSuites: bookworm\nComponents: main\n' >"$dir/etc/sources.list.d/z.sources"
+  printf 'deb http://list-d.example/debian bookworm main\n' >"$dir/etc/sources.list.d/b.list"
+  printf 'deb http://disabled-file.example/debian bookworm main\n' >"$dir/etc/sources.list.d/a.list.disabled"
+  expect "sources.list.d in name order, other extensions ignored" bookworm http://list-d.example/debian
+  printf 'deb http://main-file.example/debian bookworm main\n' >"$dir/etc/sources.list"
+  expect "sources.list before sources.list.d" bookworm http://main-file.example/debian
+
+  fresh
+  printf 'deb http://contrib.example/debian bookworm contrib\n' >"$dir/etc/sources.list"
+  printf 'Types: deb\nURIs: http://trixie.example/debian\nSuites: trixie\nComponents: main\n' >"$dir/etc/sources.list.d/t.sources"
+  expect "no bookworm main anywhere: fails" bookworm ""
+  rm -rf "$dir/etc"
+  expect "no apt sources at all: fails" bookworm ""
+
+  rm -rf "$dir"
+  [ "$failed" -eq 0 ] || { echo "mirror self-test: FAILED" >&2; return 1; }
+  echo "mirror self-test: passed"
+}
+
+if [ "${1:-}" = --self-test ]; then self_test; exit; fi
 
 IMAGE=${TOPCHROME_TEST_IMAGE:-localhost/topchrome:container-test}
 CONTAINER=topchrome-container-test-$$
 STOP_LIMIT=${STOP_LIMIT:-5}
-DEBIAN_MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
-DEBIAN_SECURITY_MIRROR=${DEBIAN_SECURITY_MIRROR:-http://deb.debian.org/debian-security}
 # What works on rootful podman here without systemd, overlayfs or crun: vfs
 # storage, cgroupfs, runc. runc also needs explicit rlimits on `run` (without
 # them it fails "error setting rlimit type 7").
@@ -132,7 +262,13 @@ if [ -z "$RUNTIME_IMAGE" ]; then
   if "${PODMAN[@]}" image exists "$RUNTIME_IMAGE"; then
     pass "runtime stand-in $RUNTIME_IMAGE (cached)"
   else
-    say "building $RUNTIME_IMAGE with debootstrap (about a minute)"
+    if [ -z "${DEBIAN_MIRROR:-}" ]; then
+      DEBIAN_MIRROR=$(apt_mirror bookworm) || die "no Debian bookworm mirror in this machine's apt sources \
+(a deb line or .sources stanza for suite bookworm, component main, over http or https, in /etc/apt/sources.list \
+or /etc/apt/sources.list.d): set DEBIAN_MIRROR, e.g. DEBIAN_MIRROR=http://<mirror>/debian"
+    fi
+    DEBIAN_SECURITY_MIRROR=${DEBIAN_SECURITY_MIRROR:-$(apt_mirror bookworm-security || true)}
+    say "building $RUNTIME_IMAGE with debootstrap from $DEBIAN_MIRROR (about a minute)"
     t=$EPOCHREALTIME
     rootfs=$scratch/rootfs
     debootstrap --variant=minbase bookworm "$rootfs" "$DEBIAN_MIRROR" >"$scratch/debootstrap.log" 2>&1 \
@@ -171,6 +307,11 @@ URIs: $DEBIAN_MIRROR
 Suites: bookworm bookworm-updates
 Components: main
 Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+EOF
+    # Without a security mirror (none in this machine's sources, none set)
+    # the stand-in goes without, like the machine.
+    if [ -n "$DEBIAN_SECURITY_MIRROR" ]; then
+      cat >>"$rootfs"/etc/apt/sources.list.d/debian.sources <<EOF
 
 Types: deb
 URIs: $DEBIAN_SECURITY_MIRROR
@@ -178,6 +319,7 @@ Suites: bookworm-security
 Components: main
 Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
 EOF
+    fi
     tar --numeric-owner -C "$rootfs" -c . | "${PODMAN[@]}" import \
       --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
       --change 'CMD ["bash"]' - "$RUNTIME_IMAGE" >"$scratch/import.log" 2>&1 \

@@ -8,14 +8,13 @@ import TopChromeCore
 ///
 /// The file is JSON Lines: a header naming the format and the number of
 /// sessions, then one session per line. It is replaced atomically (a temp
-/// file beside it, fsync, rename, fsync of the folder), so a crash leaves
-/// either the old snapshot or the new one, never half of one; the count in
-/// the header catches a file cut short by other means.
+/// file of its own beside it, fsync, rename, fsync of the folder), so a
+/// crash leaves either the old snapshot or the new one, never half of one;
+/// the count in the header catches a file cut short by other means. Writes
+/// that may overlap go through one ``SnapshotWriter``.
 public struct SnapshotFile: Sendable {
     public static let format = "topchrome-sessions"
     public static let formatVersion = 1
-    /// The largest session version a snapshot may hold (2^53 − 1).
-    public static let maxVersion: UInt64 = (1 << 53) - 1
 
     public enum Failure: Error, Equatable, CustomStringConvertible {
         case unreadable(path: String, reason: String)
@@ -32,9 +31,21 @@ public struct SnapshotFile: Sendable {
     }
 
     public let path: String
+    /// Called with the temp file open and nothing written yet: tests hold a
+    /// write there to overlap it with another, deterministically.
+    var pauseWhileWriting: (@Sendable () -> Void)?
 
     public init(path: String) {
         self.path = path
+    }
+
+    /// Why the reader would refuse `state`, if it would; the writer asks
+    /// too, so that it never writes a file the next start cannot load.
+    static func problem(with state: ChromeState) -> String? {
+        if !ChromeState.allowedInsets.contains(state.inset) { return "no valid inset" }
+        if !ChromeState.allowedVersions.contains(state.version) { return "no valid version" }
+        if let seq = state.lastAppliedSeq, !ScrollReport.allowedSeqs.contains(seq) { return "no valid lastSeq" }
+        return nil
     }
 
     /// The sessions in the file; none if there is no file yet (a first start).
@@ -56,8 +67,14 @@ public struct SnapshotFile: Sendable {
         return sessions
     }
 
-    /// Replaces the file with `sessions`, atomically.
+    /// Replaces the file with `sessions`, atomically. A session the reader
+    /// would refuse fails the write and leaves the file as it was.
     public func write(_ sessions: [Session]) throws(Failure) {
+        for session in sessions {
+            if let problem = Self.problem(with: session.state) {
+                throw .unwritable(path: path, reason: "session \(session.id) has \(problem): \(session.state)")
+            }
+        }
         var writer = JSONWriter(capacity: 64 + sessions.count * 96)
         writer.object { object in
             object.member("format") { $0.string(Self.format) }
@@ -130,33 +147,35 @@ public struct SnapshotFile: Sendable {
     private func readSession(_ bytes: [UInt8], line: Int) throws(Failure) -> Session {
         let members = try object(bytes, line: line)
         guard case let .string(text) = members["id"], let id = SessionID(text) else { throw corrupt(line, "no valid id") }
-        guard case let .number(inset, _) = members["inset"], ChromeState.allowedInsets.contains(inset) else {
-            throw corrupt(line, "no valid inset")
-        }
+        guard case let .number(inset, _) = members["inset"] else { throw corrupt(line, "no valid inset") }
         guard case let .bool(isRevealed) = members["isRevealed"] else { throw corrupt(line, "no valid isRevealed") }
-        // Versions grow by one per change: 2^53 of them is more than any
-        // session sees, and a larger one could only overflow later.
-        guard case let .number(version, literal) = members["version"], version >= 1, let exactVersion = UInt64(literal),
-              exactVersion <= Self.maxVersion else {
+        guard case let .number(_, literal) = members["version"], let version = UInt64(literal) else {
             throw corrupt(line, "no valid version")
         }
         var lastSeq: UInt64?
         if let seq = members["lastSeq"] {
-            guard case let .number(_, literal) = seq, let exact = UInt64(literal), ScrollReport.allowedSeqs.contains(exact) else {
-                throw corrupt(line, "no valid lastSeq")
-            }
+            guard case let .number(_, literal) = seq, let exact = UInt64(literal) else { throw corrupt(line, "no valid lastSeq") }
             lastSeq = exact
         }
-        let state = ChromeState(inset: inset, isRevealed: isRevealed, version: exactVersion, lastAppliedSeq: lastSeq)
+        let state = ChromeState(inset: inset, isRevealed: isRevealed, version: version, lastAppliedSeq: lastSeq)
+        if let problem = Self.problem(with: state) { throw corrupt(line, problem) }
         return Session(id: id, state: state)
     }
 
     // MARK: Writing
 
+    /// Temp files are named after the state file, then this and six
+    /// characters that make each write's file its own: two writes never
+    /// share one, so neither can cut the other's short or rename it away.
+    private static let temporaryMarker = ".tmp-"
+
     private func replace(with bytes: [UInt8]) throws(Failure) {
-        let temporary = path + ".tmp"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        var template = Array((path + Self.temporaryMarker + "XXXXXX").utf8CString)
+        let fd = mkstemp(&template)
         guard fd >= 0 else { throw unwritable() }
+        _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+        let temporary = String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        pauseWhileWriting?()
         var written = 0
         while written < bytes.count {
             let count = bytes[written...].withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
@@ -185,6 +204,27 @@ public struct SnapshotFile: Sendable {
             fsync(folder)
             close(folder)
         }
+    }
+
+    /// Removes temp files that writers of this state file left behind (a
+    /// `kill -9` or power loss during a write); returns how many. Only for
+    /// when no write can be under way, i.e. at start.
+    @discardableResult
+    public func removeLeftovers() -> Int {
+        guard let folder = opendir(directory) else { return 0 }
+        defer { closedir(folder) }
+        let prefix = fileName + Self.temporaryMarker
+        var removed = 0
+        while let entry = readdir(folder) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            guard name.hasPrefix(prefix), name.utf8.count == prefix.utf8.count + 6 else { continue }
+            if unlink(directory + "/" + name) == 0 { removed += 1 }
+        }
+        return removed
+    }
+
+    private var fileName: String {
+        path.lastIndex(of: "/").map { String(path[path.index(after: $0)...]) } ?? path
     }
 
     private var directory: String {

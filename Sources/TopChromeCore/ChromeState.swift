@@ -6,6 +6,12 @@
 public struct ChromeState: Sendable, Hashable {
     /// Insets a client may set, in points. Finite, so every reader can lay out with it.
     public static let allowedInsets: ClosedRange<Double> = 0...10_000
+    /// Versions a session can have: integers every JSON reader holds exactly
+    /// (2^53 − 1 at most; a browser's `Number` rounds past it), so the
+    /// version a client reads from a body, an ETag or a state file is the
+    /// one the server means. That many changes take a million a second for
+    /// 285 years: only a hand-made state file can start a session near it.
+    public static let allowedVersions: ClosedRange<UInt64> = 1...((1 << 53) - 1)
 
     /// How tall status bar and island are together; content starts this far down.
     public internal(set) var inset: Double
@@ -32,10 +38,17 @@ public struct ChromeState: Sendable, Hashable {
     }
 
     /// Sets both values, bumping `version` only if either really changed.
+    ///
+    /// A session at the last allowed version takes no more changes. Wrapping
+    /// or saturating would give two states one version, and a client holding
+    /// that ETag would pass `If-Match` over a change it never saw; a version
+    /// past the bound would be rounded by clients and refused by the state
+    /// file at the next start.
     mutating func set(inset newInset: Double? = nil, isRevealed newRevealed: Bool? = nil) {
         let inset = newInset ?? self.inset
         let revealed = newRevealed ?? self.isRevealed
         guard inset != self.inset || revealed != self.isRevealed else { return }
+        guard version < Self.allowedVersions.upperBound else { return }
         self.inset = inset
         self.isRevealed = revealed
         version += 1

@@ -13,7 +13,9 @@ import TopChromeCore
 /// could have produced (inset 0…10000, version ≥ 1, seq ≤ 2^53 - 1); it
 /// writes back and reads back the same; and restored into a store, every
 /// session takes every kind of change (scroll, inset, disappear) with its
-/// version growing by one per change.
+/// version growing by one per change (none at the last version), and what
+/// the store then holds is written and read back: the writer never writes
+/// what the next start would refuse.
 enum SnapshotTarget {
     static let target = FuzzTarget(
         name: "snapshot",
@@ -26,7 +28,7 @@ enum SnapshotTarget {
         let folder = "\(base)/topchrome-fuzz-\(getpid())"
         mkdir(folder, 0o700)
         atexit {
-            for name in ["state.jsonl", "copy.jsonl", "copy.jsonl.tmp"] { unlink(SnapshotTarget.folder + "/" + name) }
+            for name in ["state.jsonl", "copy.jsonl"] { unlink(SnapshotTarget.folder + "/" + name) }
             rmdir(SnapshotTarget.folder)
         }
         return folder
@@ -86,6 +88,14 @@ enum SnapshotTarget {
                       "version went from \(version) to \(after.state.version): \(input)")
                 version = after.state.version
             }
+        }
+        do {
+            let changed = store.snapshot()
+            try writer.write(changed)
+            let reread = try writer.read()
+            check(reread == changed, "changed sessions read back differently: \(input)")
+        } catch {
+            fail("cannot write and read back the sessions after changes (\(error)): \(input)")
         }
     }
 

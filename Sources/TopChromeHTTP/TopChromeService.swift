@@ -38,7 +38,7 @@ public final class TopChromeService: Sendable {
     private let watchers: WatcherHub
     private let server: HTTPServer
     private let chores = Chores()
-    private let snapshots: SnapshotFile?
+    private let snapshots: SnapshotWriter?
 
     public init(configuration: ServiceConfiguration) {
         self.configuration = configuration
@@ -58,7 +58,8 @@ public final class TopChromeService: Sendable {
                          metrics: metrics, statistics: store.statistics)
         server = HTTPServer(configuration: configuration.httpServer, responder: api,
                             observer: ExchangeRecorder(metrics: metrics, logger: logger))
-        snapshots = configuration.stateFile.map(SnapshotFile.init)
+        let sessions = store
+        snapshots = configuration.stateFile.map { SnapshotWriter(file: SnapshotFile(path: $0), collect: sessions.snapshot) }
     }
 
     /// The port listened on; the real one when configured with 0.
@@ -77,12 +78,13 @@ public final class TopChromeService: Sendable {
     public func start() throws(StartupError) {
         if let snapshots {
             do {
-                try store.restore(try snapshots.read())
+                try store.restore(try snapshots.file.read())
             } catch let failure as SnapshotFile.Failure {
                 throw .stateFile(failure)
             } catch {
-                throw .stateFile(.corrupt(path: snapshots.path, line: 0, reason: "it holds more sessions than --max-sessions"))
+                throw .stateFile(.corrupt(path: snapshots.file.path, line: 0, reason: "it holds more sessions than --max-sessions"))
             }
+            snapshots.file.removeLeftovers()
             chores.every(.seconds(configuration.snapshotInterval)) { [self] in saveSnapshot() }
         }
         do {
@@ -112,8 +114,10 @@ public final class TopChromeService: Sendable {
         chores.cancelAll()
         watchers.closeAll()
         let finished = server.stop(timeout: .milliseconds(Int(configuration.shutdownTimeout * 1000)))
-        // After the server stopped: every change a client was told of is in it.
-        saveSnapshot()
+        // After the server stopped: every change a client was told of is in
+        // it. A periodic snapshot still running is waited for, and none
+        // can land after this one.
+        save(isLast: true)
         logger.flush()
         return finished
     }
@@ -121,9 +125,13 @@ public final class TopChromeService: Sendable {
     /// Writes the state file now. A failure is reported and the service goes
     /// on: the previous snapshot stays in place, and the next try may succeed.
     public func saveSnapshot() {
+        save(isLast: false)
+    }
+
+    private func save(isLast: Bool) {
         guard let snapshots else { return }
         do {
-            try snapshots.write(store.snapshot())
+            if isLast { try snapshots.saveLast() } else { try snapshots.save() }
         } catch {
             logger.log(.error, "snapshot failed", ["error": .string("\(error)")])
         }

@@ -109,6 +109,63 @@ import Testing
         _ = second.waitForExit(within: 10)
     }
 
+    /// Stops timed against snapshots under deletes. A periodic snapshot
+    /// that was collected before some deletes and finished after the last
+    /// one brought acknowledged deletes back; two at once tore the file. Here
+    /// snapshots run back to back, as a periodic one would at the worst
+    /// moment, while a client deletes and the service stops; the file must
+    /// load and hold no session whose DELETE was answered 204, and every
+    /// session nobody deleted.
+    @Test func stopsDuringSnapshotsKeepEveryAcknowledgedDelete() throws {
+        for round in 0..<2 {
+            let path = folder.appendingPathComponent("round-\(round).jsonl").path
+            let server = try LiveServer { $0.stateFile = path; $0.logLevel = .warn }
+            let store = server.service.store
+            let ids = try (0..<5_000).map { _ in try store.create(inset: 0).id.description }
+            final class Progress: @unchecked Sendable {
+                let lock = NSLock()
+                var deleted: Set<String> = []
+                var attempted: Set<String> = []
+                var isStopped = false
+            }
+            let progress = Progress()
+            let group = DispatchGroup()
+            let port = server.port
+            group.enter()
+            Thread {
+                defer { group.leave() }
+                var client = try? TestHTTPClient(port: port)
+                for id in ids.shuffled() {
+                    guard let connection = client else { return }
+                    progress.lock.withLock { _ = progress.attempted.insert(id) }
+                    // Refused (503) or cut off: the stop has begun.
+                    guard let response = try? connection.request("DELETE", "/v1/sessions/\(id)"), response.status != 503 else { return }
+                    if response.status == 204 { progress.lock.withLock { _ = progress.deleted.insert(id) } }
+                    if response.header("Connection")?.lowercased() == "close" { client = try? TestHTTPClient(port: port) }
+                }
+            }.start()
+            // One at a time, as the periodic timer runs them.
+            group.enter()
+            Thread {
+                defer { group.leave() }
+                while !progress.lock.withLock({ progress.isStopped }) { server.service.saveSnapshot() }
+            }.start()
+            usleep(150_000 + UInt32(round) * 50_000)
+            server.service.stop()
+            progress.lock.withLock { progress.isStopped = true }
+            group.wait()
+
+            let (deleted, attempted) = progress.lock.withLock { (progress.deleted, progress.attempted) }
+            #expect(!deleted.isEmpty, "deletes were acknowledged before the stop")
+            let restarted = try LiveServer { $0.stateFile = path; $0.logLevel = .warn }
+            let kept = Set(restarted.service.store.snapshot().map { $0.id.description })
+            let returned = kept.intersection(deleted).count
+            let lost = Set(ids).subtracting(attempted).subtracting(kept).count
+            #expect(returned == 0, "round \(round): acknowledged deletes came back")
+            #expect(lost == 0, "round \(round): sessions nobody deleted were lost")
+        }
+    }
+
     @Test func killNineKeepsTheLastSnapshot() throws {
         let first = try start(["--snapshot-interval", "1"])
         let client = try TestHTTPClient(port: first.port)

@@ -1,5 +1,5 @@
 import Foundation
-import SessionSnapshots
+@testable import SessionSnapshots
 import Testing
 import TopChromeCore
 
@@ -22,7 +22,7 @@ import TopChromeCore
     @Test func roundTrips() throws {
         try file.write(sessions)
         #expect(try file.read() == sessions)
-        #expect(!FileManager.default.fileExists(atPath: file.path + ".tmp"), "the temp file was renamed into place")
+        #expect(try folderContents() == ["state.jsonl"], "the temp file was renamed into place")
     }
 
     @Test func missingFileIsAFirstStart() throws {
@@ -84,6 +84,73 @@ import TopChromeCore
         #expect(throws: SnapshotFile.Failure.self) { try file.read() }
     }
 
+    func folderContents() throws -> [String] {
+        try FileManager.default.contentsOfDirectory(atPath: folder.path).sorted()
+    }
+
+    /// What the next start would refuse is never written: the write fails
+    /// and the previous snapshot stays.
+    @Test(arguments: [
+        ChromeState(inset: 0, isRevealed: true, version: ChromeState.allowedVersions.upperBound + 1, lastAppliedSeq: nil),
+        ChromeState(inset: 0, isRevealed: true, version: 0, lastAppliedSeq: nil),
+        ChromeState(inset: 10_001, isRevealed: true, version: 1, lastAppliedSeq: nil),
+        ChromeState(inset: .nan, isRevealed: true, version: 1, lastAppliedSeq: nil),
+        ChromeState(inset: 0, isRevealed: true, version: 1, lastAppliedSeq: ScrollReport.allowedSeqs.upperBound + 1),
+    ])
+    func statesTheReaderRefusesAreNotWritten(_ state: ChromeState) throws {
+        try file.write(sessions)
+        #expect(throws: SnapshotFile.Failure.self) { try file.write([Session(id: .random(), state: state)]) }
+        #expect(try file.read() == sessions)
+        #expect(try folderContents() == ["state.jsonl"], "no temp file left")
+    }
+
+    /// A session at the last version the file holds keeps working, and what
+    /// the store then holds is written and read back: a version never grows
+    /// past what the next start accepts.
+    @Test func theLastVersionSurvivesChangesAndRestarts() throws {
+        let last = ChromeState.allowedVersions.upperBound
+        let store = InMemorySessionStore(capacity: 10)
+        let id = SessionID.random()
+        try store.restore([Session(id: id, state: ChromeState(inset: 0, isRevealed: true, version: last - 1, lastAppliedSeq: nil))])
+        _ = store.apply([.scroll(ScrollReport(contentOffsetY: 500)), .setInset(59), .disappear], to: id)
+        try file.write(store.snapshot())
+        let reread = try file.read()
+        #expect(reread.map(\.state.version) == [last])
+        #expect(reread.first?.state.isRevealed == false, "the one change it had room for")
+    }
+
+    @Test func leftoverTempFilesAreRemoved() throws {
+        let names = ["state.jsonl.tmp-a1B2c3", "state.jsonl.tmp-zzzzzz", "state.jsonl.tmp-toolong", "other.jsonl.tmp-a1B2c3", "state.jsonl.tmp"]
+        for name in names { try Data("x".utf8).write(to: folder.appendingPathComponent(name)) }
+        try file.write(sessions)
+        #expect(file.removeLeftovers() == 2)
+        #expect(try folderContents() == ["other.jsonl.tmp-a1B2c3", "state.jsonl", "state.jsonl.tmp", "state.jsonl.tmp-toolong"])
+        #expect(try file.read() == sessions)
+    }
+
+    /// Two writes of one file at once (here through two values, so no
+    /// writer orders them) never tear each other: each has a temp file of
+    /// its own. With a shared one, the later write truncated and renamed it
+    /// away under the earlier, which then wrote into the state file itself.
+    @Test func overlappingWritesNeverTearTheFile() throws {
+        let opened = DispatchSemaphore(value: 0), resume = DispatchSemaphore(value: 0)
+        var pausing = file
+        pausing.pauseWhileWriting = { opened.signal(); resume.wait() }
+        let paused = pausing
+        let older = [sessions[0]]
+        let newer = (0..<100).map { Session(id: .random(), state: ChromeState(inset: Double($0))) }
+        let first = Outcome()
+        let thread = Thread { first.set(Result { () throws(SnapshotFile.Failure) in try paused.write(older) }.map { true }) }
+        thread.start()
+        opened.wait()
+        try file.write(newer)
+        resume.signal()
+        first.wait()
+        #expect(first.value == .success(true))
+        #expect(try file.read() == older, "whole, and the last rename wins")
+        #expect(try folderContents() == ["state.jsonl"])
+    }
+
     @Test func unwritableFolderIsAnError() {
         let nowhere = SnapshotFile(path: "/nonexistent-folder/state.jsonl")
         #expect(throws: SnapshotFile.Failure.self) { try nowhere.write(sessions) }
@@ -105,4 +172,28 @@ import TopChromeCore
             try InMemorySessionStore(capacity: 1).restore(sessions)
         }
     }
+}
+
+/// A result handed from a thread to the test.
+final class Outcome: @unchecked Sendable {
+    private let lock = NSLock()
+    private let done = DispatchSemaphore(value: 0)
+    private var result: Result<Bool, SnapshotFile.Failure>?
+
+    func set(_ result: Result<Bool, SnapshotFile.Failure>) {
+        lock.withLock { self.result = result }
+        done.signal()
+    }
+
+    /// Waits for the result.
+    func wait() { done.wait() }
+
+    /// Waits at most `seconds`: whether the result came. `wait()` still returns after it.
+    func arrives(within seconds: Double) -> Bool {
+        guard done.wait(timeout: .now() + seconds) == .success else { return false }
+        done.signal()
+        return true
+    }
+
+    var value: Result<Bool, SnapshotFile.Failure>? { lock.withLock { result } }
 }

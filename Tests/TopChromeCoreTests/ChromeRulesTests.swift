@@ -106,6 +106,20 @@ import TopChromeCore
         #expect(state.version == 3, "same inset")
     }
 
+    /// Past the last version a change would share its version with another
+    /// state (or be rounded by clients): the session keeps its state instead.
+    @Test func noChangePastTheLastVersion() {
+        let last = ChromeState.allowedVersions.upperBound
+        #expect(last == 9_007_199_254_740_991)
+        var state = ChromeState(inset: 0, isRevealed: true, version: last - 1, lastAppliedSeq: nil)
+        state = scrolled(200, from: state)
+        #expect(state.version == last)
+        #expect(!state.isRevealed)
+        for input in [ChromeInput.scroll(ScrollReport(contentOffsetY: 0)), .setInset(59), .disappear] {
+            #expect(rules.apply(input, to: state) == state, "\(input) changes nothing at the last version")
+        }
+    }
+
     @Test func batchAppliesInOrder() {
         let state = rules.apply(
             [.scroll(ScrollReport(contentOffsetY: 500)), .setInset(47), .scroll(ScrollReport(contentOffsetY: 0))],

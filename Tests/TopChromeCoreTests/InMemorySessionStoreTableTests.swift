@@ -25,7 +25,7 @@ import Testing
 
         let revealed = try #require(store.apply([top], to: odd[1].id))
         #expect(revealed.state.version == 1 << 40 + 1 && revealed.state.isRevealed)
-        #expect(store.apply([down], to: odd[3].id)?.state.version == .max)
+        #expect(store.apply([down], to: odd[3].id)?.state == odd[3].state, "past the last version: no change")
         #expect(store.apply([.scroll(ScrollReport(contentOffsetY: 0, seq: 1))], to: odd[2].id)?.state.version == 5, "stale")
         #expect(store.remove(odd[0].id, if: .versionIn([2])) == .conditionFailed(odd[0]))
         #expect(store.remove(odd[0].id))
