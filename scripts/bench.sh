@@ -9,10 +9,13 @@
 # Settings (environment): WRK_THREADS=1 WRK_CONNS=32 WRK_DURATION=5s
 # SESSIONS=1000 MEMORY_SESSIONS=1000000 THREADS= (server --threads; default: cores)
 # WORKLOADS="scroll get mixed" SKIP_MEMORY=0
+# LOG_LEVELS="warn info": the HTTP workloads run once per server --log-level;
+# `info` is the default, an access-log line per request, written to a file.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 : "${WRK_THREADS:=1}" "${WRK_CONNS:=32}" "${WRK_DURATION:=5s}" "${SESSIONS:=1000}"
 : "${MEMORY_SESSIONS:=1000000}" "${THREADS:=}" "${WORKLOADS:=scroll get mixed}" "${SKIP_MEMORY:=0}"
+: "${LOG_LEVELS:=warn info}"
 
 command -v wrk >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >/dev/null; }
 scripts/install-deps.sh
@@ -31,8 +34,10 @@ trap cleanup EXIT
 export BENCH_LUA_DIR="$PWD/Benchmarks/wrk"
 
 source scripts/server.sh
-start_server() {  # start_server ARGS...: sets server_pid and base
-  start_topchrome "$binary" "$work/server.log" --log-level warn ${THREADS:+--threads "$THREADS"} "$@" || exit 1
+start_server() {  # start_server LEVEL ARGS...: sets server_pid and base
+  local level=$1
+  shift
+  start_topchrome "$binary" "$work/server.log" --log-level "$level" ${THREADS:+--threads "$THREADS"} "$@" || exit 1
   base=$base_url
 }
 stop_server() { kill "$server_pid"; wait "$server_pid" 2>/dev/null || true; server_pid=; }
@@ -58,20 +63,22 @@ PY
 echo "# $(date -u +%Y-%m-%dT%H:%MZ) $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), wrk -t$WRK_THREADS -c$WRK_CONNS -d$WRK_DURATION"
 
 # --- HTTP workloads ----------------------------------------------------------
-start_server
-create_sessions "$base" "$SESSIONS" "$work/ids"
-IDS_FILE="$work/ids" wrk -t1 -c"$WRK_CONNS" -d2s -s "$BENCH_LUA_DIR/mixed.lua" "$base" >/dev/null  # warm-up
-printf '%-8s %10s %9s %9s %13s %7s\n' workload "req/s" "p50 µs" "p99 µs" "CPU µs/req" non2xx
+printf '%-8s %-5s %10s %9s %9s %13s %7s\n' workload log "req/s" "p50 µs" "p99 µs" "CPU µs/req" non2xx
 failed=0
-for workload in $WORKLOADS; do
-  ticks_before=$(cpu_ticks "$server_pid")
-  IDS_FILE="$work/ids" wrk -t"$WRK_THREADS" -c"$WRK_CONNS" -d"$WRK_DURATION" --latency \
-    -s "$BENCH_LUA_DIR/$workload.lua" "$base" >"$work/$workload.txt"
-  ticks=$(( $(cpu_ticks "$server_pid") - ticks_before ))
-  python3 - "$workload" "$work/$workload.txt" "$ticks" "$(getconf CLK_TCK)" <<'PY' || failed=1
+: > "$work/cpu"
+for level in $LOG_LEVELS; do
+  start_server "$level"
+  create_sessions "$base" "$SESSIONS" "$work/ids"
+  IDS_FILE="$work/ids" wrk -t1 -c"$WRK_CONNS" -d2s -s "$BENCH_LUA_DIR/mixed.lua" "$base" >/dev/null  # warm-up
+  for workload in $WORKLOADS; do
+    ticks_before=$(cpu_ticks "$server_pid")
+    IDS_FILE="$work/ids" wrk -t"$WRK_THREADS" -c"$WRK_CONNS" -d"$WRK_DURATION" --latency \
+      -s "$BENCH_LUA_DIR/$workload.lua" "$base" >"$work/$workload.txt"
+    ticks=$(( $(cpu_ticks "$server_pid") - ticks_before ))
+    python3 - "$workload" "$level" "$work/$workload.txt" "$ticks" "$(getconf CLK_TCK)" "$work/cpu" <<'PY' || failed=1
 import re, sys
-name, text = sys.argv[1], open(sys.argv[2]).read()
-ticks, ticks_per_second = int(sys.argv[3]), int(sys.argv[4])
+name, level, text = sys.argv[1], sys.argv[2], open(sys.argv[3]).read()
+ticks, ticks_per_second = int(sys.argv[4]), int(sys.argv[5])
 def micros(label):
     match = re.search(rf"^\s*{label}%\s+([\d.]+)(us|ms|s)\s*$", text, re.M)
     value, unit = float(match.group(1)), match.group(2)
@@ -82,11 +89,26 @@ non2xx = int(errors.group(1)) if errors else 0
 socket = re.search(r"Socket errors: (.*)", text)
 requests = int(re.search(r"(\d+) requests in", text).group(1))
 cpu = ticks / ticks_per_second * 1e6 / max(requests, 1)
-print(f"{name:<8} {rate:>10.0f} {micros(50):>9.0f} {micros(99):>9.0f} {cpu:>13.2f} {non2xx:>7}" + (f"  socket errors: {socket.group(1)}" if socket else ""))
+print(f"{name:<8} {level:<5} {rate:>10.0f} {micros(50):>9.0f} {micros(99):>9.0f} {cpu:>13.2f} {non2xx:>7}" + (f"  socket errors: {socket.group(1)}" if socket else ""))
+with open(sys.argv[6], "a") as out:
+    out.write(f"{name} {level} {cpu}\n")
 sys.exit(1 if non2xx or socket else 0)
 PY
+  done
+  stop_server
+  rm -f "$work/server.log"
 done
-stop_server
+# What the access log costs: CPU per request at each level against the first (one run each; compare.sh-style
+# alternation is what separates a few per cent).
+python3 - "$work/cpu" "$LOG_LEVELS" <<'PY'
+import sys
+rows = [line.split() for line in open(sys.argv[1])]
+levels = sys.argv[2].split()
+cpu = {(w, l): float(c) for w, l, c in rows}
+for level in levels[1:]:
+    ratios = [f"{w} {cpu[(w, level)] / cpu[(w, levels[0])]:.3f}" for w, l in cpu if l == levels[0] and (w, level) in cpu]
+    print(f"CPU per request, --log-level {level} / {levels[0]}: " + ", ".join(ratios))
+PY
 
 # --- time from exec to ready -------------------------------------------------
 awk -v s="$(stat -c %s "$image_binary")" 'BEGIN { printf "image binary: %.1f MB (%d bytes; static Swift stdlib, stripped)\n", s/1e6, s }'
@@ -115,7 +137,7 @@ done
 
 # --- memory per session ------------------------------------------------------
 if [ "$SKIP_MEMORY" != 1 ]; then
-  start_server --max-sessions "$MEMORY_SESSIONS"
+  start_server warn --max-sessions "$MEMORY_SESSIONS"
   before=$(rss_kib "$server_pid")
   while :; do
     count=$(curl -s "$base/metrics" | awk '$1 == "topchrome_sessions" {print $2}')

@@ -92,7 +92,7 @@ enum Route: Equatable {
     }
 
     /// The path with the id left out: what metrics and logs name a request by.
-    /// Its raw value is the ``HTTPResponse/endpoint`` the API hands the server.
+    /// The API hands it to the server with each response (``ExchangeEndpoint``).
     enum Template: Int, CaseIterable, Sendable {
         case sessions, session, inset, scroll, disappear, events, health, readiness, openAPI, metrics, demo, unmatched
 

@@ -51,7 +51,7 @@ public final class SessionAPI: HTTPResponder {
         } catch {
             response = error.response
         }
-        response.endpoint = (route?.template ?? .unmatched).rawValue
+        response.endpoint = ExchangeEndpoint(route).rawValue
         return response
     }
 

@@ -71,6 +71,48 @@ import Testing
         #expect(!server.standardOutput.contains("log-secret-token"), "the token never appears")
     }
 
+    /// Request lines are written in batches, but a batch never waits for
+    /// the next request: a line reaches stdout while the server keeps
+    /// running (within a quarter second by design; the wait here is only a bound).
+    @Test func requestLinesReachStdoutWhileServing() throws {
+        let server = try ProcessLifecycleTests.RunningServer(["--port", "0"])
+        _ = try server.waitUntilListening()
+        let client = try TestHTTPClient(port: server.port)
+        let id = try #require(try client.request("POST", "/v1/sessions").json["id"] as? String)
+        try client.json("POST", "/v1/sessions/\(id)/scroll", #"{"contentOffsetY": 300}"#)
+        let expected = "info request method=POST route=/v1/sessions/{id}/scroll status=200 duration_ms="
+        #expect(eventually(within: 10) { server.standardOutput.contains(expected) })
+        let line = server.standardOutput.split(separator: "\n").first { $0.contains(expected) } ?? ""
+        #expect(line.hasSuffix(" session=\(id.prefix(8))"))
+        server.signal(SIGTERM)
+        #expect(server.waitForExit(within: 10) == 0)
+    }
+
+    /// A graceful stop writes every buffered line: the last request before
+    /// SIGTERM is in the log, ahead of the stop lines.
+    @Test func lastRequestBeforeStopIsLogged() throws {
+        let server = try ProcessLifecycleTests.RunningServer(["--port", "0"])
+        _ = try server.waitUntilListening()
+        let client = try TestHTTPClient(port: server.port)
+        let id = try #require(try client.request("POST", "/v1/sessions").json["id"] as? String)
+        for offset in [0, 300, 0] {
+            try client.json("POST", "/v1/sessions/\(id)/scroll", #"{"contentOffsetY": \#(offset)}"#)
+        }
+        try client.request("DELETE", "/v1/sessions/\(id)")
+        server.signal(SIGTERM)
+        #expect(server.waitForExit(within: 10) == 0)
+        usleep(100_000)
+        let lines = server.standardOutput.split(separator: "\n").map(String.init)
+        let requests = lines.filter { $0.contains(" info request ") }
+        #expect(requests.count == 5)
+        let last = try #require(requests.last)
+        #expect(last.contains(" method=DELETE route=/v1/sessions/{id} status=204 "))
+        #expect(last.hasSuffix(" session=\(id.prefix(8))"))
+        let lastIndex = try #require(lines.lastIndex(of: last))
+        let stopped = try #require(lines.firstIndex { $0.hasSuffix(" info topchrome stopped") })
+        #expect(lastIndex < stopped)
+    }
+
     @Test func warnLevelDropsRequestLines() throws {
         let server = try ProcessLifecycleTests.RunningServer(["--port", "0", "--log-level", "warn"])
         _ = try server.waitUntilListening()

@@ -1,13 +1,15 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import MicroHTTPD
 import StrictJSON
 
 public enum LogLevel: Int, Sendable, Comparable, CaseIterable {
     case debug, info, warn, error
 
-    public var name: String {
+    public var name: String { staticName.description }
+
+    /// As written in every log line.
+    var staticName: StaticString {
         switch self {
         case .debug: "debug"
         case .info: "info"
@@ -39,23 +41,56 @@ public enum LogValue: Sendable {
 }
 
 /// Structured log lines to stdout (debug, info) and stderr (warn, error), as
-/// containers expect. Lines are buffered and written in batches, so logging
-/// every request costs a fraction of a system call each; warnings and errors,
-/// and a timer, flush at once.
-public final class Logger: @unchecked Sendable {
+/// containers expect.
+///
+/// The access log writes a line per request, so a line must cost little next
+/// to the request: it is written byte by byte into a buffer that is kept and
+/// reused, one per server thread (threads are told apart by a hash of their
+/// id, so two may share one and only lose the gain), and buffers are written
+/// out in batches. Warnings and errors are written at once; buffered lines
+/// when their buffer fills, and at every ``flush()``, which the service calls
+/// on a timer and when it stops. Lines of different threads may therefore
+/// come out of order by up to one flush interval, as with any server whose
+/// workers buffer their logs.
+public final class Logger: @unchecked Sendable {  // each buffer is guarded by its own mutex
     public let format: LogFormat
     public let level: LogLevel
-    private let lock = PthreadLock()
-    private var buffer: [UInt8] = []
-    /// Held while writing, so batches from different threads never interleave
-    /// (a pipe write is atomic only up to 4 KiB) and stay in order.
-    private let writeLock = PthreadLock()
-    private static let flushThreshold = 32 * 1024
+    private let output: Int32
+    private let errors: Int32
+    private let clock: @Sendable () -> timespec
+    private let buffers: [LineBuffer]
+    /// Held while writing, so batches from different buffers never
+    /// interleave (a pipe write is atomic only up to 4 KiB).
+    private let writeMutex = makeMutex()
+    /// A buffer is written out once it holds this many bytes.
+    static let flushThreshold = 32 * 1024
+    /// A power of two, above the number of server threads a machine usually runs.
+    private static let bufferCount = 8
 
-    public init(format: LogFormat, level: LogLevel) {
+    /// - Parameters:
+    ///   - output: where debug and info lines go.
+    ///   - errors: where warnings and errors go.
+    ///   - clock: the wall-clock time each line is stamped with.
+    public init(format: LogFormat, level: LogLevel, output: Int32 = STDOUT_FILENO, errors: Int32 = STDERR_FILENO,
+                clock: @escaping @Sendable () -> timespec = Logger.wallClock) {
         self.format = format
         self.level = level
-        buffer.reserveCapacity(Self.flushThreshold * 2)
+        self.output = output
+        self.errors = errors
+        self.clock = clock
+        buffers = (0..<Self.bufferCount).map { _ in LineBuffer() }
+    }
+
+    deinit {
+        flush()
+        pthread_mutex_destroy(writeMutex)
+        writeMutex.deallocate()
+    }
+
+    public static let wallClock: @Sendable () -> timespec = {
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        return now
     }
 
     public func isEnabled(_ level: LogLevel) -> Bool {
@@ -67,98 +102,404 @@ public final class Logger: @unchecked Sendable {
     public func log(_ level: LogLevel, _ message: String, _ fields: KeyValuePairs<String, LogValue> = [:],
                     always: Bool = false) {
         guard always || isEnabled(level) else { return }
-        let line = render(level, message, fields)
-        if always {
-            flush()
-            write(level >= .warn ? 2 : 1, line)
-            return
+        let writeFields = { (line: inout LogLine) in
+            for (name, value) in fields { line.field(name, value) }
         }
-        if level >= .warn {
-            flush()
-            write(2, line)
-            return
+        var message = message
+        message.withUTF8 { message in
+            if always {
+                writeAtOnce(level >= .warn ? errors : output, level, message, writeFields)
+            } else if level >= .warn {
+                writeAtOnce(errors, level, message, writeFields)
+            } else {
+                appendBuffered(level, message, writeFields)
+            }
         }
-        let full: [UInt8]? = lock.withLock {
-            buffer.append(contentsOf: line)
-            guard buffer.count >= Self.flushThreshold else { return nil }
-            defer { buffer.removeAll(keepingCapacity: true) }
-            return buffer
-        }
-        if let full { write(1, full) }
     }
 
-    /// Writes what is buffered.
+    /// A line whose fields `fields` writes into the buffer as they are, for
+    /// lines written often (one per request): nothing is built per field.
+    func log(_ level: LogLevel, _ message: StaticString, fields: (inout LogLine) -> Void) {
+        guard isEnabled(level) else { return }
+        message.withUTF8Buffer { message in
+            if level >= .warn {
+                writeAtOnce(errors, level, message, fields)
+            } else {
+                appendBuffered(level, message, fields)
+            }
+        }
+    }
+
+    private func appendBuffered(_ level: LogLevel, _ message: UnsafeBufferPointer<UInt8>, _ fields: (inout LogLine) -> Void) {
+        let buffer = buffers[Self.bufferIndex()]
+        pthread_mutex_lock(buffer.mutex)
+        var line = LogLine(format: format, bytes: buffer.bytes)
+        line.begin(at: clock(), timestamps: &buffer.timestamps, level: level, message: message)
+        fields(&line)
+        line.end()
+        if line.bytes.count >= Self.flushThreshold {
+            write(output, line.bytes.contents)
+            line.bytes.removeAll()
+        }
+        buffer.bytes = line.bytes
+        pthread_mutex_unlock(buffer.mutex)
+    }
+
+    /// Writes every buffered line.
     public func flush() {
-        let pending: [UInt8] = lock.withLock {
-            defer { buffer.removeAll(keepingCapacity: true) }
-            return buffer
+        for buffer in buffers {
+            pthread_mutex_lock(buffer.mutex)
+            if buffer.bytes.count > 0 {
+                write(output, buffer.bytes.contents)
+                buffer.bytes.removeAll()
+            }
+            pthread_mutex_unlock(buffer.mutex)
         }
-        if !pending.isEmpty { write(1, pending) }
     }
 
-    private func write(_ fd: Int32, _ bytes: [UInt8]) {
-        writeLock.lock()
-        defer { writeLock.unlock() }
+    /// A line that must not wait behind buffered ones: those are written first.
+    private func writeAtOnce(_ fd: Int32, _ level: LogLevel, _ message: UnsafeBufferPointer<UInt8>,
+                             _ fields: (inout LogLine) -> Void) {
+        var line = LogLine(format: format, bytes: LogBytes(capacity: 256))
+        defer { line.bytes.free() }
+        var timestamps = TimestampCache()
+        line.begin(at: clock(), timestamps: &timestamps, level: level, message: message)
+        fields(&line)
+        line.end()
+        flush()
+        write(fd, line.bytes.contents)
+    }
+
+    private func write(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) {
+        pthread_mutex_lock(writeMutex)
+        defer { pthread_mutex_unlock(writeMutex) }
         var offset = 0
         while offset < bytes.count {
-            let count = bytes[offset...].withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+            let count = Glibc.write(fd, bytes.baseAddress! + offset, bytes.count - offset)
             if count < 0, errno == EINTR { continue }
             guard count > 0 else { return }
             offset += count
         }
     }
 
-    private func render(_ level: LogLevel, _ message: String, _ fields: KeyValuePairs<String, LogValue>) -> [UInt8] {
-        let time = Self.timestamp()
+    /// The calling thread's buffer: its id, hashed (ids are addresses, far apart and aligned).
+    private static func bufferIndex() -> Int {
+        Int(truncatingIfNeeded: (UInt64(pthread_self()) &* 0x9E37_79B9_7F4A_7C15) >> 32) & (bufferCount - 1)
+    }
+}
+
+/// Lines not yet written, and the second they were last stamped with.
+private final class LineBuffer {
+    let mutex = makeMutex()
+    /// Grows to a little over the flush threshold, once, on a thread that logs.
+    var bytes = LogBytes(capacity: 1024)
+    var timestamps = TimestampCache()
+
+    deinit {
+        bytes.free()
+        pthread_mutex_destroy(mutex)
+        mutex.deallocate()
+    }
+}
+
+/// A pthread mutex at a fixed address, as `pthread_mutex_lock` needs.
+private func makeMutex() -> UnsafeMutablePointer<pthread_mutex_t> {
+    let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+    mutex.initialize(to: pthread_mutex_t())
+    precondition(pthread_mutex_init(mutex, nil) == 0, "pthread_mutex_init failed")
+    return mutex
+}
+
+/// One log line being written: `time level message name=value …` as text, or
+/// one JSON object. Field names are the caller's identifiers, written as
+/// they are; values are quoted (text, when they hold a space) or escaped
+/// (JSON) as needed.
+struct LogLine {
+    let format: LogFormat
+    var bytes: LogBytes
+
+    @inline(__always)
+    mutating func field(_ name: StaticString, _ value: String) {
+        beginField(name)
+        string(value)
+    }
+
+    @inline(__always)
+    mutating func field(_ name: StaticString, _ value: Int) {
+        beginField(name)
+        bytes.appendDecimal(value)
+    }
+
+    /// Milliseconds with three decimals: microseconds are all a request log needs.
+    @inline(__always)
+    mutating func field(_ name: StaticString, milliseconds duration: Duration) {
+        beginField(name)
+        let (seconds, attoseconds) = duration.components
+        milliseconds(microseconds: Int(seconds) * 1_000_000 + Int((attoseconds + 500_000_000_000) / 1_000_000_000_000))
+    }
+
+    /// Eight lowercase hex digits, e.g. the first 32 bits of a session id.
+    @inline(__always)
+    mutating func field(_ name: StaticString, hexDigits value: UInt32) {
+        beginField(name)
+        if format == .json { bytes.append(UInt8(ascii: "\"")) }
+        bytes.appendHex(UInt64(value), digits: 8)
+        if format == .json { bytes.append(UInt8(ascii: "\"")) }
+    }
+
+    mutating func field(_ name: String, _ value: LogValue) {
         switch format {
         case .json:
-            var json = JSONWriter(capacity: 192)
-            json.object { object in
-                object.member("time") { $0.string(time) }
-                object.member("level") { $0.string(level.name) }
-                object.member("msg") { $0.string(message) }
-                for (name, value) in fields {
-                    object.member(name) { writer in
-                        switch value {
-                        case let .string(text): writer.string(text)
-                        case let .int(number): writer.number(number)
-                        case let .milliseconds(ms): writer.raw(Self.milliseconds(ms))
-                        }
-                    }
-                }
-            }
-            return json.bytes + [0x0A]
+            bytes.append(UInt8(ascii: ","))
+            bytes.appendJSONString(name)
+            bytes.append(UInt8(ascii: ":"))
         case .text:
-            var line = "\(time) \(level.name) \(message)"
-            for (name, value) in fields {
-                switch value {
-                case let .string(text): line += " \(name)=\(text.contains(" ") ? "\"\(text)\"" : text)"
-                case let .int(number): line += " \(name)=\(number)"
-                case let .milliseconds(ms): line += " \(name)=\(Self.milliseconds(ms))"
-                }
-            }
-            return Array(line.utf8) + [0x0A]
+            bytes.append(UInt8(ascii: " "))
+            bytes.append(name)
+            bytes.append(UInt8(ascii: "="))
+        }
+        switch value {
+        case let .string(text): string(text)
+        case let .int(number): bytes.appendDecimal(number)
+        case let .milliseconds(value): milliseconds(microseconds: Int((value * 1000).rounded()))
         }
     }
 
-    /// Three decimals: microsecond resolution is all a request log needs.
-    private static func milliseconds(_ value: Double) -> String {
-        let micros = Int((value * 1000).rounded())
-        let fraction = String(micros % 1000)
-        return "\(micros / 1000)." + String(repeating: "0", count: 3 - fraction.count) + fraction
+    mutating func begin(at time: timespec, timestamps: inout TimestampCache, level: LogLevel,
+                        message: UnsafeBufferPointer<UInt8>) {
+        switch format {
+        case .json:
+            bytes.append(#"{"time":""#)
+            timestamps.append(time, to: &bytes)
+            bytes.append(#"","level":""#)
+            bytes.append(level.staticName)
+            bytes.append(#"","msg":"#)
+            bytes.appendJSONString(message)
+        case .text:
+            timestamps.append(time, to: &bytes)
+            bytes.append(UInt8(ascii: " "))
+            bytes.append(level.staticName)
+            bytes.append(UInt8(ascii: " "))
+            bytes.append(message)
+        }
     }
 
-    /// RFC 3339 UTC with milliseconds, e.g. `2026-11-30T01:04:45.123Z`.
-    static func timestamp() -> String {
-        var now = timespec()
-        clock_gettime(CLOCK_REALTIME, &now)
-        var seconds = now.tv_sec
+    mutating func end() {
+        if format == .json { bytes.append(UInt8(ascii: "}")) }
+        bytes.append(0x0A)
+    }
+
+    @inline(__always)
+    private mutating func beginField(_ name: StaticString) {
+        switch format {
+        case .json:
+            bytes.append(#",""#)
+            bytes.append(name)
+            bytes.append(#"":"#)
+        case .text:
+            bytes.append(UInt8(ascii: " "))
+            bytes.append(name)
+            bytes.append(UInt8(ascii: "="))
+        }
+    }
+
+    private mutating func string(_ text: String) {
+        switch format {
+        case .json:
+            bytes.appendJSONString(text)
+        case .text:
+            var text = text
+            text.withUTF8 { utf8 in
+                // A value with a space is quoted, so it stays one field.
+                let quoted = utf8.count > 0 && memchr(utf8.baseAddress!, Int32(UInt8(ascii: " ")), utf8.count) != nil
+                if quoted { bytes.append(UInt8(ascii: "\"")) }
+                bytes.append(utf8)
+                if quoted { bytes.append(UInt8(ascii: "\"")) }
+            }
+        }
+    }
+
+    @inline(__always)
+    private mutating func milliseconds(microseconds: Int) {
+        if microseconds < 0 { bytes.append(UInt8(ascii: "-")) }
+        bytes.appendDecimal(microseconds.magnitude / 1000)
+        bytes.append(UInt8(ascii: "."))
+        bytes.appendDecimal(microseconds.magnitude % 1000, minimumDigits: 3)
+    }
+}
+
+/// RFC 3339 UTC times with milliseconds, e.g. `2026-11-30T01:04:45.123Z`.
+/// The part up to the second is kept while that second lasts, so only the
+/// first line of each second pays for the calendar (`gmtime_r`, which also
+/// takes glibc's time-zone lock).
+struct TimestampCache {
+    private var second: time_t?
+    /// e.g. `2026-11-30T01:04:45.`, in `prefixCount` bytes
+    private var prefix: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
+    private var prefixCount = 0
+
+    mutating func append(_ time: timespec, to bytes: inout LogBytes) {
+        if time.tv_sec != second {
+            let text = Self.prefix(of: time.tv_sec).prefix(MemoryLayout.size(ofValue: prefix))
+            withUnsafeMutableBytes(of: &prefix) { $0.copyBytes(from: text) }
+            prefixCount = text.count
+            second = time.tv_sec
+        }
+        withUnsafeBytes(of: prefix) { prefix in
+            bytes.append(UnsafeBufferPointer(start: prefix.baseAddress!.assumingMemoryBound(to: UInt8.self),
+                                             count: prefixCount))
+        }
+        bytes.appendDecimal(UInt(min(max(time.tv_nsec / 1_000_000, 0), 999)), minimumDigits: 3)
+        bytes.append(UInt8(ascii: "Z"))
+    }
+
+    private static func prefix(of second: time_t) -> [UInt8] {
+        var second = second
         var parts = tm()
-        gmtime_r(&seconds, &parts)
-        func two(_ value: Int32) -> String { value < 10 ? "0\(value)" : "\(value)" }
-        let millis = Int(now.tv_nsec / 1_000_000)
-        let ms = millis < 10 ? "00\(millis)" : millis < 100 ? "0\(millis)" : "\(millis)"
-        return "\(parts.tm_year + 1900)-\(two(parts.tm_mon + 1))-\(two(parts.tm_mday))T"
-            + "\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec)).\(ms)Z"
+        gmtime_r(&second, &parts)
+        var text = LogBytes(capacity: 32)
+        defer { text.free() }
+        text.appendDecimal(Int(parts.tm_year) + 1900)
+        for (separator, value) in [(UInt8(ascii: "-"), parts.tm_mon + 1), (UInt8(ascii: "-"), parts.tm_mday),
+                                   (UInt8(ascii: "T"), parts.tm_hour), (UInt8(ascii: ":"), parts.tm_min),
+                                   (UInt8(ascii: ":"), parts.tm_sec)] {
+            text.append(separator)
+            text.appendDecimal(UInt(value), minimumDigits: 2)
+        }
+        text.append(UInt8(ascii: "."))
+        return Array(text.contents)
+    }
+}
+
+/// A growable run of bytes in memory the log allocates and frees itself
+/// (``free()``): a line is a few dozen short appends, and an `Array` would
+/// check uniqueness and capacity through the runtime on each.
+struct LogBytes {
+    private(set) var start: UnsafeMutablePointer<UInt8>
+    private(set) var capacity: Int
+    private(set) var count = 0
+
+    init(capacity: Int) {
+        start = .allocate(capacity: capacity)
+        self.capacity = capacity
+    }
+
+    func free() {
+        start.deallocate()
+    }
+
+    var contents: UnsafeRawBufferPointer {
+        UnsafeRawBufferPointer(start: start, count: count)
+    }
+
+    mutating func removeAll() {
+        count = 0
+    }
+
+    @inline(__always)
+    mutating func append(_ byte: UInt8) {
+        reserve(1)
+        start[count] = byte
+        count += 1
+    }
+
+    @inline(__always)
+    mutating func append(_ utf8: UnsafeBufferPointer<UInt8>) {
+        guard let source = utf8.baseAddress else { return }
+        reserve(utf8.count)
+        if utf8.count <= 16 {
+            // Names, numbers and separators: a call to memcpy costs more than these few bytes.
+            for index in 0..<utf8.count { start[count + index] = source[index] }
+        } else {
+            (start + count).update(from: source, count: utf8.count)
+        }
+        count += utf8.count
+    }
+
+    @inline(__always)
+    mutating func append(_ text: StaticString) {
+        append(UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
+    }
+
+    mutating func append(_ text: String) {
+        var text = text
+        text.withUTF8 { append($0) }
+    }
+
+    @inline(__always)
+    mutating func appendDecimal(_ value: Int) {
+        if value < 0 { append(UInt8(ascii: "-")) }
+        appendDecimal(value.magnitude)
+    }
+
+    /// With leading zeros up to `minimumDigits`.
+    mutating func appendDecimal(_ value: UInt, minimumDigits: Int = 1) {
+        var digits = 1, bound: UInt = 10
+        while digits < 20, value >= bound {
+            digits += 1
+            bound &*= 10
+        }
+        digits = max(digits, minimumDigits)
+        reserve(digits)
+        var rest = value, index = count + digits
+        while index > count {
+            index -= 1
+            start[index] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: rest % 10)
+            rest /= 10
+        }
+        count += digits
+    }
+
+    /// The low `digits` hex digits of `value`, lowercase.
+    @inline(__always)
+    mutating func appendHex(_ value: UInt64, digits: Int) {
+        reserve(digits)
+        let table: StaticString = "0123456789abcdef"
+        for index in 0..<digits {
+            start[count + index] = table.utf8Start[Int(truncatingIfNeeded: value >> UInt64(4 * (digits - 1 - index)) & 0xF)]
+        }
+        count += digits
+    }
+
+    /// `text` as a JSON string, escaped as `JSONWriter` escapes it.
+    mutating func appendJSONString(_ text: String) {
+        var text = text
+        text.withUTF8 { appendJSONString($0) }
+    }
+
+    mutating func appendJSONString(_ utf8: UnsafeBufferPointer<UInt8>) {
+        append(UInt8(ascii: "\""))
+        var plain = 0  // where the bytes not yet copied begin
+        for index in utf8.indices {
+            let byte = utf8[index]
+            guard byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") else { continue }
+            append(UnsafeBufferPointer(rebasing: utf8[plain..<index]))
+            plain = index + 1
+            switch byte {
+            case UInt8(ascii: "\""): append(#"\""#)
+            case UInt8(ascii: "\\"): append(#"\\"#)
+            case 0x0A: append(#"\n"#)
+            case 0x0D: append(#"\r"#)
+            case 0x09: append(#"\t"#)
+            default:
+                append(#"\u00"#)
+                appendHex(UInt64(byte), digits: 2)
+            }
+        }
+        append(UnsafeBufferPointer(rebasing: utf8[plain...]))
+        append(UInt8(ascii: "\""))
+    }
+
+    @inline(__always)
+    private mutating func reserve(_ extra: Int) {
+        if count + extra > capacity { grow(to: count + extra) }
+    }
+
+    private mutating func grow(to needed: Int) {
+        let larger = UnsafeMutablePointer<UInt8>.allocate(capacity: max(needed, capacity * 2))
+        larger.update(from: start, count: count)
+        start.deallocate()
+        start = larger
+        capacity = max(needed, capacity * 2)
     }
 }

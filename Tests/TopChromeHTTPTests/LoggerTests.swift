@@ -1,0 +1,248 @@
+import Foundation
+import MicroHTTPD
+import StrictJSON
+import Testing
+import TopChromeCore
+@testable import TopChromeHTTP
+
+/// A wall clock the test sets.
+final class StepClock: @unchecked Sendable {
+    private let lock = NSLock()
+    private var now = timespec()
+
+    func set(_ seconds: Int, milliseconds: Int = 0) {
+        lock.withLock { now = timespec(tv_sec: seconds, tv_nsec: milliseconds * 1_000_000) }
+    }
+
+    var read: @Sendable () -> timespec {
+        { [self] in lock.withLock { now } }
+    }
+}
+
+/// A logger writing into two temporary files instead of stdout and stderr.
+final class CapturedLog {
+    let logger: Logger
+    private let outputPath = FileManager.default.temporaryDirectory.appendingPathComponent("log-out-\(UUID().uuidString)").path
+    private let errorsPath = FileManager.default.temporaryDirectory.appendingPathComponent("log-err-\(UUID().uuidString)").path
+    private let output: Int32
+    private let errors: Int32
+
+    init(_ format: LogFormat, level: LogLevel = .info, clock: StepClock? = nil) {
+        output = open(outputPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        errors = open(errorsPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        logger = Logger(format: format, level: level, output: output, errors: errors,
+                        clock: clock?.read ?? Logger.wallClock)
+    }
+
+    deinit {
+        close(output)
+        close(errors)
+        unlink(outputPath)
+        unlink(errorsPath)
+    }
+
+    /// What reached stdout so far, line by line.
+    var outputLines: [String] { Self.lines(outputPath) }
+    var errorLines: [String] { Self.lines(errorsPath) }
+
+    private static func lines(_ path: String) -> [String] {
+        let text = (try? String(contentsOfFile: path, encoding: .utf8)) ?? ""
+        return text.split(separator: "\n", omittingEmptySubsequences: false).dropLast().map(String.init)
+    }
+}
+
+@Suite struct LoggerTests {
+    /// 2026-11-30T01:04:45Z, the README's example.
+    static let readmeSecond = 1_796_000_685
+
+    func readmeExchange() throws -> HTTPExchange {
+        let id = try #require(SessionID("3b6b1e62" + String(repeating: "0", count: 24)))
+        return HTTPExchange(method: "POST", path: "/v1/sessions/\(id)/scroll",
+                            endpoint: ExchangeEndpoint(template: .scroll, session: id).rawValue,
+                            status: 200, bodyBytes: 83, duration: .microseconds(61), isStream: false)
+    }
+
+    /// The access line is what the README shows, byte for byte, in both formats.
+    @Test(arguments: LogFormat.allCases)
+    func requestLineIsTheREADMEs(_ format: LogFormat) throws {
+        let clock = StepClock()
+        clock.set(Self.readmeSecond, milliseconds: 123)
+        let log = CapturedLog(format, clock: clock)
+        ExchangeRecorder(metrics: ServiceMetrics(), logger: log.logger).completed(try readmeExchange())
+        log.logger.flush()
+        let line = try #require(log.outputLines.first)
+        #expect(log.outputLines.count == 1)
+        let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
+        let readme = try String(contentsOf: packageRoot.appendingPathComponent("README.md"), encoding: .utf8)
+        #expect(readme.split(separator: "\n").contains { $0 == line }, "README shows: \(line)")
+    }
+
+    /// The date and time up to the second are kept while the second lasts;
+    /// a new second (a new day, year, leap day, or the clock stepped back)
+    /// gets its own.
+    @Test(arguments: LogFormat.allCases)
+    func timestampsFollowTheClockAcrossSeconds(_ format: LogFormat) throws {
+        let clock = StepClock()
+        let log = CapturedLog(format, clock: clock)
+        let newYearsEve = 1_798_761_599  // 2026-12-31T23:59:59Z
+        let leapDayEve = 1_835_395_199  // 2028-02-28T23:59:59Z
+        let steps: [(Int, Int, String)] = [
+            (newYearsEve, 0, "2026-12-31T23:59:59.000Z"),
+            (newYearsEve, 998, "2026-12-31T23:59:59.998Z"),
+            (newYearsEve, 999, "2026-12-31T23:59:59.999Z"),
+            (newYearsEve + 1, 0, "2027-01-01T00:00:00.000Z"),
+            (newYearsEve + 1, 7, "2027-01-01T00:00:00.007Z"),
+            (newYearsEve + 2, 70, "2027-01-01T00:00:01.070Z"),
+            (newYearsEve, 500, "2026-12-31T23:59:59.500Z"),
+            (leapDayEve, 999, "2028-02-28T23:59:59.999Z"),
+            (leapDayEve + 1, 0, "2028-02-29T00:00:00.000Z"),
+            (leapDayEve + 1 + 86_400, 1, "2028-03-01T00:00:00.001Z"),
+        ]
+        for (second, milliseconds, _) in steps {
+            clock.set(second, milliseconds: milliseconds)
+            log.logger.log(.info, "tick")
+        }
+        log.logger.flush()
+        let times = try log.outputLines.map { line in
+            switch format {
+            case .text: String(line.prefix { $0 != " " })
+            case .json: try #require(JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])["time"] as? String ?? ""
+            }
+        }
+        #expect(times == steps.map(\.2))
+    }
+
+    /// The short id is the one the API read from the path when it routed the
+    /// request; the recorder does not read the path again.
+    @Test func shortSessionIdComesFromTheRoute() throws {
+        let service = TopChromeService(configuration: ServiceConfiguration())
+        let id = try service.store.create(inset: 0).id
+        let other = SessionID.random()
+        let clock = StepClock()
+        let log = CapturedLog(.text, clock: clock)
+        let recorder = ExchangeRecorder(metrics: ServiceMetrics(), logger: log.logger)
+        func record(_ method: String, _ path: String, reportedPath: String) {
+            let response = service.api.respond(to: HTTPRequest(method: method, path: path,
+                                                              headers: HTTPHeaders([("Host", "x")])))
+            recorder.completed(HTTPExchange(method: method, path: reportedPath, endpoint: response.endpoint,
+                                            status: response.status, bodyBytes: response.body.count,
+                                            duration: .zero, isStream: false))
+        }
+        // The exchange's path is left blank: only the API's word can name the session.
+        record("GET", "/v1/sessions/\(id)", reportedPath: "")
+        record("POST", "/v1/sessions/\(other)/disappear", reportedPath: "")
+        record("GET", "/v1/sessions/not-an-id", reportedPath: "")
+        record("POST", "/v1/sessions", reportedPath: "")
+        // Refused before the API saw it (the server stopping): the path is all there is.
+        recorder.completed(HTTPExchange(method: "GET", path: "/v1/sessions/\(id)", endpoint: nil, status: 503,
+                                        bodyBytes: 0, duration: .zero, isStream: false))
+        log.logger.flush()
+        let fields = log.outputLines.map { line in
+            line.split(separator: " ").filter { $0.hasPrefix("route=") || $0.hasPrefix("status=") || $0.hasPrefix("session=") }
+                .joined(separator: " ")
+        }
+        #expect(fields == [
+            "route=/v1/sessions/{id} status=200 session=\(id.description.prefix(8))",
+            "route=/v1/sessions/{id}/disappear status=404 session=\(other.description.prefix(8))",
+            "route=/v1/sessions/{id} status=404 session=-",
+            "route=/v1/sessions status=201 session=-",
+            "route=/v1/sessions/{id} status=503 session=\(id.description.prefix(8))",
+        ])
+    }
+
+    /// The number the API hands the server holds the route and the id's
+    /// first 32 bits, whatever their value, and nothing else passes for one.
+    @Test func endpointKeepsTemplateAndSessionPrefix() {
+        let prefixes: [UInt32] = [0, 1, 0x3b6b_1e62, 0x8000_0000, 0xFFFF_FFFF]
+        for template in Route.Template.allCases {
+            let bare = ExchangeEndpoint(template: template, session: nil)
+            #expect(ExchangeEndpoint(rawValue: bare.rawValue) == bare)
+            #expect(bare.rawValue == template.rawValue, "without an id it is the template's number")
+            for prefix in prefixes {
+                let endpoint = ExchangeEndpoint(template: template, session: SessionID(high: UInt64(prefix) << 32 | 0xABCD, low: 7))
+                #expect(endpoint.sessionPrefix == prefix)
+                #expect(ExchangeEndpoint(rawValue: endpoint.rawValue) == endpoint)
+            }
+        }
+        #expect(ExchangeEndpoint(rawValue: Route.Template.allCases.count) == nil)
+        #expect(ExchangeEndpoint(rawValue: 0x200) == nil)
+        #expect(ExchangeEndpoint(rawValue: -1) == nil)
+    }
+
+    static let oddValues = [
+        #"/v1/sessions/"quoted"/scroll"#, #"back\slash"#, "line\nbreak\r\n", "tab\there", "\u{01}\u{1F}\u{7F}",
+        "café ünïcödé 😀", "", "with space", "</script>",
+    ]
+
+    /// JSON lines escape what JSON must and nothing else, as the API's own
+    /// writer does, so every line still parses and reads back the same.
+    @Test func jsonEscapesOddValuesAsTheAPIWriterDoes() throws {
+        let log = CapturedLog(.json)
+        for value in Self.oddValues {
+            log.logger.log(.info, value, ["path": .string(value), value: .int(1)])
+        }
+        log.logger.flush()
+        let lines = log.outputLines
+        #expect(lines.count == Self.oddValues.count)
+        for (line, value) in zip(lines, Self.oddValues) {
+            let object = try #require(JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+            #expect(object["msg"] as? String == value)
+            #expect(object["path"] as? String == value)
+            #expect(object[value] as? Int == 1)
+            var writer = JSONWriter()
+            writer.string(value)
+            #expect(line.contains(#","path":"# + String(decoding: writer.bytes, as: UTF8.self) + ","))
+        }
+    }
+
+    /// In text, a value with a space is quoted so it stays one field; others are written as they are.
+    @Test func textQuotesValuesWithSpaces() throws {
+        let log = CapturedLog(.text)
+        log.logger.log(.info, "snapshot failed", ["error": .string("disk full"), "path": .string("/tmp/x"),
+                                                  "count": .int(-12), "took_ms": .milliseconds(1.25)])
+        log.logger.flush()
+        let line = try #require(log.outputLines.first)
+        #expect(line.hasSuffix(#" info snapshot failed error="disk full" path=/tmp/x count=-12 took_ms=1.250"#))
+    }
+
+    /// Warnings go to stderr at once, after the lines buffered before them.
+    @Test func warningsFlushWhatCameBefore() {
+        let log = CapturedLog(.text)
+        log.logger.log(.info, "first")
+        #expect(log.errorLines.isEmpty)
+        log.logger.log(.warn, "second")
+        #expect(log.outputLines.count == 1 && log.outputLines[0].hasSuffix(" info first"))
+        #expect(log.errorLines.count == 1 && log.errorLines[0].hasSuffix(" warn second"))
+        log.logger.log(.debug, "not at info")
+        log.logger.flush()
+        #expect(log.outputLines.count == 1)
+    }
+
+    /// Many threads logging at once: every line arrives whole, none twice,
+    /// through full buffers and the final flush alike.
+    @Test func linesFromManyThreadsArriveWhole() throws {
+        let log = CapturedLog(.json)
+        let threads = 6, perThread = 3000
+        let logger = log.logger
+        DispatchQueue.concurrentPerform(iterations: threads) { thread in
+            for index in 0..<perThread {
+                logger.log(.info, "request") { line in
+                    line.field("thread", thread)
+                    line.field("index", index)
+                    line.field("route", "/v1/sessions/{id}/scroll")
+                }
+            }
+        }
+        log.logger.flush()
+        let lines = log.outputLines
+        #expect(lines.count == threads * perThread)
+        var seen = Set<Int>()
+        for line in lines {
+            let object = try #require(JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+            let key = (object["thread"] as? Int ?? -1) * perThread + (object["index"] as? Int ?? -1)
+            #expect(seen.insert(key).inserted)
+        }
+        #expect(seen.count == threads * perThread)
+    }
+}
