@@ -210,12 +210,15 @@ public final class RedisClient: @unchecked Sendable {
         }
     }
 
-    /// Takes a new map and closes connections to nodes that left it.
+    /// Takes a new map, connects to every primary in it (so that each runs
+    /// the setup commands, and readiness means all of them), and closes
+    /// connections to nodes that left it.
     private func install(_ map: SlotMap) {
         let gone: [RedisConnection] = lock.withLock {
             slots = map
             currentTopology = .cluster
             refreshing = false
+            for node in map.nodes { _ = connectionLocked(to: node) }
             let keep = map.nodes.union(seeds)
             let gone = connections.filter { !keep.contains($0.key) }
             for node in gone.keys { connections[node] = nil }

@@ -15,20 +15,33 @@ final class RedisClusterFixture: Sendable {
 
     private init() throws {
         servers = try (0..<6).map { _ in
-            try RedisServer([
-                "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
-                "--cluster-node-timeout", "2000",
-            ])
+            // Replicas sync at once (not after the default 5 s), so that a
+            // primary killed early has a replica able to take over.
+            try RedisServer(["--cluster-node-timeout", "2000", "--repl-diskless-sync-delay", "0"], clusterNode: true)
         }
         try redisCLI(["--cluster", "create"] + servers.map { "127.0.0.1:\($0.port)" } + ["--cluster-replicas", "1", "--cluster-yes"])
+        try waitUntilHealthy()
         let deadline = Date().addingTimeInterval(30)
-        while !(try servers.allSatisfy({ try redisCLI(port: $0.port, "CLUSTER", "INFO").contains("cluster_state:ok") })) {
-            guard Date() < deadline else { throw RedisTestSetupError(description: "the test cluster did not reach cluster_state:ok within 30 s") }
-            usleep(50_000)
+        for server in servers {
+            while try redisCLI(port: server.port, "ROLE").hasPrefix("slave"),
+                  !(try redisCLI(port: server.port, "INFO", "replication").contains("master_link_status:up")) {
+                guard Date() < deadline else { throw RedisTestSetupError(description: "a replica of the test cluster did not sync within 30 s") }
+                usleep(50_000)
+            }
         }
     }
 
-    var seeds: [RedisNode] { [servers[0].node] }
+    /// Every server still running: a test may have killed one.
+    var seeds: [RedisNode] { servers.filter { $0.pid != nil }.map(\.node) }
+
+    /// Waits until every running node says the cluster is ok (after a failover).
+    func waitUntilHealthy(within seconds: Double = 30) throws {
+        let deadline = Date().addingTimeInterval(seconds)
+        while !(try servers.filter({ $0.pid != nil }).allSatisfy({ try redisCLI(port: $0.port, "CLUSTER", "INFO").contains("cluster_state:ok") })) {
+            guard Date() < deadline else { throw RedisTestSetupError(description: "the test cluster is not ok after \(seconds) s") }
+            usleep(50_000)
+        }
+    }
 
     /// The servers still running that are primaries now (a failover changes them).
     func primaries() throws -> [RedisServer] {

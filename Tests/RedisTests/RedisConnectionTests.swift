@@ -63,12 +63,12 @@ struct RedisConnectionTests {
         let connection = RedisConnection(to: server.node)
         defer { connection.close() }
         #expect(try await connection.send(["SET", "k", "before"]) == .simple("OK"))
-        // The server sleeps; both commands behind the sleep time out...
-        await #expect(throws: RedisError.timeout) {
-            try await connection.send(["DEBUG", "SLEEP", "0.5"], deadline: .now + .milliseconds(100))
-        }
-        await #expect(throws: RedisError.timeout) {
-            try await connection.send(["SET", "k", "after"], deadline: .now + .milliseconds(100))
+        // The server sleeps; both commands, sent together, time out...
+        let late = Replies(count: 2)
+        connection.send(["DEBUG", "SLEEP", "0.5"], deadline: .now + .milliseconds(100)) { late.set(0, $0) }
+        connection.send(["SET", "k", "after"], deadline: .now + .milliseconds(100)) { late.set(1, $0) }
+        for result in await late.wait() {
+            #expect(throws: RedisError.timeout) { try result.get() }
         }
         // ...and their replies, arriving later, must not be taken for this one's.
         #expect(try await connection.send(["GET", "k"]) == .bulk(Array("after".utf8)))

@@ -18,26 +18,31 @@ final class RedisServer: @unchecked Sendable {
 
     let port: Int
     let directory: URL
-    private let arguments: [String]
+    private var arguments: [String]
     private let lock = NSLock()
     private var process: Process?
 
     /// Starts a server with `arguments` added to the test defaults (no
-    /// persistence, loopback only), on a free port.
-    init(_ arguments: [String] = []) throws {
+    /// persistence, loopback only), on a free port. A cluster node also gets
+    /// a free port for its cluster bus (by default port + 10000, which is
+    /// past 65535 for the high ports the kernel hands out).
+    init(_ arguments: [String] = [], clusterNode: Bool = false) throws {
         guard FileManager.default.isExecutableFile(atPath: Self.executable) else {
             throw RedisTestSetupError(description: "\(Self.executable) is missing: run scripts/install-deps.sh --test (installs redis-server and redis-tools)")
         }
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("redis-test-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         self.arguments = arguments
+        if clusterNode {
+            self.arguments += ["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-port", String(try freeLoopbackPort())]
+        }
         // Redis has no `--port 0`: take a port the kernel just handed out,
         // and take another if someone else grabbed it meanwhile.
         var lastError: Error?
         for _ in 0..<5 {
             let candidate = try freeLoopbackPort()
             do {
-                process = try Self.launch(port: candidate, directory: directory, arguments: arguments)
+                process = try Self.launch(port: candidate, directory: directory, arguments: self.arguments)
                 port = candidate
                 return
             } catch {
@@ -145,6 +150,7 @@ func redisCLI(_ arguments: [String]) throws -> String {
     return text
 }
 
+@discardableResult
 func redisCLI(port: Int, _ arguments: String...) throws -> String {
     try redisCLI(["-h", "127.0.0.1", "-p", String(port)] + arguments)
 }
