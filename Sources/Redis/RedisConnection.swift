@@ -25,8 +25,11 @@ public final class RedisConnection: @unchecked Sendable {
     private let lock = Lock()
 
     // Guarded by `lock`.
-    private var phase: Phase
+    private var phase = Phase.starting
     private var pending = FIFO<Pending>()
+    /// Commands sent before the first connect began, appended after the setup commands.
+    private var unsent: [RESPRequest] = []
+    private var setupDeadline: ContinuousClock.Instant?
     private var earliestDeadline: ContinuousClock.Instant?
     private var hasOutput = false
     private var wakeRequested = false
@@ -36,7 +39,11 @@ public final class RedisConnection: @unchecked Sendable {
     private var lastFailure: String?
 
     private enum Phase {
-        /// Connecting, then waiting for the setup commands' replies.
+        /// Until the I/O thread makes the first connect (which may resolve a
+        /// host name, and so block): commands wait in `unsent`.
+        case starting
+        /// Connecting, then waiting for the setup commands' replies, which
+        /// come before any caller's.
         case connecting(HiredisSocket, open: Bool, setupLeft: Int)
         case ready(HiredisSocket)
         case waiting(until: ContinuousClock.Instant)
@@ -46,7 +53,6 @@ public final class RedisConnection: @unchecked Sendable {
     private struct Pending {
         enum Kind {
             case caller(RedisCompletion)
-            case setup
             /// A reply nobody waits for any more (deadline passed) or ever did (`ASKING`).
             case skip
         }
@@ -79,8 +85,6 @@ public final class RedisConnection: @unchecked Sendable {
         }
         setup += configuration.setupCommands.map { RESPRequest($0) }
         self.setup = setup.isEmpty ? [RESPRequest(["PING"])] : setup
-        phase = .waiting(until: .now)
-        lock.withLock { startConnecting(now: .now) }
         startIOThread { self.run() }
     }
 
@@ -129,18 +133,19 @@ public final class RedisConnection: @unchecked Sendable {
         enum Queued { case refused, queued, queuedAndWake }
         let queued: Queued = lock.withLock {
             guard !closeRequested else { return .refused }
-            let socket: HiredisSocket
+            let socket: HiredisSocket?
             switch phase {
+            case .starting: socket = nil
             case .connecting(let connecting, _, _): socket = connecting
             case .ready(let ready): socket = ready
             case .waiting, .closed: return .refused
             }
             do {
                 if asking {
-                    try socket.append(Self.asking)
+                    if let socket { try socket.append(Self.asking) } else { unsent.append(Self.asking) }
                     pending.append(Pending(kind: .skip, deadline: deadline, sentAt: now))
                 }
-                try socket.append(request)
+                if let socket { try socket.append(request) } else { unsent.append(request) }
             } catch {
                 return .refused
             }
@@ -179,11 +184,13 @@ public final class RedisConnection: @unchecked Sendable {
 
     /// What to wait for next, or nil once closed.
     private func pollPlan(now: ContinuousClock.Instant) -> (Int32?, Int16, Int32)? {
-        var wakeAt = earliestDeadline
+        var wakeAt = [earliestDeadline, setupDeadline].compactMap { $0 }.min()
         if let oldest = pending.first { wakeAt = min(wakeAt ?? oldest.deadline, oldest.deadline + configuration.commandTimeout) }
         switch phase {
         case .closed:
             return nil
+        case .starting:
+            return (nil, 0, 0)
         case .waiting(let until):
             return (nil, 0, milliseconds(from: now, to: min(until, wakeAt ?? until)))
         case .connecting(let socket, false, _):
@@ -211,8 +218,10 @@ public final class RedisConnection: @unchecked Sendable {
         }
         do throws(Drop) {
             switch phase {
+            case .starting:
+                startConnecting(now: now, &outcome)
             case .waiting(let until) where until <= now:
-                startConnecting(now: now)
+                startConnecting(now: now, &outcome)
             case .connecting(let socket, let open, let setupLeft):
                 if !open {
                     guard revents != 0 else { break }
@@ -246,6 +255,21 @@ public final class RedisConnection: @unchecked Sendable {
     }
 
     private func deliver(_ reply: RESPValue, now: ContinuousClock.Instant, _ outcome: inout Outcome) throws(Drop) {
+        if case .connecting(let socket, _, let setupLeft) = phase {
+            if case .error(let message) = reply { throw Drop(reason: "setup command refused: \(message)") }
+            if setupLeft > 1 {
+                phase = .connecting(socket, open: true, setupLeft: setupLeft - 1)
+            } else {
+                phase = .ready(socket)
+                setupDeadline = nil
+                attempt = 0
+                lastFailure = nil
+                outcome.connected = true
+                outcome.reconnected = everConnected
+                everConnected = true
+            }
+            return
+        }
         guard let oldest = pending.popFirst() else { throw Drop(reason: "a reply no command asked for") }
         switch oldest.kind {
         case .caller(let completion):
@@ -253,19 +277,6 @@ public final class RedisConnection: @unchecked Sendable {
             outcome.roundTrips.append(now - oldest.sentAt)
         case .skip:
             break
-        case .setup:
-            guard case .connecting(let socket, _, let setupLeft) = phase else { return }
-            if case .error(let message) = reply { throw Drop(reason: "setup command refused: \(message)") }
-            if setupLeft > 1 {
-                phase = .connecting(socket, open: true, setupLeft: setupLeft - 1)
-            } else {
-                phase = .ready(socket)
-                attempt = 0
-                lastFailure = nil
-                outcome.connected = true
-                outcome.reconnected = everConnected
-                everConnected = true
-            }
         }
     }
 
@@ -273,6 +284,9 @@ public final class RedisConnection: @unchecked Sendable {
     /// setup timed out or whose oldest command went a whole timeout past
     /// its deadline without a reply (the server stopped answering).
     private func expire(now: ContinuousClock.Instant, _ outcome: inout Outcome) throws(Drop) {
+        if let setupDeadline, setupDeadline <= now {
+            throw Drop(reason: "connection setup timed out")
+        }
         if let oldest = pending.first, oldest.deadline + configuration.commandTimeout <= now {
             throw Drop(reason: "no reply within the deadline and one more timeout")
         }
@@ -284,9 +298,7 @@ public final class RedisConnection: @unchecked Sendable {
             case .caller(let completion) where entry.deadline <= now:
                 outcome.replies.append((completion, .failure(.timeout)))
                 pending[index].kind = .skip
-            case .setup where entry.deadline <= now:
-                throw Drop(reason: "connection setup timed out")
-            case .caller, .setup:
+            case .caller:
                 next = min(next ?? entry.deadline, entry.deadline)
             case .skip:
                 break
@@ -295,19 +307,20 @@ public final class RedisConnection: @unchecked Sendable {
         earliestDeadline = next
     }
 
-    private func startConnecting(now: ContinuousClock.Instant) {
+    /// Opens a socket and queues the setup commands, then any commands
+    /// sent before the first connect.
+    private func startConnecting(now: ContinuousClock.Instant, _ outcome: inout Outcome) {
+        let waiting = unsent
+        unsent = []
         do {
             let socket = try HiredisSocket(connectingTo: node)
-            for request in setup {
-                try socket.append(request)
-                pending.append(Pending(kind: .setup, deadline: now + configuration.commandTimeout, sentAt: now))
-            }
-            earliestDeadline = min(earliestDeadline ?? now + configuration.commandTimeout, now + configuration.commandTimeout)
+            for request in setup + waiting { try socket.append(request) }
+            setupDeadline = now + configuration.commandTimeout
             hasOutput = true
             phase = .connecting(socket, open: false, setupLeft: setup.count)
         } catch {
             lastFailure = error.reason
-            _ = pending.removeAll()
+            failPending(with: .unavailable, &outcome)
             backOff(now: now)
         }
     }
@@ -317,7 +330,7 @@ public final class RedisConnection: @unchecked Sendable {
         switch phase {
         case .ready: outcome.disconnected = true
         case .connecting(_, let open, _): sent = open
-        case .waiting, .closed: break
+        case .starting, .waiting, .closed: break
         }
         lastFailure = reason
         failPending(with: sent ? .connectionLost : .unavailable, &outcome)
@@ -335,6 +348,8 @@ public final class RedisConnection: @unchecked Sendable {
             if case .caller(let completion) = entry.kind { outcome.replies.append((completion, .failure(error))) }
         }
         earliestDeadline = nil
+        setupDeadline = nil
+        unsent = []
         hasOutput = false
     }
 
