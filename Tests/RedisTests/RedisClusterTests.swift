@@ -58,8 +58,10 @@ struct RedisClusterTests {
         // Let the client learn the map first, so that only the migration redirects.
         #expect(try await client.send(["SET", "warm-up", "1"]) == .simple("OK"))
         #expect(await eventually { client.isConnected })
-        let key = "migrating:\(UUID().uuidString)"
+        let tag = "{migrating:\(UUID().uuidString)}"
+        let (key, resident) = (tag + ":new", tag + ":resident")
         let slot = HashSlot.of(key)
+        #expect(try await client.send(["SET", resident, "here"]) == .simple("OK"))
         let source = try cluster.primary(of: slot)
         let target = try #require(try cluster.primaries().first { $0 !== source })
         let (sourceID, targetID) = (try cluster.nodeID(of: source), try cluster.nodeID(of: target))
@@ -71,6 +73,15 @@ struct RedisClusterTests {
         #expect(asks.value >= 1)
         #expect(try redisCLI(port: target.port, "CLUSTER", "COUNTKEYSINSLOT", String(slot)).hasPrefix("1"))
 
+        // Keys of one command split between the two nodes: the caller must try again.
+        let split = await withCheckedContinuation { done in client.send(["MGET", resident, key]) { done.resume(returning: $0) } }
+        guard case .failure(.tryAgain(let message)) = split else {
+            Issue.record("expected TRYAGAIN, got \(split)")
+            return
+        }
+        #expect(message.hasPrefix("TRYAGAIN"))
+        try redisCLI(port: source.port, "MIGRATE", "127.0.0.1", String(target.port), "", "0", "5000", "KEYS", resident)
+
         // The slot now belongs to the target; the client's map still says source: MOVED.
         for node in [target, source] + (try cluster.primaries().filter { $0 !== target && $0 !== source }) {
             try redisCLI(port: node.port, "CLUSTER", "SETSLOT", String(slot), "NODE", targetID)
@@ -79,6 +90,7 @@ struct RedisClusterTests {
         #expect(try await client.send(["GET", key]) == .bulk(Array("moved".utf8)))
         #expect(redirects.value > before)
         #expect(try await client.send(["GET", key]) == .bulk(Array("moved".utf8)))
+        #expect(try await client.send(["MGET", resident, key]) == .array([.bulk(Array("here".utf8)), .bulk(Array("moved".utf8))]))
     }
 
     @Test func writesResumeAfterAPrimaryIsKilledAndItsReplicaTakesOver() async throws {
@@ -101,5 +113,22 @@ struct RedisClusterTests {
         #expect(recovered, "errors seen: \(Set(errors))")
         #expect(try await client.send(["GET", key]) == .bulk(Array("after".utf8)))
         try cluster.waitUntilHealthy()
+    }
+}
+
+/// A lone cluster node, apart from the shared cluster.
+struct RedisClusterDownTests {
+    @Test func aClusterThatServesNoSlotSaysSoWithATypedError() async throws {
+        // A lone cluster node with no slots assigned: its cluster is down.
+        let node = try RedisServer([], clusterNode: true)
+        let lone = RedisClient(seeds: [node.node])
+        defer { lone.close() }
+        #expect(await eventually { lone.topology == .cluster })
+        let result = await withCheckedContinuation { done in lone.send(["GET", "anything"]) { done.resume(returning: $0) } }
+        guard case .failure(.clusterDown(let message)) = result else {
+            Issue.record("expected CLUSTERDOWN, got \(result)")
+            return
+        }
+        #expect(message.hasPrefix("CLUSTERDOWN"))
     }
 }
