@@ -6,7 +6,10 @@ import Testing
 struct RedisConnectionTests {
     @Test func commandsRoundTripEveryReplyType() async throws {
         let server = try RedisServer()
-        let connection = RedisConnection(to: server.node)
+        let roundTrips = Counter()
+        var configuration = RedisConfiguration()
+        configuration.metrics.roundTrip = { _, duration in if duration > .zero { roundTrips.increment() } }
+        let connection = RedisConnection(to: server.node, configuration: configuration)
         defer { connection.close() }
         #expect(try await connection.send(["SET", "greeting", "hello"]) == .simple("OK"))
         #expect(try await connection.send(["GET", "greeting"]) == .bulk(Array("hello".utf8)))
@@ -26,6 +29,8 @@ struct RedisConnectionTests {
             }
         }
         #expect(try stored.get() == .bulk(binary))
+        // One round trip measured per command sent (the setup PING is not a caller's).
+        #expect(roundTrips.value == 9)
     }
 
     @Test func tenThousandPipelinedCommandsGetTheirOwnRepliesInOrder() async throws {
@@ -60,7 +65,10 @@ struct RedisConnectionTests {
 
     @Test func aCommandPastItsDeadlineFailsAndItsLateReplyGoesToNobody() async throws {
         let server = try RedisServer(["--enable-debug-command", "yes"])
-        let connection = RedisConnection(to: server.node)
+        let timeouts = Counter()
+        var configuration = RedisConfiguration()
+        configuration.metrics.failed = { _, error in if error == .timeout { timeouts.increment() } }
+        let connection = RedisConnection(to: server.node, configuration: configuration)
         defer { connection.close() }
         #expect(try await connection.send(["SET", "k", "before"]) == .simple("OK"))
         // The server sleeps; both commands, sent together, time out...
@@ -70,6 +78,7 @@ struct RedisConnectionTests {
         for result in await late.wait() {
             #expect(throws: RedisError.timeout) { try result.get() }
         }
+        #expect(timeouts.value == 2)
         // ...and their replies, arriving later, must not be taken for this one's.
         #expect(try await connection.send(["GET", "k"]) == .bulk(Array("after".utf8)))
         #expect(try await connection.send(["PING"]) == .simple("PONG"))
@@ -79,9 +88,11 @@ struct RedisConnectionTests {
         let server = try RedisServer()
         let reconnects = Counter()
         let connects = Counter()
+        let failures = Counter()
         var configuration = RedisConfiguration()
         configuration.reconnectBackoff = Backoff(base: .milliseconds(10), cap: .milliseconds(100))
         configuration.metrics.reconnected = { _ in reconnects.increment() }
+        configuration.metrics.failed = { _, _ in failures.increment() }
         configuration.connected = { _ in connects.increment() }
         configuration.setupCommands = [["INCR", "setups"].map { Array($0.utf8) }]
         let connection = RedisConnection(to: server.node, configuration: configuration)
@@ -95,6 +106,7 @@ struct RedisConnectionTests {
             connection.send(["PING"], deadline: .now + .milliseconds(300)) { done.resume(returning: $0) }
         }
         #expect(throws: RedisError.self) { try failure.get() }
+        #expect(failures.value >= 1)
         #expect(!connection.isConnected)
 
         try server.restart()
