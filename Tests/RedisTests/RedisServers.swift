@@ -133,8 +133,12 @@ enum RunningServers {
 /// Runs `redis-cli` and returns what it printed.
 @discardableResult
 func redisCLI(_ arguments: [String]) throws -> String {
+    let executable = "/usr/bin/redis-cli"
+    guard FileManager.default.isExecutableFile(atPath: executable) else {
+        throw RedisTestSetupError(description: "\(executable) is missing: run scripts/install-deps.sh --test (installs redis-server and redis-tools)")
+    }
     let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/redis-cli")
+    process.executableURL = URL(fileURLWithPath: executable)
     process.arguments = arguments
     let output = Pipe()
     process.standardOutput = output
