@@ -3,8 +3,9 @@
 /// The first seed that answers `INFO cluster` says which: with
 /// `cluster_enabled:1` commands go to the primary serving their key's slot
 /// (map from `CLUSTER SLOTS`, refreshed on `MOVED` and on failures);
-/// otherwise everything goes to that one node. Until the map is known,
-/// commands go to a seed and follow its redirections. `TRYAGAIN` and
+/// otherwise everything goes to that seed. Until the map is known, and for
+/// commands without a key, commands go to that seed (the first one until
+/// one answers) and follow its redirections. `TRYAGAIN` and
 /// `CLUSTERDOWN` come back as `RedisError`s; other error replies as values.
 public final class RedisClient: @unchecked Sendable {
     public enum Topology: Sendable, Equatable {
@@ -18,6 +19,8 @@ public final class RedisClient: @unchecked Sendable {
     // Guarded by `lock`.
     private var connections: [RedisNode: RedisConnection] = [:]
     private var currentTopology = Topology.unknown
+    /// The seed that answered discovery.
+    private var home: RedisNode
     private var slots: SlotMap?
     private var discovering = false
     private var refreshing = false
@@ -34,6 +37,7 @@ public final class RedisClient: @unchecked Sendable {
         precondition(!seeds.isEmpty, "a Redis client needs at least one seed node")
         self.seeds = seeds
         self.configuration = configuration
+        home = seeds[0]
         discover()
     }
 
@@ -45,7 +49,7 @@ public final class RedisClient: @unchecked Sendable {
     /// Redis, every primary of the map for a cluster.
     public var isConnected: Bool {
         lock.withLock {
-            let nodes = slots?.nodes ?? [seeds[0]]
+            let nodes = slots?.nodes ?? [home]
             return currentTopology != .unknown && nodes.allSatisfy { connections[$0]?.isConnected == true }
         }
     }
@@ -105,7 +109,7 @@ public final class RedisClient: @unchecked Sendable {
         let (connection, mustDiscover): (RedisConnection?, Bool) = lock.withLock {
             guard !closed else { return (nil, false) }
             let mustDiscover = currentTopology == .unknown && !discovering
-            let node = target ?? command.slot.flatMap { slots?[$0] } ?? seeds[0]
+            let node = target ?? command.slot.flatMap { slots?[$0] } ?? home
             return (connectionLocked(to: node), mustDiscover)
         }
         if mustDiscover { discover() }
@@ -179,6 +183,7 @@ public final class RedisClient: @unchecked Sendable {
             let cluster = String(decoding: text, as: UTF8.self).contains("cluster_enabled:1")
             self.lock.withLock {
                 self.currentTopology = cluster ? .cluster : .single
+                self.home = seed
                 self.discovering = false
             }
             if cluster { self.refreshSlots() }

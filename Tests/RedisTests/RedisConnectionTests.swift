@@ -166,6 +166,17 @@ struct RedisConnectionTests {
         #expect(try await client.send(["GET", "x"]) == .bulk([49]))
         #expect(client.isConnected)
     }
+
+    @Test func aClientUsesTheFirstSeedThatAnswers() async throws {
+        let gone = try RedisServer()
+        gone.stop()
+        let server = try RedisServer()
+        let client = RedisClient(seeds: [gone.node, server.node])
+        defer { client.close() }
+        #expect(await eventually { client.topology == .single })
+        #expect(try await client.send(["PING"]) == .simple("PONG"))
+        #expect(client.isConnected)
+    }
 }
 
 /// Replies collected by index from completions on I/O threads.
