@@ -31,7 +31,7 @@ let package = Package(
 
         // Debian's hiredis (0.14), seen from Swift; connections and reply parsing.
         // No pkgConfig: hiredis.pc's only flag, -D_FILE_OFFSET_BITS=64, is one
-        // SwiftPM refuses with a warning, and the headers are in /usr/include.
+        // SwiftPM drops with a warning; the headers are in /usr/include.
         .systemLibrary(
             name: "CHiredis",
             providers: [.apt(["libhiredis-dev"])]
