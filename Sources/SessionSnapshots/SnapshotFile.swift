@@ -121,7 +121,10 @@ public struct SnapshotFile: Sendable {
         .corrupt(path: path, line: line, reason: reason)
     }
 
-    private func object(_ bytes: [UInt8], line: Int) throws(Failure) -> [String: JSONValue] {
+    /// A member the reader does not know is refused, not dropped: it may be
+    /// a hand edit that meant something (a typo of `isRevealed`), and the
+    /// next write would silently lose it.
+    private func object(_ bytes: [UInt8], line: Int, allowed: Set<String>) throws(Failure) -> [String: JSONValue] {
         let value: JSONValue
         do {
             value = try JSONReader.parse(bytes)
@@ -129,11 +132,14 @@ public struct SnapshotFile: Sendable {
             throw corrupt(line, "malformed JSON at byte \(error.offset): \(error.message)")
         }
         guard case let .object(members) = value else { throw corrupt(line, "not a JSON object") }
+        if let unknown = members.keys.sorted().first(where: { !allowed.contains($0) }) {
+            throw corrupt(line, "unknown member '\(unknown)'")
+        }
         return members
     }
 
     private func readHeader(_ bytes: [UInt8]) throws(Failure) -> Int {
-        let header = try object(bytes, line: 1)
+        let header = try object(bytes, line: 1, allowed: ["format", "version", "count"])
         guard header["format"] == .string(Self.format) else { throw corrupt(1, "not a \(Self.format) file") }
         guard case let .number(version, _) = header["version"], version == Double(Self.formatVersion) else {
             throw corrupt(1, "unknown format version")
@@ -145,7 +151,7 @@ public struct SnapshotFile: Sendable {
     }
 
     private func readSession(_ bytes: [UInt8], line: Int) throws(Failure) -> Session {
-        let members = try object(bytes, line: line)
+        let members = try object(bytes, line: line, allowed: ["id", "inset", "isRevealed", "version", "lastSeq"])
         guard case let .string(text) = members["id"], let id = SessionID(text) else { throw corrupt(line, "no valid id") }
         guard case let .number(inset, _) = members["inset"] else { throw corrupt(line, "no valid inset") }
         guard case let .bool(isRevealed) = members["isRevealed"] else { throw corrupt(line, "no valid isRevealed") }

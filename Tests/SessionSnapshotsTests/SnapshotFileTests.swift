@@ -60,6 +60,16 @@ import TopChromeCore
         try expectRefused(text, as: .corrupt(path: file.path, line: 3, reason: "no valid id"))
     }
 
+    /// A member the reader does not know is refused and named, in the
+    /// header and in a session line.
+    @Test func unknownMembersAreRefused() throws {
+        try expectRefused("{\"format\":\"topchrome-sessions\",\"version\":1,\"count\":0,\"note\":1}\n",
+                          as: .corrupt(path: file.path, line: 1, reason: "unknown member 'note'"))
+        try expectRefused("{\"format\":\"topchrome-sessions\",\"version\":1,\"count\":1}\n"
+            + "{\"id\":\"00000000000000000000000000000001\",\"inset\":0,\"isRevealed\":true,\"version\":1,\"evil\":true}\n",
+            as: .corrupt(path: file.path, line: 2, reason: "unknown member 'evil'"))
+    }
+
     func expectRefused(_ text: String, as failure: SnapshotFile.Failure? = nil) throws {
         try text.write(toFile: file.path, atomically: true, encoding: .utf8)
         if let failure {
