@@ -7,6 +7,9 @@ import TopChromeCore
 /// problem details for everything that goes wrong. Holds no socket, so it
 /// answers requests in tests as it does in the server.
 public final class SessionAPI: HTTPResponder {
+    /// The build, as `--version` and `/metrics` name it.
+    public static let version = "1.0.0"
+
     /// Seconds a client is told to wait when the store is full: sessions
     /// leave by deletion or idle expiry, so room comes back over time.
     static let retryAfterWhenFull = 30
@@ -24,7 +27,7 @@ public final class SessionAPI: HTTPResponder {
     private let statistics: ChromeStatistics
     private let ready = Atomic<Bool>(true)
 
-    init(store: any SessionStore & SessionChangeFeed, maxBodyBytes: Int, authToken: String? = nil,
+    public init(store: any SessionStore & SessionChangeFeed, maxBodyBytes: Int, authToken: String? = nil,
          maxWaitSeconds: Int = 60, metrics: ServiceMetrics = ServiceMetrics(),
          statistics: ChromeStatistics = ChromeStatistics()) {
         self.maxWaitSeconds = maxWaitSeconds

@@ -1,6 +1,7 @@
 import Dispatch
 import MicroHTTPD
 import SessionSnapshots
+import TopChromeAPI
 import TopChromeCore
 
 /// Why the service could not start, and the exit status that says so.
@@ -29,7 +30,7 @@ public enum StartupError: Error, CustomStringConvertible {
 /// The whole service: a session store, the API over it, and the HTTP server
 /// in front, started and stopped as one.
 public final class TopChromeService: Sendable {
-    public static let version = "1.0.0"
+    public static let version = SessionAPI.version
 
     public let configuration: ServiceConfiguration
     public let store: InMemorySessionStore
