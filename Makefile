@@ -22,7 +22,7 @@ test:
 
 ## The fast loop: core and API unit tests, no sockets.
 test-quick:
-	$(SWIFT) test --filter 'TopChromeCoreTests|MicroHTTPDTests|TopChromeHTTPTests'
+	$(SWIFT) test --filter 'TopChromeCoreTests|MicroHTTPDTests|TopChromeAPITests|TopChromeAppTests'
 
 ## The whole suite under the thread sanitizer (its own build folder).
 test-tsan:

@@ -14,7 +14,7 @@ let package = Package(
         .library(name: "Redis", targets: ["Redis"]),
     ],
     targets: [
-        // The domain: state, rules, session store. No HTTP, no C, no I/O.
+        // The domain: state, rules, session store and its change feed. No HTTP, no C, no I/O.
         .target(name: "TopChromeCore"),
 
         // A strict RFC 8259 reader and a small writer for request and response bodies.
@@ -46,22 +46,30 @@ let package = Package(
         // Knows nothing of TopChrome.
         .target(name: "Redis", dependencies: ["CHiredis"]),
 
-        // The v1 API: routing, JSON in and out, problem details, configuration.
+        // The v1 API: routing, JSON in and out, problem details, watchers, /metrics.
+        // Sees the store only through the core's SessionStore and SessionChangeFeed.
         .target(
-            name: "TopChromeHTTP",
-            dependencies: ["TopChromeCore", "MicroHTTPD", "StrictJSON", "SessionSnapshots"],
+            name: "TopChromeAPI",
+            dependencies: ["TopChromeCore", "MicroHTTPD", "StrictJSON"],
             plugins: ["EmbedOpenAPI"]
+        ),
+
+        // The application's wiring: configuration, which store and how it is
+        // set up, the state file, logs, and what runs periodically.
+        .target(
+            name: "TopChromeApp",
+            dependencies: ["TopChromeAPI", "TopChromeCore", "MicroHTTPD", "StrictJSON", "SessionSnapshots"]
         ),
 
         // `make bench`: the core's cost per scroll report, without HTTP.
         .executableTarget(name: "TopChromeBench", dependencies: ["TopChromeCore"]),
 
-        // Build-time only: compiles the top-level openapi.yaml into TopChromeHTTP.
+        // Build-time only: compiles the top-level openapi.yaml into TopChromeAPI.
         .executableTarget(name: "EmbedFile"),
         .plugin(name: "EmbedOpenAPI", capability: .buildTool(), dependencies: ["EmbedFile"]),
 
         // The executable: read configuration, start, wait for a signal, stop.
-        .executableTarget(name: "topchrome", dependencies: ["TopChromeHTTP"]),
+        .executableTarget(name: "topchrome", dependencies: ["TopChromeApp"]),
 
         // The client library for apps: ordered, coalesced reports with retries,
         // and the event stream with its reconnections. Foundation only: no server code.
@@ -76,7 +84,7 @@ let package = Package(
         // a plain build replays inputs through the same checks.
         .executableTarget(
             name: "TopChromeFuzz",
-            dependencies: ["TopChromeHTTP", "TopChromeCore", "MicroHTTPD", "StrictJSON", "SessionSnapshots", "TopChromeClient"]
+            dependencies: ["TopChromeApp", "TopChromeAPI", "TopChromeCore", "MicroHTTPD", "StrictJSON", "SessionSnapshots", "TopChromeClient"]
         ),
 
         .testTarget(name: "TopChromeCoreTests", dependencies: ["TopChromeCore"]),
@@ -84,14 +92,15 @@ let package = Package(
         .testTarget(name: "SessionSnapshotsTests", dependencies: ["SessionSnapshots"]),
         .testTarget(name: "MicroHTTPDTests", dependencies: ["MicroHTTPD"]),
         .testTarget(name: "RedisTests", dependencies: ["Redis"]),
-        .testTarget(name: "TopChromeHTTPTests", dependencies: ["TopChromeHTTP", "StrictJSON"]),
+        .testTarget(name: "TopChromeAPITests", dependencies: ["TopChromeAPI", "StrictJSON"]),
+        .testTarget(name: "TopChromeAppTests", dependencies: ["TopChromeApp", "TopChromeAPI", "StrictJSON"]),
         .testTarget(
             name: "LiveServerTests",
-            dependencies: ["TopChromeHTTP", "MicroHTTPD", "topchrome"]
+            dependencies: ["TopChromeApp", "MicroHTTPD", "topchrome"]
         ),
         .testTarget(
             name: "TopChromeClientTests",
-            dependencies: ["TopChromeClient", "TopChromeHTTP", "topchrome", "topchrome-watch"]
+            dependencies: ["TopChromeClient", "TopChromeApp", "topchrome", "topchrome-watch"]
         ),
     ],
     swiftLanguageModes: [.v6]

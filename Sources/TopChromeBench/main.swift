@@ -1,7 +1,7 @@
 import TopChromeCore
 
 // The core without HTTP: nanoseconds per scroll report applied by the rules
-// alone and through the in-memory store (lock, lookup, version, observer).
+// alone and through the in-memory store (lock, lookup, version, change feed).
 // A benchmark, run by `make bench`; not a test.
 
 func measure(_ name: String, iterations: Int, _ body: (Int) -> Void) {
@@ -31,7 +31,7 @@ measure("rules (pure)", iterations: 2_000_000) { iteration in
     state = rules.apply(iteration & 1 == 0 ? down : top, to: state)
 }
 
-let store = InMemorySessionStore(observer: { _ in })
+let store = InMemorySessionStore()
 let ids = (0..<1000).map { _ in try! store.create(inset: 0).id }
 // A lone report, as the API applies one; then the same report as a batch of one.
 measure("store.apply, one report (1000 sessions, every report flips)", iterations: 1_000_000) { iteration in

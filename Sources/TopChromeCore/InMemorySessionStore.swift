@@ -15,7 +15,7 @@ import Musl
 /// States a slot cannot hold — a version of 2^40 or more, a seq of
 /// `UInt64.max`, the id 0/0 — are kept aside in a dictionary; only restored
 /// or hand-made states are like that.
-public final class InMemorySessionStore: SessionStore {
+public final class InMemorySessionStore: SessionStore, SessionChangeFeed {
     public let rules: ChromeRules
     /// Sessions held at most.
     public let capacity: Int
@@ -28,7 +28,9 @@ public final class InMemorySessionStore: SessionStore {
     private let now: @Sendable () -> Duration
     /// Nil when sessions never expire: then the clock is not even read.
     private let idleClock: IdleClock?
-    private let observer: (@Sendable (SessionEvent) -> Void)?
+    /// Told of every change of a session's chrome (a new version) and of its
+    /// removal, in order, while that session is still locked.
+    public let subscriptions: SessionSubscriptions
     /// What the rules did, counted as inputs are applied.
     public let statistics = ChromeStatistics()
 
@@ -36,16 +38,14 @@ public final class InMemorySessionStore: SessionStore {
     ///   - idleTimeout: any length; past ≈ 56 days expiry gets coarser than
     ///     a second (see `IdleClock`).
     ///   - now: a monotonic clock, for idle expiry; tests pass their own.
-    ///   - observer: told of every change of a session's chrome (a new
-    ///     version) and of its removal, in order, while that session is
-    ///     still locked. It must be quick and must not call back into the store.
+    ///   - subscriptions: who watches which session, and how many may.
     public init(
         rules: ChromeRules = ChromeRules(),
         capacity: Int = 1_000_000,
         idleTimeout: Duration? = .seconds(3600),
         shardCount: Int = 64,
         now: @escaping @Sendable () -> Duration = InMemorySessionStore.uptime,
-        observer: (@Sendable (SessionEvent) -> Void)? = nil
+        subscriptions: SessionSubscriptions = SessionSubscriptions()
     ) {
         precondition(shardCount > 0 && shardCount & (shardCount - 1) == 0, "shardCount must be a power of two")
         self.rules = rules
@@ -54,7 +54,7 @@ public final class InMemorySessionStore: SessionStore {
         self.idleClock = idleTimeout.map(IdleClock.init)
         self.shards = Shards(count: shardCount)
         self.now = now
-        self.observer = observer
+        self.subscriptions = subscriptions
     }
 
     deinit {
@@ -133,7 +133,7 @@ public final class InMemorySessionStore: SessionStore {
                 statistics.record(outcome, flipped: next.isRevealed != state.isRevealed)
                 let changed = next.version != state.version
                 state = next
-                if changed { observer?(.changed(Session(id: id, state: next))) }
+                if changed { subscriptions.publish(.changed(Session(id: id, state: next))) }
             }
             sessions.set(state, lastUsed: tick, at: place, id)
             return .done(Session(id: id, state: state))
@@ -148,9 +148,27 @@ public final class InMemorySessionStore: SessionStore {
             guard allows(condition, session.state.version) else { return .conditionFailed(session) }
             sessions.remove(at: place, id)
             held.subtract(1, ordering: .relaxed)
-            observer?(.removed(id))
+            subscriptions.publish(.removed(id))
             return .done(session)
         }
+    }
+
+    public func subscribe(_ subscriber: any SessionSubscriber, to id: SessionID) throws(SubscriptionRefusal) -> Session? {
+        let tick = currentTick()
+        // Registered and read under the session's lock: the next change
+        // published is the first after the state returned.
+        let subscribed = shard(for: id).withLock { sessions -> Result<Session?, SubscriptionRefusal> in
+            guard let place = livePlace(of: id, in: &sessions, at: tick) else { return .success(nil) }
+            do throws(SubscriptionRefusal) {
+                try subscriptions.add(subscriber, for: id)
+            } catch {
+                return .failure(error)
+            }
+            let state = sessions.state(at: place, id)
+            sessions.set(state, lastUsed: tick, at: place, id)
+            return .success(Session(id: id, state: state))
+        }
+        return try subscribed.get()
     }
 
     /// Where the session is, unless it is missing or has expired (then it is dropped here).
@@ -162,7 +180,7 @@ public final class InMemorySessionStore: SessionStore {
         }
         sessions.remove(at: place, id)
         held.subtract(1, ordering: .relaxed)
-        observer?(.removed(id))
+        subscriptions.publish(.removed(id))
         return nil
     }
 
@@ -208,7 +226,7 @@ public final class InMemorySessionStore: SessionStore {
                 var dropped = 0
                 sessions.table.removeAll { slot in
                     guard idleClock.isExpired(lastUsed: slot.lastUsed, now: tick) else { return false }
-                    observer?(.removed(slot.id))
+                    subscriptions.publish(.removed(slot.id))
                     dropped += 1
                     return true
                 }
@@ -216,7 +234,7 @@ public final class InMemorySessionStore: SessionStore {
                     let expired = sessions.aside.filter { idleClock.isExpired(lastUsed: $0.value.lastUsed, now: tick) }.keys
                     for id in expired {
                         sessions.aside[id] = nil
-                        observer?(.removed(id))
+                        subscriptions.publish(.removed(id))
                     }
                     dropped += expired.count
                 }

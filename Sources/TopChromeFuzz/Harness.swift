@@ -4,7 +4,7 @@ import Glibc
 import MicroHTTPD
 import StrictJSON
 import TopChromeCore
-import TopChromeHTTP
+import TopChromeApp
 
 /// The real service, never started: requests go straight to its `SessionAPI`.
 /// Small limits, so that every limit is within a fuzzer's reach.

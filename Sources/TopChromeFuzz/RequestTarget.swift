@@ -1,4 +1,4 @@
-import TopChromeHTTP
+import TopChromeAPI
 
 /// `request`: whole HTTP requests (see `RequestScript` for the text form)
 /// through the real `SessionAPI`, checked against the model of Model.swift:

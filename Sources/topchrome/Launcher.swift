@@ -2,7 +2,7 @@
 import Glibc
 #endif
 import FoundationEssentials
-import TopChromeHTTP
+import TopChromeApp
 
 /// Reads the configuration, starts the service, waits for SIGTERM or
 /// SIGINT, stops gracefully.

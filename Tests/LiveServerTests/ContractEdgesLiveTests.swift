@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 import TopChromeCore
-import TopChromeHTTP
+import TopChromeApp
 
 /// The edges of the contract (openapi.yaml) over loopback: malformed ids,
 /// numbers at the limits, repeated members, HEAD of a stream, huge waits,

@@ -1,5 +1,5 @@
 import Foundation
-import TopChromeHTTP
+import TopChromeApp
 
 /// A real TopChrome server on a free loopback port, stopped when released.
 final class LiveServer: Sendable {

@@ -3,7 +3,7 @@ import Foundation
 import FoundationNetworking
 #endif
 import TopChromeClient
-import TopChromeHTTP
+import TopChromeApp
 
 /// A real TopChrome server in this process on a loopback port, which a test
 /// can stop and start again on the same port (with the same state file).

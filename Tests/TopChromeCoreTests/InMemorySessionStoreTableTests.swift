@@ -10,7 +10,7 @@ import Testing
     @Test func keepsStatesNoSlotCanHold() throws {
         let clock = ManualClock()
         let seen = Recorder()
-        let store = InMemorySessionStore(idleTimeout: .seconds(60), now: { clock.now }, observer: seen.record)
+        let store = InMemorySessionStore(idleTimeout: .seconds(60), now: { clock.now })
         let odd = [
             Session(id: SessionID(high: 0, low: 0), state: ChromeState(inset: 1, isRevealed: true, version: 3, lastAppliedSeq: nil)),
             Session(id: .random(), state: ChromeState(inset: 2, isRevealed: false, version: 1 << 40, lastAppliedSeq: 9)),
@@ -19,6 +19,7 @@ import Testing
         ]
         let plain = try store.create(inset: 0)
         try store.restore(odd)
+        try seen.subscribe(to: [plain.id] + odd.map(\.id), in: store)
         #expect(store.count == 5)
         for session in odd { #expect(store.session(session.id) == session) }
         #expect(Set(store.snapshot()) == Set(odd + [plain]))
@@ -43,10 +44,11 @@ import Testing
 
     @Test func versionsPastFortyBitsMoveAsideAndOn() throws {
         let seen = Recorder()
-        let store = InMemorySessionStore(observer: seen.record)
+        let store = InMemorySessionStore()
         let id = SessionID.random()
         let last = SessionSlot.versionMask
         try store.restore([Session(id: id, state: ChromeState(inset: 9, isRevealed: true, version: last, lastAppliedSeq: 41))])
+        try seen.subscribe(to: [id], in: store)
         #expect(store.apply([down, top, .setInset(10)], to: id)?.state == ChromeState(inset: 10, isRevealed: true, version: last + 3, lastAppliedSeq: 41))
         #expect(seen.recorded.map(\.version) == [last + 1, last + 2, last + 3])
         #expect(store.apply([down], to: id, if: .versionIn([last + 3])) != .notFound)

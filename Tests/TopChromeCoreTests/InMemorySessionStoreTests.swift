@@ -12,12 +12,25 @@ final class ManualClock: Sendable {
     var now: Duration { .nanoseconds(nanoseconds.load(ordering: .relaxed)) }
 }
 
-/// Collects what an observer is told. NSLock, not Mutex: the thread
+/// Collects what a subscriber is told. NSLock, not Mutex: the thread
 /// sanitizer reports false races on Mutex with this toolchain.
-final class Recorder: @unchecked Sendable {
+final class Recorder: SessionSubscriber, @unchecked Sendable {
     private let lock = NSLock()
     private var events: [SessionEvent] = []
+    /// Whether to stay subscribed after each change.
+    private let staysSubscribed: Bool
+    init(staysSubscribed: Bool = true) { self.staysSubscribed = staysSubscribed }
     func record(_ event: SessionEvent) { lock.withLock { events.append(event) } }
+    func sessionChanged(_ change: SessionChange) -> Bool {
+        record(.changed(change.session))
+        return staysSubscribed
+    }
+    func sessionRemoved(_ id: SessionID) { record(.removed(id)) }
+    /// Subscribes to each session; their states then.
+    @discardableResult
+    func subscribe(to ids: [SessionID], in feed: some SessionChangeFeed) throws -> [Session?] {
+        try ids.map { try feed.subscribe(self, to: $0) }
+    }
     var all: [SessionEvent] { lock.withLock { events } }
     var recorded: [ChromeState] {
         all.compactMap { if case let .changed(session) = $0 { session.state } else { nil } }
@@ -86,10 +99,11 @@ final class Recorder: @unchecked Sendable {
     @Test func idleSessionsExpire() throws {
         let clock = ManualClock()
         let seen = Recorder()
-        let store = InMemorySessionStore(idleTimeout: .seconds(60), now: { clock.now }, observer: seen.record)
+        let store = InMemorySessionStore(idleTimeout: .seconds(60), now: { clock.now })
         let touched = try store.create(inset: 0).id
         let idle = try store.create(inset: 0).id
         let forgotten = try store.create(inset: 0).id
+        try seen.subscribe(to: [idle, forgotten], in: store)
         clock.advance(by: .seconds(40))
         #expect(store.apply([.disappear], to: touched) != nil)
         clock.advance(by: .seconds(40))
@@ -99,7 +113,7 @@ final class Recorder: @unchecked Sendable {
         #expect(store.removeExpired() == 1)
         #expect(store.count == 1)
         #expect(store.session(forgotten) == nil)
-        #expect(Set(seen.all) == [.removed(idle), .removed(forgotten)], "observers learn of expiry too")
+        #expect(Set(seen.all) == [.removed(idle), .removed(forgotten)], "subscribers learn of expiry too")
     }
 
     @Test func noTimeoutKeepsSessions() throws {
@@ -128,9 +142,11 @@ final class Recorder: @unchecked Sendable {
             }
         }
         let (alone, batched) = (Recorder(), Recorder())
-        let aloneStore = InMemorySessionStore(observer: alone.record)
-        let batchedStore = InMemorySessionStore(observer: batched.record)
+        let aloneStore = InMemorySessionStore()
+        let batchedStore = InMemorySessionStore()
         let aloneID = try aloneStore.create(inset: 0).id, batchedID = try batchedStore.create(inset: 0).id
+        try alone.subscribe(to: [aloneID], in: aloneStore)
+        try batched.subscribe(to: [batchedID], in: batchedStore)
         for (step, input) in inputs.enumerated() {
             let condition: VersionCondition = step == 3 ? .versionIn([99]) : .always
             #expect(shape(aloneStore.apply(input, to: aloneID, if: condition))
@@ -147,10 +163,11 @@ final class Recorder: @unchecked Sendable {
         #expect(aloneStore.apply(.disappear, to: SessionID(high: 1, low: 1), if: .always) == .notFound)
     }
 
-    @Test func observerLearnsOfEveryChangeInOrder() throws {
+    @Test func subscriberLearnsOfEveryChangeInOrder() throws {
         let seen = Recorder()
-        let store = InMemorySessionStore(observer: seen.record)
+        let store = InMemorySessionStore()
         let id = try store.create(inset: 0).id
+        try seen.subscribe(to: [id], in: store)
         _ = store.apply([.scroll(ScrollReport(contentOffsetY: 300)), .scroll(ScrollReport(contentOffsetY: 301))], to: id)
         _ = store.apply([.setInset(59), .disappear], to: id)
         let versions = seen.recorded.map(\.version)
@@ -161,12 +178,13 @@ final class Recorder: @unchecked Sendable {
     }
 
     /// Each batch sets its own inset, hides, then reveals. Applied as one
-    /// unit, its three changes reach the observer back to back; any
+    /// unit, its three changes reach the subscriber back to back; any
     /// interleaving with another batch would split them.
     @Test func batchesAreAtomicUnderConcurrency() async throws {
         let seen = Recorder()
-        let store = InMemorySessionStore(observer: seen.record)
+        let store = InMemorySessionStore()
         let id = try store.create(inset: 0).id
+        try seen.subscribe(to: [id], in: store)
         let batches = 400
         await withTaskGroup(of: Void.self) { group in
             for batch in 1...batches {

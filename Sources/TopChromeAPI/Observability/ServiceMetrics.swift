@@ -10,7 +10,7 @@ import TopChromeCore
 /// by session id, which would be an unbounded label and a leaked secret.
 /// One fixed table of striped atomic counters: recording a request takes no
 /// lock, allocates nothing, and two threads do not contend for a cache line.
-final class ServiceMetrics: Sendable {
+public final class ServiceMetrics: Sendable {
     static let methods = ["GET", "HEAD", "POST", "PUT", "DELETE", "OTHER"]
     static let statuses = [200, 201, 204, 304, 400, 401, 404, 405, 412, 413, 415, 431, 500, 503]
     /// Upper bounds in seconds: from a tenth of a millisecond (a plain
@@ -30,7 +30,7 @@ final class ServiceMetrics: Sendable {
     private static let requestCells = routeCount * methods.count * (statuses.count + 1)
     private static let histogramCells = buckets.count + 2
 
-    init() {
+    public init() {
         counters = StripedCounters(count: Self.requestCells + Self.routeCount * Self.histogramCells)
     }
 
@@ -49,7 +49,7 @@ final class ServiceMetrics: Sendable {
         requestCells + route * histogramCells + buckets.count + 1
     }
 
-    func record(_ exchange: HTTPExchange, template: Route.Template) {
+    public func record(_ exchange: HTTPExchange, template: Route.Template) {
         let route = template.rawValue
         counters.add(1, at: Self.cell(route: route, method: Self.methodIndex(exchange.method),
                                       status: Self.statusIndex(exchange.status)))
@@ -140,7 +140,7 @@ final class ServiceMetrics: Sendable {
         text += "topchrome_scroll_reports_total{outcome=\"horizontal\"} \(statistics.reportsIgnoredHorizontal)\n"
         text += "topchrome_scroll_reports_total{outcome=\"stale\"} \(statistics.reportsIgnoredStale)\n"
         family("topchrome_build_info", "gauge", "Always 1; the labels say which build runs.")
-        text += "topchrome_build_info{version=\"\(TopChromeService.version)\"} 1\n"
+        text += "topchrome_build_info{version=\"\(SessionAPI.version)\"} 1\n"
         family("process_start_time_seconds", "gauge", "Start time of the process since the Unix epoch, in seconds.")
         text += "process_start_time_seconds \(startedAt.timeIntervalSince1970)\n"
         if let resident = Self.residentBytes() {

@@ -7,6 +7,9 @@ import TopChromeCore
 /// problem details for everything that goes wrong. Holds no socket, so it
 /// answers requests in tests as it does in the server.
 public final class SessionAPI: HTTPResponder {
+    /// The build, as `--version` and `/metrics` name it.
+    public static let version = "1.0.0"
+
     /// Seconds a client is told to wait when the store is full: sessions
     /// leave by deletion or idle expiry, so room comes back over time.
     static let retryAfterWhenFull = 30
@@ -24,12 +27,12 @@ public final class SessionAPI: HTTPResponder {
     private let statistics: ChromeStatistics
     private let ready = Atomic<Bool>(true)
 
-    init(store: any SessionStore, watchers: WatcherHub, maxBodyBytes: Int, authToken: String? = nil,
+    public init(store: any SessionStore & SessionChangeFeed, maxBodyBytes: Int, authToken: String? = nil,
          maxWaitSeconds: Int = 60, metrics: ServiceMetrics = ServiceMetrics(),
          statistics: ChromeStatistics = ChromeStatistics()) {
         self.maxWaitSeconds = maxWaitSeconds
         self.store = store
-        self.watchers = watchers
+        self.watchers = WatcherHub(feed: store)
         self.maxBodyBytes = maxBodyBytes
         self.authToken = authToken.map(BearerToken.init)
         self.metrics = metrics
@@ -41,6 +44,20 @@ public final class SessionAPI: HTTPResponder {
     public var isReady: Bool {
         get { ready.load(ordering: .relaxed) }
         set { ready.store(newValue, ordering: .relaxed) }
+    }
+
+    /// Event streams and long-polls open now.
+    public var watcherCount: Int { watchers.count }
+
+    /// Sends every event stream a heartbeat, so proxies keep it open and a
+    /// client that left is noticed.
+    public func heartbeat() {
+        watchers.heartbeat()
+    }
+
+    /// Ends every event stream and long-poll: the server is stopping.
+    public func closeWatchers() {
+        watchers.closeAll()
     }
 
     public func respond(to request: HTTPRequest) -> HTTPResponse {
@@ -185,12 +202,7 @@ public final class SessionAPI: HTTPResponder {
     /// does not have, or with 304 when the time is up. Holds no thread meanwhile.
     private func waitForChange(of id: SessionID, isNew: VersionCondition, seconds: Int) throws(Problem) -> HTTPResponse {
         let watcher = LongPollWatcher(id: id, isNew: isNew, waitSeconds: seconds)
-        try watch(id, by: watcher)
-        // Read again after registering, so no change can slip between the two.
-        guard let current = store.session(id) else {
-            watchers.remove(watcher, for: id)
-            throw Self.unknownSession
-        }
+        guard let current = try watch(id, by: watcher) else { throw Self.unknownSession }
         watcher.start(with: current, hub: watchers)
         return .later(watcher.pending)
     }
@@ -200,12 +212,8 @@ public final class SessionAPI: HTTPResponder {
         guard store.session(id) != nil else { throw Self.unknownSession }
         let stream = ResponseStream()
         let watcher = EventStreamWatcher(id: id, stream: stream)
-        try watch(id, by: watcher)
+        guard let current = try watch(id, by: watcher) else { throw Self.unknownSession }
         stream.onClose { [watchers] in watchers.remove(watcher, for: id) }
-        guard let current = store.session(id) else {
-            watchers.remove(watcher, for: id)
-            throw Self.unknownSession
-        }
         watcher.start(with: current, lastEventID: lastEventID.flatMap { UInt64($0.trimmingOWS) })
         return .streaming(status: 200, headers: Self.eventStreamHeaders, stream: stream)
     }
@@ -215,14 +223,15 @@ public final class SessionAPI: HTTPResponder {
         ("Content-Type", "text/event-stream"), ("Cache-Control", "no-store"), ("X-Accel-Buffering", "no"),
     ])
 
-    private func watch(_ id: SessionID, by watcher: any SessionWatcher) throws(Problem) {
+    /// Subscribes the watcher; the session as it is then, or nil if there is none.
+    private func watch(_ id: SessionID, by watcher: any SessionWatcher) throws(Problem) -> Session? {
         // Stopping: watchers are being closed; a new one would be cut off at once.
         guard isReady else { throw Self.shuttingDown }
         do {
-            try watchers.add(watcher, for: id)
+            return try watchers.add(watcher, for: id)
         } catch {
             let detail = switch error {
-            case let .tooManyWatchers(limit): "The server has its maximum of \(limit) watchers; try again later."
+            case let .tooManySubscribers(limit): "The server has its maximum of \(limit) watchers; try again later."
             case let .tooManyForSession(limit): "This session has its maximum of \(limit) watchers; try again later."
             }
             throw Problem(status: 503, detail: detail, headers: [("Retry-After", String(Self.retryAfterWhenWatched))])

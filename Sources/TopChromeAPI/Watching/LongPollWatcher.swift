@@ -35,7 +35,7 @@ final class LongPollWatcher: SessionWatcher, @unchecked Sendable {
         }
     }
 
-    func deliver(_ change: SessionChange) -> Bool {
+    func sessionChanged(_ change: SessionChange) -> Bool {
         answer(change.session, waited: true)
     }
 
@@ -51,7 +51,7 @@ final class LongPollWatcher: SessionWatcher, @unchecked Sendable {
         return false
     }
 
-    func sessionRemoved() {
+    func sessionRemoved(_ id: SessionID) {
         pending.complete(with: SessionAPI.unknownSession.response)
     }
 

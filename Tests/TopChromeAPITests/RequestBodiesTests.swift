@@ -1,6 +1,6 @@
 import Testing
 import TopChromeCore
-@testable import TopChromeHTTP
+@testable import TopChromeAPI
 
 @Suite struct RequestBodiesTests {
     func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }

@@ -3,7 +3,8 @@ import MicroHTTPD
 import StrictJSON
 import Testing
 import TopChromeCore
-@testable import TopChromeHTTP
+@testable import TopChromeAPI
+@testable import TopChromeApp
 
 /// A wall clock the test sets.
 final class StepClock: @unchecked Sendable {

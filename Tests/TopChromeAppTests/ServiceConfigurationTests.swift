@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-@testable import TopChromeHTTP
+@testable import TopChromeApp
 
 @Suite struct ServiceConfigurationTests {
     func serve(_ arguments: [String], _ environment: [String: String] = [:]) throws -> ServiceConfiguration {

@@ -4,7 +4,7 @@ import Glibc
 import TopChromeCore
 
 /// The resources of the API, read from a request path.
-enum Route: Equatable {
+public enum Route: Equatable, Sendable {
     case sessions
     case session(SessionID?)
     case inset(SessionID?)
@@ -93,10 +93,10 @@ enum Route: Equatable {
 
     /// The path with the id left out: what metrics and logs name a request by.
     /// The API hands it to the server with each response (``ExchangeEndpoint``).
-    enum Template: Int, CaseIterable, Sendable {
+    public enum Template: Int, CaseIterable, Sendable {
         case sessions, session, inset, scroll, disappear, events, health, readiness, openAPI, metrics, demo, unmatched
 
-        var name: String {
+        public var name: String {
             switch self {
             case .sessions: "/v1/sessions"
             case .session: "/v1/sessions/{id}"

@@ -1,7 +1,7 @@
 import MicroHTTPD
 import Testing
 @testable import TopChromeCore
-@testable import TopChromeHTTP
+@testable import TopChromeAPI
 
 @Suite struct ServiceMetricsTests {
     func exchange(_ method: String, _ status: Int, milliseconds: Int64 = 1) -> HTTPExchange {

@@ -1,7 +1,7 @@
 import StrictJSON
 import Testing
 import TopChromeCore
-@testable import TopChromeHTTP
+@testable import TopChromeAPI
 
 /// The hand-written state body must be byte for byte what the general JSON
 /// writer makes of the same state.

@@ -35,8 +35,8 @@ final class EventStreamWatcher: SessionWatcher, @unchecked Sendable {
         }
     }
 
-    func deliver(_ change: SessionChange) -> Bool {
-        lock.withLock { send(version: change.session.state.version, change.eventBytes) }
+    func sessionChanged(_ change: SessionChange) -> Bool {
+        lock.withLock { send(version: change.session.state.version, change.rendering(Self.event(for:))) }
     }
 
     /// `event: state`, the version as id, the state as one line of JSON.
@@ -50,7 +50,7 @@ final class EventStreamWatcher: SessionWatcher, @unchecked Sendable {
         return writeOrClose(event)
     }
 
-    func sessionRemoved() {
+    func sessionRemoved(_ id: SessionID) {
         var event = Array("event: deleted\ndata: ".utf8)
         var json = JSONWriter()
         json.object { $0.member("id") { $0.string(id.description) } }

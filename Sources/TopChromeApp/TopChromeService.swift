@@ -1,6 +1,7 @@
 import Dispatch
 import MicroHTTPD
 import SessionSnapshots
+import TopChromeAPI
 import TopChromeCore
 
 /// Why the service could not start, and the exit status that says so.
@@ -29,13 +30,12 @@ public enum StartupError: Error, CustomStringConvertible {
 /// The whole service: a session store, the API over it, and the HTTP server
 /// in front, started and stopped as one.
 public final class TopChromeService: Sendable {
-    public static let version = "1.0.0"
+    public static let version = SessionAPI.version
 
     public let configuration: ServiceConfiguration
     public let store: InMemorySessionStore
     public let api: SessionAPI
     public let logger: Logger
-    private let watchers: WatcherHub
     private let server: HTTPServer
     private let chores = Chores()
     private let snapshots: SnapshotWriter?
@@ -43,17 +43,15 @@ public final class TopChromeService: Sendable {
     public init(configuration: ServiceConfiguration) {
         self.configuration = configuration
         let ttl = configuration.sessionTTL
-        let watchers = WatcherHub(limits: .init(total: configuration.maxWatchers,
-                                                perSession: configuration.maxWatchersPerSession))
-        self.watchers = watchers
         store = InMemorySessionStore(
             rules: ChromeRules(revealThreshold: configuration.revealThreshold),
             capacity: configuration.maxSessions,
             idleTimeout: ttl > 0 ? .seconds(ttl) : nil,
-            observer: watchers.publish)
+            subscriptions: SessionSubscriptions(limits: .init(total: configuration.maxWatchers,
+                                                              perSession: configuration.maxWatchersPerSession)))
         let metrics = ServiceMetrics()
         logger = Logger(format: configuration.logFormat, level: configuration.logLevel)
-        api = SessionAPI(store: store, watchers: watchers, maxBodyBytes: configuration.maxBodyBytes,
+        api = SessionAPI(store: store, maxBodyBytes: configuration.maxBodyBytes,
                          authToken: configuration.authToken, maxWaitSeconds: configuration.maxWaitSeconds,
                          metrics: metrics, statistics: store.statistics)
         server = HTTPServer(configuration: configuration.httpServer, responder: api,
@@ -72,7 +70,7 @@ public final class TopChromeService: Sendable {
     }
 
     /// Event streams and long-polls open now.
-    public var watcherCount: Int { watchers.count }
+    public var watcherCount: Int { api.watcherCount }
 
     /// Loads the state file (if any), then starts serving.
     public func start() throws(StartupError) {
@@ -92,7 +90,7 @@ public final class TopChromeService: Sendable {
         } catch {
             throw .server(error)
         }
-        chores.every(.seconds(configuration.heartbeatSeconds)) { [watchers] in watchers.heartbeat() }
+        chores.every(.seconds(configuration.heartbeatSeconds)) { [api] in api.heartbeat() }
         // Request logs are written in batches; this bounds how late a line can be.
         chores.every(.milliseconds(250)) { [logger] in logger.flush() }
         if let ttl = store.idleTimeout {
@@ -112,7 +110,7 @@ public final class TopChromeService: Sendable {
     public func stop() -> Bool {
         api.isReady = false
         chores.cancelAll()
-        watchers.closeAll()
+        api.closeWatchers()
         let finished = server.stop(timeout: .milliseconds(Int(configuration.shutdownTimeout * 1000)))
         // After the server stopped: every change a client was told of is in
         // it. A periodic snapshot still running is waited for, and none

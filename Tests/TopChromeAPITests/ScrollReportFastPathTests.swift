@@ -1,6 +1,6 @@
 import Testing
 import TopChromeCore
-@testable import TopChromeHTTP
+@testable import TopChromeAPI
 
 /// The fast path must answer exactly as the strict reader wherever it answers.
 @Suite struct ScrollReportFastPathTests {

@@ -1,6 +1,6 @@
 import Testing
 import TopChromeCore
-@testable import TopChromeHTTP
+@testable import TopChromeAPI
 
 @Suite struct RoutingTests {
     let id = SessionID(high: 0xabc, low: 0xdef)

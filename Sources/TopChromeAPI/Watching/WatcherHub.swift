@@ -1,0 +1,45 @@
+import TopChromeCore
+
+/// Someone waiting to learn of a session's changes: an event stream or a long-poll.
+protocol SessionWatcher: SessionSubscriber {
+    /// A periodic tick: streams send a heartbeat, so proxies keep them open
+    /// and a client that left is noticed.
+    func heartbeat()
+    /// The server is stopping.
+    func close()
+}
+
+/// The API's watchers, held as subscriptions of the store's change feed:
+/// the store publishes, watchers subscribe, and neither knows the other's
+/// kind. A feed fed by another process's changes serves them the same way.
+final class WatcherHub: Sendable {
+    private let feed: any SessionChangeFeed
+
+    init(feed: any SessionChangeFeed) {
+        self.feed = feed
+    }
+
+    /// Watchers registered now.
+    var count: Int {
+        feed.subscriptions.count
+    }
+
+    /// Subscribes `watcher` to `id`; the session as it is now, or nil (and
+    /// no subscription) if there is none.
+    func add(_ watcher: any SessionWatcher, for id: SessionID) throws(SubscriptionRefusal) -> Session? {
+        try feed.subscribe(watcher, to: id)
+    }
+
+    func remove(_ watcher: any SessionWatcher, for id: SessionID) {
+        feed.unsubscribe(watcher, from: id)
+    }
+
+    func heartbeat() {
+        for case let watcher as any SessionWatcher in feed.subscriptions.all() { watcher.heartbeat() }
+    }
+
+    /// Ends every watch: the server is stopping.
+    func closeAll() {
+        for case let watcher as any SessionWatcher in feed.subscriptions.removeAll() { watcher.close() }
+    }
+}
