@@ -60,19 +60,24 @@ extension HTTPHeaders {
     /// The reason to refuse a request with these header fields, if any.
     ///
     /// One pass over the field names, comparing only names of the right
-    /// length; values are read only when `Transfer-Encoding` is present.
+    /// length and first letter; values are read only when
+    /// `Transfer-Encoding` is present. A name found to be one of those three
+    /// is a token, so only the others are checked byte by byte.
     public func headFault(version: String) -> RequestHeadFault? {
         var contentLengths = 0, transferEncodings = 0, hosts = 0, allTokens = true
         forEachField { name, _ in
-            guard Self.isToken(name) else {
-                allTokens = false
-                return false
-            }
-            switch name.count {
-            case 4: if name.caseInsensitiveEquals(Self.bytes("host")) { hosts += 1 }
-            case 14: if name.caseInsensitiveEquals(Self.bytes("content-length")) { contentLengths += 1 }
-            case 17: if name.caseInsensitiveEquals(Self.bytes("transfer-encoding")) { transferEncodings += 1 }
-            default: break
+            switch (name.count, name.first.map { $0 | 0x20 }) {
+            case (4, UInt8(ascii: "h")) where name.caseInsensitiveEquals(Self.bytes("host")):
+                hosts += 1
+            case (14, UInt8(ascii: "c")) where name.caseInsensitiveEquals(Self.bytes("content-length")):
+                contentLengths += 1
+            case (17, UInt8(ascii: "t")) where name.caseInsensitiveEquals(Self.bytes("transfer-encoding")):
+                transferEncodings += 1
+            default:
+                guard Self.isToken(name) else {
+                    allTokens = false
+                    return false
+                }
             }
             return true
         }
