@@ -96,7 +96,7 @@ enum Route: Equatable {
     enum Template: Int, CaseIterable, Sendable {
         case sessions, session, inset, scroll, disappear, events, health, readiness, openAPI, metrics, demo, unmatched
 
-        var name: String {
+        var name: StaticString {
             switch self {
             case .sessions: "/v1/sessions"
             case .session: "/v1/sessions/{id}"
