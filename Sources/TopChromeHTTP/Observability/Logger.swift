@@ -345,7 +345,7 @@ struct LogLine {
         if microseconds < 0 { bytes.append(UInt8(ascii: "-")) }
         bytes.appendDecimal(microseconds.magnitude / 1000)
         bytes.append(UInt8(ascii: "."))
-        bytes.appendDecimal(microseconds.magnitude % 1000, minimumDigits: 3)
+        bytes.appendThreeDigits(microseconds.magnitude % 1000)
     }
 }
 
@@ -370,7 +370,7 @@ struct TimestampCache {
             bytes.append(UnsafeBufferPointer(start: prefix.baseAddress!.assumingMemoryBound(to: UInt8.self),
                                              count: prefixCount))
         }
-        bytes.appendDecimal(UInt(min(max(time.tv_nsec / 1_000_000, 0), 999)), minimumDigits: 3)
+        bytes.appendThreeDigits(UInt(min(max(time.tv_nsec / 1_000_000, 0), 999)))
         bytes.append(UInt8(ascii: "Z"))
     }
 
@@ -469,6 +469,18 @@ struct LogBytes {
             rest /= 10
         }
         count += digits
+    }
+
+    /// `value` (below 1000) as three digits with leading zeros: the
+    /// milliseconds of every timestamp and duration, without the general
+    /// loop that first counts the digits.
+    @inline(__always)
+    mutating func appendThreeDigits(_ value: UInt) {
+        reserve(3)
+        start[count] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: value / 100)
+        start[count + 1] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: value / 10 % 10)
+        start[count + 2] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: value % 10)
+        count += 3
     }
 
     /// The low `digits` hex digits of `value`, lowercase.
