@@ -11,6 +11,7 @@ let package = Package(
         .library(name: "MicroHTTPD", targets: ["MicroHTTPD"]),
         .library(name: "TopChromeClient", targets: ["TopChromeClient"]),
         .executable(name: "topchrome-watch", targets: ["topchrome-watch"]),
+        .library(name: "Redis", targets: ["Redis"]),
     ],
     targets: [
         // The domain: state, rules, session store. No HTTP, no C, no I/O.
@@ -31,6 +32,19 @@ let package = Package(
 
         // A small general HTTP/1.1 server over libmicrohttpd; knows nothing of TopChrome.
         .target(name: "MicroHTTPD", dependencies: ["CMicroHTTPD"]),
+
+        // Debian's hiredis (0.14), seen from Swift; connections and reply parsing.
+        // No pkgConfig: hiredis.pc's only flag, -D_FILE_OFFSET_BITS=64, is one
+        // SwiftPM drops with a warning; the headers are in /usr/include.
+        .systemLibrary(
+            name: "CHiredis",
+            providers: [.apt(["libhiredis-dev"])]
+        ),
+
+        // A general Redis and Redis Cluster client over hiredis: pipelined
+        // connections with deadlines and reconnection, slot routing, redirections.
+        // Knows nothing of TopChrome.
+        .target(name: "Redis", dependencies: ["CHiredis"]),
 
         // The v1 API: routing, JSON in and out, problem details, configuration.
         .target(
@@ -69,6 +83,7 @@ let package = Package(
         .testTarget(name: "StrictJSONTests", dependencies: ["StrictJSON"]),
         .testTarget(name: "SessionSnapshotsTests", dependencies: ["SessionSnapshots"]),
         .testTarget(name: "MicroHTTPDTests", dependencies: ["MicroHTTPD"]),
+        .testTarget(name: "RedisTests", dependencies: ["Redis"]),
         .testTarget(name: "TopChromeHTTPTests", dependencies: ["TopChromeHTTP", "StrictJSON"]),
         .testTarget(
             name: "LiveServerTests",

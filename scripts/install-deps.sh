@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what building and testing TopChrome needs on Debian 12 with Swift:
-# libmicrohttpd (headers + library), pkg-config, curl; with --test also the
+# libmicrohttpd and hiredis (headers + libraries), pkg-config, curl; with
+# --test also the Redis server and tools the Redis tests start, and the
 # Python tools the checks use.
 # Installs only what is missing, so a second run is quick.
 set -euo pipefail
@@ -8,7 +9,9 @@ set -euo pipefail
 sudo=""
 [ "$(id -u)" -eq 0 ] || sudo="sudo"
 need_apt=()
-for package in libmicrohttpd-dev pkg-config curl openssl; do
+packages=(libmicrohttpd-dev libhiredis-dev pkg-config curl openssl)
+if [ "${1:-}" = "--test" ]; then packages+=(redis-server redis-tools); fi
+for package in "${packages[@]}"; do
   dpkg -s "$package" >/dev/null 2>&1 || need_apt+=("$package")
 done
 if [ ${#need_apt[@]} -gt 0 ]; then

@@ -1,0 +1,121 @@
+import CHiredis
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+// The one door to hiredis: contexts, buffers and reply objects are touched
+// here and nowhere else.
+
+/// What hiredis said when a connection failed.
+struct HiredisFailure: Error {
+    let reason: String
+}
+
+/// One non-blocking hiredis context. Not thread-safe: its connection uses it
+/// under its lock only.
+final class HiredisSocket {
+    private let context: UnsafeMutablePointer<redisContext>
+
+    /// Starts a non-blocking connect to `node`; the socket becomes writable
+    /// when the connect ends, and `connectError()` then says how.
+    init(connectingTo node: RedisNode) throws(HiredisFailure) {
+        guard let context = redisConnectNonBlock(node.host, Int32(node.port)) else {
+            throw HiredisFailure(reason: "out of memory")
+        }
+        if context.pointee.err != 0 {
+            let reason = Self.describe(context)
+            redisFree(context)
+            throw HiredisFailure(reason: reason)
+        }
+        self.context = context
+    }
+
+    deinit { redisFree(context) }
+
+    var fd: Int32 { context.pointee.fd }
+
+    /// The outcome of the non-blocking connect, read once the socket is writable.
+    func connectError() -> HiredisFailure? {
+        var error: Int32 = 0
+        var length = socklen_t(MemoryLayout<Int32>.size)
+        if getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length) != 0 { error = errno }
+        return error == 0 ? nil : HiredisFailure(reason: String(cString: strerror(error)))
+    }
+
+    /// Copies an encoded command into the output buffer.
+    func append(_ request: RESPRequest) throws(HiredisFailure) {
+        let status = request.bytes.withUnsafeBufferPointer { buffer in
+            buffer.withMemoryRebound(to: CChar.self) {
+                redisAppendFormattedCommand(context, $0.baseAddress, $0.count)
+            }
+        }
+        if status != REDIS_OK { throw HiredisFailure(reason: Self.describe(context)) }
+    }
+
+    /// Writes what the socket takes now; true when the output buffer is empty.
+    func flush() throws(HiredisFailure) -> Bool {
+        var done: Int32 = 0
+        if redisBufferWrite(context, &done) != REDIS_OK { throw HiredisFailure(reason: Self.describe(context)) }
+        return done != 0
+    }
+
+    /// Reads what the socket has (end of stream is a failure).
+    func fill() throws(HiredisFailure) {
+        if redisBufferRead(context) != REDIS_OK { throw HiredisFailure(reason: Self.describe(context)) }
+    }
+
+    /// The next complete reply already read, converted and freed at once.
+    func nextReply() throws(HiredisFailure) -> RESPValue? {
+        var reply: UnsafeMutableRawPointer?
+        if redisGetReplyFromReader(context, &reply) != REDIS_OK { throw HiredisFailure(reason: Self.describe(context)) }
+        guard let reply else { return nil }
+        defer { freeReplyObject(reply) }
+        return RESPValue(reply.assumingMemoryBound(to: redisReply.self))
+    }
+
+    private static func describe(_ context: UnsafeMutablePointer<redisContext>) -> String {
+        withUnsafeBytes(of: context.pointee.errstr) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+    }
+}
+
+extension RESPValue {
+    /// Reads hiredis's reply tree; the caller frees it.
+    init(_ reply: UnsafePointer<redisReply>) {
+        let node = reply.pointee
+        let bytes = { node.str.map { Array(UnsafeRawBufferPointer(start: $0, count: node.len)) } ?? [] }
+        switch node.type {
+        case REDIS_REPLY_STATUS: self = .simple(String(decoding: bytes(), as: UTF8.self))
+        case REDIS_REPLY_ERROR: self = .error(String(decoding: bytes(), as: UTF8.self))
+        case REDIS_REPLY_INTEGER: self = .integer(Int64(node.integer))
+        case REDIS_REPLY_STRING: self = .bulk(bytes())
+        case REDIS_REPLY_ARRAY:
+            self = .array((0..<node.elements).map { index in
+                node.element[index].map { RESPValue(UnsafePointer($0)) } ?? .null
+            })
+        default: self = .null
+        }
+    }
+
+    /// Parses RESP2 bytes with hiredis's reader: every complete reply, in
+    /// order, or nil when the bytes are not RESP. For tests and fuzzing of the
+    /// conversion, without a socket.
+    public static func parse(_ bytes: [UInt8]) -> [RESPValue]? {
+        guard let reader = redisReaderCreate() else { return nil }
+        defer { redisReaderFree(reader) }
+        let fed = bytes.withUnsafeBufferPointer { buffer in
+            buffer.withMemoryRebound(to: CChar.self) { redisReaderFeed(reader, $0.baseAddress, $0.count) }
+        }
+        guard fed == REDIS_OK else { return nil }
+        var values: [RESPValue] = []
+        while true {
+            var reply: UnsafeMutableRawPointer?
+            guard redisReaderGetReply(reader, &reply) == REDIS_OK else { return nil }
+            guard let reply else { return values }
+            values.append(RESPValue(reply.assumingMemoryBound(to: redisReply.self)))
+            freeReplyObject(reply)
+        }
+    }
+}

@@ -1,0 +1,54 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// Runs `body` on a thread of its own: a connection's I/O loop blocks in
+/// `poll`, which would hold one of Dispatch's shared worker threads for good.
+func startIOThread(_ body: @escaping @Sendable () -> Void) {
+    final class Box: Sendable {
+        let body: @Sendable () -> Void
+        init(_ body: @escaping @Sendable () -> Void) { self.body = body }
+    }
+    var thread = pthread_t()
+    let status = pthread_create(&thread, nil, { raw in
+        Unmanaged<Box>.fromOpaque(raw!).takeRetainedValue().body()
+        return nil
+    }, Unmanaged.passRetained(Box(body)).toOpaque())
+    precondition(status == 0, "pthread_create failed (\(status))")
+    pthread_detach(thread)
+}
+
+/// A self-pipe that wakes a thread blocked in `poll` when callers have queued work.
+struct WakePipe {
+    let readEnd: Int32
+    let writeEnd: Int32
+
+    init() {
+        var ends: [Int32] = [0, 0]
+        let status = pipe(&ends)
+        precondition(status == 0, "pipe failed (\(errno))")
+        for end in ends {
+            _ = fcntl(end, F_SETFL, fcntl(end, F_GETFL) | O_NONBLOCK)
+            _ = fcntl(end, F_SETFD, FD_CLOEXEC)
+        }
+        readEnd = ends[0]
+        writeEnd = ends[1]
+    }
+
+    func wake() {
+        var byte: UInt8 = 1
+        _ = write(writeEnd, &byte, 1)
+    }
+
+    func drain() {
+        var bytes = (UInt64(0), UInt64(0), UInt64(0), UInt64(0))
+        while withUnsafeMutableBytes(of: &bytes, { read(readEnd, $0.baseAddress, $0.count) }) > 0 {}
+    }
+
+    func closeEnds() {
+        _ = close(readEnd)
+        _ = close(writeEnd)
+    }
+}

@@ -1,0 +1,234 @@
+/// A client for a single Redis or a Redis Cluster, found from seed nodes.
+///
+/// The first seed that answers `INFO cluster` says which: with
+/// `cluster_enabled:1` commands go to the primary serving their key's slot
+/// (map from `CLUSTER SLOTS`, refreshed on `MOVED` and on failures);
+/// otherwise everything goes to that seed. Until the map is known, and for
+/// commands without a key, commands go to that seed (the first one until
+/// one answers) and follow its redirections. `TRYAGAIN` and
+/// `CLUSTERDOWN` come back as `RedisError`s; other error replies as values.
+public final class RedisClient: @unchecked Sendable {
+    public enum Topology: Sendable, Equatable {
+        case unknown, single, cluster
+    }
+
+    private let seeds: [RedisNode]
+    private let configuration: RedisConfiguration
+    private let lock = Lock()
+
+    // Guarded by `lock`.
+    private var connections: [RedisNode: RedisConnection] = [:]
+    private var currentTopology = Topology.unknown
+    /// The seed that answered discovery.
+    private var home: RedisNode
+    private var slots: SlotMap?
+    private var discovering = false
+    private var refreshing = false
+    private var closed = false
+
+    private struct Command: Sendable {
+        let request: RESPRequest
+        let slot: Int?
+        let deadline: ContinuousClock.Instant
+        let completion: RedisCompletion
+    }
+
+    public init(seeds: [RedisNode], configuration: RedisConfiguration = RedisConfiguration()) {
+        precondition(!seeds.isEmpty, "a Redis client needs at least one seed node")
+        self.seeds = seeds
+        self.configuration = configuration
+        home = seeds[0]
+        discover()
+    }
+
+    public var topology: Topology {
+        lock.withLock { currentTopology }
+    }
+
+    /// Whether the node(s) commands go to are connected: the seed for a single
+    /// Redis, every primary of the map for a cluster.
+    public var isConnected: Bool {
+        lock.withLock {
+            let nodes = slots?.nodes ?? [home]
+            return currentTopology != .unknown && nodes.allSatisfy { connections[$0]?.isConnected == true }
+        }
+    }
+
+    /// Sends a command to the node serving `key` (by default the command's
+    /// first key: see `routingKey(of:)`).
+    public func send(_ arguments: [[UInt8]], key: [UInt8]? = nil, deadline: ContinuousClock.Instant? = nil,
+                     completion: @escaping RedisCompletion) {
+        let command = Command(
+            request: RESPRequest(arguments),
+            slot: (key ?? Self.routingKey(of: arguments)).map { HashSlot.of($0) },
+            deadline: deadline ?? .now + configuration.commandTimeout,
+            completion: completion)
+        dispatch(command, to: nil, asking: false, redirects: 0)
+    }
+
+    public func send(_ arguments: [String], deadline: ContinuousClock.Instant? = nil, completion: @escaping RedisCompletion) {
+        send(arguments.map { Array($0.utf8) }, deadline: deadline, completion: completion)
+    }
+
+    public func send(_ arguments: [String], deadline: ContinuousClock.Instant? = nil) async throws(RedisError) -> RESPValue {
+        try await withCheckedContinuation { continuation in
+            send(arguments, deadline: deadline) { continuation.resume(returning: $0) }
+        }.get()
+    }
+
+    /// Closes every connection; commands in flight fail with `.connectionLost`.
+    public func close() {
+        let open = lock.withLock {
+            closed = true
+            defer { connections = [:] }
+            return Array(connections.values)
+        }
+        for connection in open { connection.close() }
+    }
+
+    /// The key that picks a command's slot: the first key of `FCALL`/`EVAL`
+    /// (after the number of keys), none for commands without keys, else the
+    /// first argument.
+    public static func routingKey(of arguments: [[UInt8]]) -> [UInt8]? {
+        guard arguments.count > 1 else { return nil }
+        switch String(decoding: arguments[0], as: UTF8.self).uppercased() {
+        case "FCALL", "FCALL_RO", "EVAL", "EVAL_RO", "EVALSHA", "EVALSHA_RO":
+            guard arguments.count > 3, let keys = Int(String(decoding: arguments[2], as: UTF8.self)), keys > 0 else { return nil }
+            return arguments[3]
+        case "AUTH", "CLIENT", "CLUSTER", "COMMAND", "CONFIG", "DBSIZE", "ECHO", "FLUSHALL", "FLUSHDB",
+             "FUNCTION", "HELLO", "INFO", "PING", "PUBLISH", "ROLE", "SCRIPT", "TIME", "WAIT":
+            return nil
+        default:
+            return arguments[1]
+        }
+    }
+
+    // MARK: Routing
+
+    private func dispatch(_ command: Command, to target: RedisNode?, asking: Bool, redirects: Int) {
+        let (connection, mustDiscover): (RedisConnection?, Bool) = lock.withLock {
+            guard !closed else { return (nil, false) }
+            let mustDiscover = currentTopology == .unknown && !discovering
+            let node = target ?? command.slot.flatMap { slots?[$0] } ?? home
+            return (connectionLocked(to: node), mustDiscover)
+        }
+        if mustDiscover { discover() }
+        guard let connection else {
+            command.completion(.failure(.unavailable))
+            return
+        }
+        connection.send(command.request, asking: asking, deadline: command.deadline) { result in
+            self.handle(result, of: command, from: connection.node, redirects: redirects)
+        }
+    }
+
+    private func handle(_ result: Result<RESPValue, RedisError>, of command: Command, from node: RedisNode, redirects: Int) {
+        switch result {
+        case .success(.error(let message)):
+            if let redirect = ClusterRedirect(message) {
+                configuration.metrics.redirected(redirect.asking)
+                guard redirects < configuration.maxRedirects else { return fail(command, .tooManyRedirects, node) }
+                if !redirect.asking {
+                    lock.withLock { slots?[redirect.slot] = redirect.node }
+                    refreshSlots()
+                }
+                dispatch(command, to: redirect.node, asking: redirect.asking, redirects: redirects + 1)
+            } else if message.hasPrefix("TRYAGAIN") {
+                fail(command, .tryAgain(message), node)
+            } else if message.hasPrefix("CLUSTERDOWN") {
+                refreshSlots()
+                fail(command, .clusterDown(message), node)
+            } else {
+                command.completion(result)
+            }
+        case .failure:
+            if topology == .cluster { refreshSlots() }
+            command.completion(result)
+        case .success:
+            command.completion(result)
+        }
+    }
+
+    private func fail(_ command: Command, _ error: RedisError, _ node: RedisNode) {
+        configuration.metrics.failed(node, error)
+        command.completion(.failure(error))
+    }
+
+    private func connectionLocked(to node: RedisNode) -> RedisConnection {
+        if let connection = connections[node] { return connection }
+        let connection = RedisConnection(to: node, configuration: configuration)
+        connections[node] = connection
+        return connection
+    }
+
+    // MARK: Topology
+
+    /// Asks the seeds, in turn, whether they are part of a cluster.
+    private func discover() {
+        let started = lock.withLock {
+            guard !discovering, !closed else { return false }
+            discovering = true
+            return true
+        }
+        if started { discover(seeds[...]) }
+    }
+
+    private func discover(_ candidates: ArraySlice<RedisNode>) {
+        guard let seed = candidates.first, let connection = lock.withLock({ closed ? nil : connectionLocked(to: seed) }) else {
+            lock.withLock { discovering = false }
+            return
+        }
+        connection.send(["INFO", "cluster"], deadline: nil) { result in
+            guard case .success(.bulk(let text)) = result else { return self.discover(candidates.dropFirst()) }
+            let cluster = String(decoding: text, as: UTF8.self).contains("cluster_enabled:1")
+            self.lock.withLock {
+                self.currentTopology = cluster ? .cluster : .single
+                self.home = seed
+                self.discovering = false
+            }
+            if cluster { self.refreshSlots() }
+        }
+    }
+
+    /// Reloads the slot map from the first node that answers, the map's
+    /// own nodes first; one refresh at a time.
+    private func refreshSlots() {
+        let candidates: [RedisNode]? = lock.withLock {
+            guard !refreshing, !closed else { return nil }
+            refreshing = true
+            let known = slots.map { Array($0.nodes) } ?? []
+            return known + seeds.filter { !known.contains($0) }
+        }
+        if let candidates { askForSlots(candidates[...]) }
+    }
+
+    private func askForSlots(_ candidates: ArraySlice<RedisNode>) {
+        guard let node = candidates.first, let connection = lock.withLock({ closed ? nil : connectionLocked(to: node) }) else {
+            lock.withLock { refreshing = false }
+            return
+        }
+        connection.send(["CLUSTER", "SLOTS"], deadline: nil) { result in
+            guard case .success(let reply) = result, let map = SlotMap(reply, answeredBy: node) else {
+                return self.askForSlots(candidates.dropFirst())
+            }
+            self.install(map)
+        }
+    }
+
+    /// Takes a new map, connects to every primary in it (so that each runs
+    /// the setup commands, and readiness means all of them), and closes
+    /// connections to nodes that left it.
+    private func install(_ map: SlotMap) {
+        let gone: [RedisConnection] = lock.withLock {
+            slots = map
+            currentTopology = .cluster
+            refreshing = false
+            for node in map.nodes { _ = connectionLocked(to: node) }
+            let keep = map.nodes.union(seeds)
+            let gone = connections.filter { !keep.contains($0.key) }
+            for node in gone.keys { connections[node] = nil }
+            return Array(gone.values)
+        }
+        for connection in gone { connection.close() }
+    }
+}

@@ -1,0 +1,68 @@
+/// How a client talks to Redis; the same for every node of a cluster.
+public struct RedisConfiguration: Sendable {
+    /// `AUTH` on every connection, before anything else (`requirepass`, or an ACL user).
+    public var username: String?
+    public var password: String?
+
+    /// How long a command may wait for its reply when the caller gives no
+    /// deadline. A command still unanswered one more timeout after its
+    /// deadline means the server stopped answering: the connection is dropped.
+    public var commandTimeout: Duration = .seconds(1)
+
+    /// Commands run first on every (re)connection, pipelined before any
+    /// caller's (e.g. `FUNCTION LOAD REPLACE …`). An error reply to one of
+    /// them fails the connection attempt, which is then retried.
+    public var setupCommands: [[[UInt8]]] = []
+
+    /// Called once a connection has answered its setup commands, on every
+    /// (re)connection, from the connection's I/O thread.
+    public var connected: @Sendable (RedisNode) -> Void = { _ in }
+
+    /// Delays between reconnection attempts.
+    public var reconnectBackoff = Backoff(base: .milliseconds(50), cap: .seconds(2))
+
+    /// How many `MOVED`/`ASK` redirections one command may follow.
+    public var maxRedirects = 5
+
+    public var metrics = RedisMetrics()
+
+    public init() {}
+}
+
+/// Hooks for the caller's metrics; each is called on a connection's I/O
+/// thread and must be quick.
+public struct RedisMetrics: Sendable {
+    /// Time from appending a command to reading its reply.
+    public var roundTrip: @Sendable (RedisNode, Duration) -> Void = { _, _ in }
+    /// A command that ended without a reply (or with TRYAGAIN/CLUSTERDOWN).
+    public var failed: @Sendable (RedisNode, RedisError) -> Void = { _, _ in }
+    /// A connection came back after it had been lost.
+    public var reconnected: @Sendable (RedisNode) -> Void = { _ in }
+    /// A connection was dropped (error, end of stream, unresponsive server).
+    public var disconnected: @Sendable (RedisNode) -> Void = { _ in }
+    /// A cluster redirected a command: `MOVED` (`asking` false) or `ASK`.
+    public var redirected: @Sendable (_ asking: Bool) -> Void = { _ in }
+
+    public init() {}
+}
+
+/// Capped exponential backoff with full jitter: attempt n waits a uniformly
+/// random time between zero and min(cap, base · 2ⁿ), so that many clients
+/// that lost the same server do not all come back at the same instant.
+public struct Backoff: Sendable {
+    public var base: Duration
+    public var cap: Duration
+
+    public init(base: Duration, cap: Duration) {
+        self.base = base
+        self.cap = cap
+    }
+
+    public func delay(attempt: Int, using generator: inout some RandomNumberGenerator) -> Duration {
+        let doublings = min(max(attempt, 0), 30)
+        let ceiling = min(cap, base * (1 << doublings))
+        let nanoseconds = ceiling.components.seconds * 1_000_000_000 + ceiling.components.attoseconds / 1_000_000_000
+        guard nanoseconds > 0 else { return .zero }
+        return .nanoseconds(Int64.random(in: 0...nanoseconds, using: &generator))
+    }
+}

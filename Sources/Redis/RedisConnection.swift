@@ -1,0 +1,373 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// A reply, or why there is none.
+public typealias RedisCompletion = @Sendable (Result<RESPValue, RedisError>) -> Void
+
+/// One pipelined connection to one Redis server, kept up until `close()`.
+///
+/// Callers never block: a command is appended to hiredis's output buffer
+/// under a short lock and the connection's own I/O thread writes it, reads
+/// replies and hands each to the oldest waiting command (Redis answers in
+/// order). A command whose deadline passes fails with `.timeout` and its
+/// late reply is skipped; when the connection drops every waiting command
+/// fails with `.connectionLost`, and the connection comes back in the
+/// background with jittered backoff, meanwhile refusing commands with
+/// `.unavailable`.
+public final class RedisConnection: @unchecked Sendable {
+    public let node: RedisNode
+    private let configuration: RedisConfiguration
+    private let setup: [RESPRequest]
+    private let wakePipe = WakePipe()
+    private let lock = Lock()
+
+    // Guarded by `lock`.
+    private var phase = Phase.starting
+    private var pending = FIFO<Pending>()
+    /// Commands sent before the first connect began, appended after the setup commands.
+    private var unsent: [RESPRequest] = []
+    private var setupDeadline: ContinuousClock.Instant?
+    private var earliestDeadline: ContinuousClock.Instant?
+    private var hasOutput = false
+    private var wakeRequested = false
+    private var closeRequested = false
+    private var attempt = 0
+    private var everConnected = false
+    private var lastFailure: String?
+
+    private enum Phase {
+        /// Until the I/O thread makes the first connect (which may resolve a
+        /// host name, and so block): commands wait in `unsent`.
+        case starting
+        /// Connecting, then waiting for the setup commands' replies, which
+        /// come before any caller's.
+        case connecting(HiredisSocket, open: Bool, setupLeft: Int)
+        case ready(HiredisSocket)
+        case waiting(until: ContinuousClock.Instant)
+        case closed
+    }
+
+    private struct Pending {
+        enum Kind {
+            case caller(RedisCompletion)
+            /// A reply nobody waits for any more (deadline passed) or ever did (`ASKING`).
+            case skip
+        }
+
+        var kind: Kind
+        let deadline: ContinuousClock.Instant
+        let sentAt: ContinuousClock.Instant
+    }
+
+    /// Why a connection is being dropped.
+    private struct Drop: Error {
+        let reason: String
+    }
+
+    /// What the I/O thread does after releasing the lock.
+    private struct Outcome {
+        var replies: [(RedisCompletion, Result<RESPValue, RedisError>)] = []
+        var roundTrips: [Duration] = []
+        var connected = false
+        var reconnected = false
+        var disconnected = false
+    }
+
+    public init(to node: RedisNode, configuration: RedisConfiguration = RedisConfiguration()) {
+        self.node = node
+        self.configuration = configuration
+        var setup: [RESPRequest] = []
+        if let password = configuration.password {
+            setup.append(RESPRequest(["AUTH"] + (configuration.username.map { [$0] } ?? []) + [password]))
+        }
+        setup += configuration.setupCommands.map { RESPRequest($0) }
+        self.setup = setup.isEmpty ? [RESPRequest(["PING"])] : setup
+        startIOThread { self.run() }
+    }
+
+    /// Whether the connection is up and has answered its setup commands.
+    public var isConnected: Bool {
+        lock.withLock { if case .ready = phase { true } else { false } }
+    }
+
+    /// Why the last connection attempt or connection failed, for readiness reports.
+    public var lastFailureReason: String? {
+        lock.withLock { lastFailure }
+    }
+
+    /// Sends one command; `completion` runs on the I/O thread, or on the
+    /// caller's when the command is refused at once.
+    public func send(_ arguments: [[UInt8]], deadline: ContinuousClock.Instant? = nil, completion: @escaping RedisCompletion) {
+        send(RESPRequest(arguments), asking: false, deadline: deadline, completion: completion)
+    }
+
+    public func send(_ arguments: [String], deadline: ContinuousClock.Instant? = nil, completion: @escaping RedisCompletion) {
+        send(RESPRequest(arguments), asking: false, deadline: deadline, completion: completion)
+    }
+
+    public func send(_ arguments: [String], deadline: ContinuousClock.Instant? = nil) async throws(RedisError) -> RESPValue {
+        try await withCheckedContinuation { continuation in
+            send(arguments, deadline: deadline) { continuation.resume(returning: $0) }
+        }.get()
+    }
+
+    /// Stops the I/O thread; commands still waiting fail with `.connectionLost`.
+    public func close() {
+        let wake = lock.withLock {
+            closeRequested = true
+            return !wakeRequested
+        }
+        if wake { wakePipe.wake() }
+    }
+
+    private static let asking = RESPRequest(["ASKING"])
+
+    /// Appends a command; with `asking`, `ASKING` goes right before it, as a
+    /// cluster's `ASK` redirection requires.
+    func send(_ request: RESPRequest, asking: Bool, deadline: ContinuousClock.Instant?, completion: @escaping RedisCompletion) {
+        let now = ContinuousClock.now
+        let deadline = deadline ?? now + configuration.commandTimeout
+        enum Queued { case refused, queued, queuedAndWake }
+        let queued: Queued = lock.withLock {
+            guard !closeRequested else { return .refused }
+            let socket: HiredisSocket?
+            switch phase {
+            case .starting: socket = nil
+            case .connecting(let connecting, _, _): socket = connecting
+            case .ready(let ready): socket = ready
+            case .waiting, .closed: return .refused
+            }
+            do {
+                if asking {
+                    if let socket { try socket.append(Self.asking) } else { unsent.append(Self.asking) }
+                    pending.append(Pending(kind: .skip, deadline: deadline, sentAt: now))
+                }
+                if let socket { try socket.append(request) } else { unsent.append(request) }
+            } catch {
+                return .refused
+            }
+            pending.append(Pending(kind: .caller(completion), deadline: deadline, sentAt: now))
+            hasOutput = true
+            if earliestDeadline.map({ deadline < $0 }) ?? true { earliestDeadline = deadline }
+            guard !wakeRequested else { return .queued }
+            wakeRequested = true
+            return .queuedAndWake
+        }
+        switch queued {
+        case .refused:
+            configuration.metrics.failed(node, .unavailable)
+            completion(.failure(.unavailable))
+        case .queuedAndWake:
+            wakePipe.wake()
+        case .queued:
+            break
+        }
+    }
+
+    // MARK: The I/O thread
+
+    private func run() {
+        while let (fd, events, timeout) = lock.withLock({ pollPlan(now: .now) }) {
+            var fds = [pollfd(fd: wakePipe.readEnd, events: Int16(POLLIN), revents: 0)]
+            if let fd { fds.append(pollfd(fd: fd, events: events, revents: 0)) }
+            _ = poll(&fds, nfds_t(fds.count), timeout)
+            if fds[0].revents != 0 { wakePipe.drain() }
+            let revents = fds.count > 1 ? fds[1].revents : 0
+            let outcome = lock.withLock { step(revents: revents, now: .now) }
+            report(outcome)
+        }
+        wakePipe.closeEnds()
+    }
+
+    /// What to wait for next, or nil once closed.
+    private func pollPlan(now: ContinuousClock.Instant) -> (Int32?, Int16, Int32)? {
+        var wakeAt = [earliestDeadline, setupDeadline].compactMap { $0 }.min()
+        if let oldest = pending.first { wakeAt = min(wakeAt ?? oldest.deadline, oldest.deadline + configuration.commandTimeout) }
+        switch phase {
+        case .closed:
+            return nil
+        case .starting:
+            return (nil, 0, 0)
+        case .waiting(let until):
+            return (nil, 0, milliseconds(from: now, to: min(until, wakeAt ?? until)))
+        case .connecting(let socket, false, _):
+            return (socket.fd, Int16(POLLOUT), milliseconds(from: now, to: wakeAt))
+        case .connecting(let socket, true, _), .ready(let socket):
+            let events = Int16(POLLIN) | (hasOutput ? Int16(POLLOUT) : 0)
+            return (socket.fd, events, milliseconds(from: now, to: wakeAt))
+        }
+    }
+
+    private func milliseconds(from now: ContinuousClock.Instant, to instant: ContinuousClock.Instant?) -> Int32 {
+        guard let instant else { return -1 }
+        let (seconds, attoseconds) = (instant - now).components
+        if seconds < 0 || (seconds == 0 && attoseconds <= 0) { return 0 }
+        return Int32(clamping: seconds * 1000 + (attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000)
+    }
+
+    /// One turn of the loop: connect, write, read, expire; under the lock.
+    private func step(revents: Int16, now: ContinuousClock.Instant) -> Outcome {
+        var outcome = Outcome()
+        wakeRequested = false
+        if closeRequested {
+            shutDown(&outcome)
+            return outcome
+        }
+        do throws(Drop) {
+            switch phase {
+            case .starting:
+                startConnecting(now: now, &outcome)
+            case .waiting(let until) where until <= now:
+                startConnecting(now: now, &outcome)
+            case .connecting(let socket, let open, let setupLeft):
+                if !open {
+                    guard revents != 0 else { break }
+                    if let failure = socket.connectError() { throw Drop(reason: failure.reason) }
+                    phase = .connecting(socket, open: true, setupLeft: setupLeft)
+                }
+                try transfer(socket, revents: revents, now: now, &outcome)
+            case .ready(let socket):
+                try transfer(socket, revents: revents, now: now, &outcome)
+            case .waiting, .closed:
+                break
+            }
+            try expire(now: now, &outcome)
+        } catch {
+            drop(error.reason, now: now, &outcome)
+        }
+        return outcome
+    }
+
+    private func transfer(_ socket: HiredisSocket, revents: Int16, now: ContinuousClock.Instant, _ outcome: inout Outcome) throws(Drop) {
+        var replies: [RESPValue] = []
+        do {
+            if hasOutput { hasOutput = try !socket.flush() }
+            guard revents & Int16(POLLIN | POLLERR | POLLHUP) != 0 else { return }
+            try socket.fill()
+            while let reply = try socket.nextReply() { replies.append(reply) }
+        } catch {
+            throw Drop(reason: error.reason)
+        }
+        for reply in replies { try deliver(reply, now: now, &outcome) }
+    }
+
+    private func deliver(_ reply: RESPValue, now: ContinuousClock.Instant, _ outcome: inout Outcome) throws(Drop) {
+        if case .connecting(let socket, _, let setupLeft) = phase {
+            if case .error(let message) = reply { throw Drop(reason: "setup command refused: \(message)") }
+            if setupLeft > 1 {
+                phase = .connecting(socket, open: true, setupLeft: setupLeft - 1)
+            } else {
+                phase = .ready(socket)
+                setupDeadline = nil
+                attempt = 0
+                lastFailure = nil
+                outcome.connected = true
+                outcome.reconnected = everConnected
+                everConnected = true
+            }
+            return
+        }
+        guard let oldest = pending.popFirst() else { throw Drop(reason: "a reply no command asked for") }
+        switch oldest.kind {
+        case .caller(let completion):
+            outcome.replies.append((completion, .success(reply)))
+            outcome.roundTrips.append(now - oldest.sentAt)
+        case .skip:
+            break
+        }
+    }
+
+    /// Fails the commands whose deadline passed; drops a connection whose
+    /// setup timed out or whose oldest command went a whole timeout past
+    /// its deadline without a reply (the server stopped answering).
+    private func expire(now: ContinuousClock.Instant, _ outcome: inout Outcome) throws(Drop) {
+        if let setupDeadline, setupDeadline <= now {
+            throw Drop(reason: "connection setup timed out")
+        }
+        if let oldest = pending.first, oldest.deadline + configuration.commandTimeout <= now {
+            throw Drop(reason: "no reply within the deadline and one more timeout")
+        }
+        guard let earliest = earliestDeadline, earliest <= now else { return }
+        var next: ContinuousClock.Instant?
+        for index in pending.indices {
+            let entry = pending[index]
+            switch entry.kind {
+            case .caller(let completion) where entry.deadline <= now:
+                outcome.replies.append((completion, .failure(.timeout)))
+                pending[index].kind = .skip
+            case .caller:
+                next = min(next ?? entry.deadline, entry.deadline)
+            case .skip:
+                break
+            }
+        }
+        earliestDeadline = next
+    }
+
+    /// Opens a socket and queues the setup commands, then any commands
+    /// sent before the first connect.
+    private func startConnecting(now: ContinuousClock.Instant, _ outcome: inout Outcome) {
+        let waiting = unsent
+        unsent = []
+        do {
+            let socket = try HiredisSocket(connectingTo: node)
+            for request in setup + waiting { try socket.append(request) }
+            setupDeadline = now + configuration.commandTimeout
+            hasOutput = true
+            phase = .connecting(socket, open: false, setupLeft: setup.count)
+        } catch {
+            lastFailure = error.reason
+            failPending(with: .unavailable, &outcome)
+            backOff(now: now)
+        }
+    }
+
+    private func drop(_ reason: String, now: ContinuousClock.Instant, _ outcome: inout Outcome) {
+        var sent = true
+        switch phase {
+        case .ready: outcome.disconnected = true
+        case .connecting(_, let open, _): sent = open
+        case .starting, .waiting, .closed: break
+        }
+        lastFailure = reason
+        failPending(with: sent ? .connectionLost : .unavailable, &outcome)
+        backOff(now: now)
+    }
+
+    private func shutDown(_ outcome: inout Outcome) {
+        if case .ready = phase { outcome.disconnected = true }
+        failPending(with: .connectionLost, &outcome)
+        phase = .closed
+    }
+
+    private func failPending(with error: RedisError, _ outcome: inout Outcome) {
+        for entry in pending.removeAll() {
+            if case .caller(let completion) = entry.kind { outcome.replies.append((completion, .failure(error))) }
+        }
+        earliestDeadline = nil
+        setupDeadline = nil
+        unsent = []
+        hasOutput = false
+    }
+
+    private func backOff(now: ContinuousClock.Instant) {
+        var generator = SystemRandomNumberGenerator()
+        phase = .waiting(until: now + configuration.reconnectBackoff.delay(attempt: attempt, using: &generator))
+        attempt += 1
+    }
+
+    private func report(_ outcome: Outcome) {
+        let metrics = configuration.metrics
+        if outcome.disconnected { metrics.disconnected(node) }
+        if outcome.reconnected { metrics.reconnected(node) }
+        if outcome.connected { configuration.connected(node) }
+        for roundTrip in outcome.roundTrips { metrics.roundTrip(node, roundTrip) }
+        for (completion, result) in outcome.replies {
+            if case .failure(let error) = result { metrics.failed(node, error) }
+            completion(result)
+        }
+    }
+}

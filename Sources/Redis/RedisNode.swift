@@ -1,0 +1,23 @@
+/// The address of one Redis server.
+public struct RedisNode: Hashable, Sendable, CustomStringConvertible {
+    public var host: String
+    public var port: Int
+
+    public init(host: String, port: Int) {
+        self.host = host
+        self.port = port
+    }
+
+    /// Reads `host:port` as Redis writes it in `MOVED`/`ASK` replies; the last
+    /// colon separates the port, so IPv6 hosts keep theirs.
+    public init?(_ address: Substring) {
+        guard let colon = address.lastIndex(of: ":"),
+              let number = Int(address[address.index(after: colon)...]), (1...65535).contains(number)
+        else { return nil }
+        host = String(address[..<colon])
+        port = number
+        if host.isEmpty { return nil }
+    }
+
+    public var description: String { "\(host):\(port)" }
+}

@@ -1,0 +1,72 @@
+import Foundation
+import Redis
+
+/// A Redis Cluster of 3 primaries and 3 replicas on loopback, started once
+/// per test run (creating one takes seconds) and killed at exit.
+final class RedisClusterFixture: Sendable {
+    let servers: [RedisServer]
+
+    /// The cluster, started by the first test that asks for it.
+    static func shared() throws -> RedisClusterFixture {
+        try started.get()
+    }
+
+    private static let started = Result { try RedisClusterFixture() }
+
+    private init() throws {
+        servers = try (0..<6).map { _ in
+            // Replicas sync at once (not after the default 5 s), so that a
+            // primary killed early has a replica able to take over.
+            try RedisServer(["--cluster-node-timeout", "2000", "--repl-diskless-sync-delay", "0"], clusterNode: true)
+        }
+        try redisCLI(["--cluster", "create"] + servers.map { "127.0.0.1:\($0.port)" } + ["--cluster-replicas", "1", "--cluster-yes"])
+        try waitUntilHealthy()
+        let deadline = Date().addingTimeInterval(30)
+        for server in servers {
+            while try redisCLI(port: server.port, "ROLE").hasPrefix("slave"),
+                  !(try redisCLI(port: server.port, "INFO", "replication").contains("master_link_status:up")) {
+                guard Date() < deadline else { throw RedisTestSetupError(description: "a replica of the test cluster did not sync within 30 s") }
+                usleep(50_000)
+            }
+        }
+    }
+
+    /// Every server still running: a test may have killed one.
+    var seeds: [RedisNode] { servers.filter { $0.pid != nil }.map(\.node) }
+
+    /// Waits until every running node says the cluster is ok (after a failover).
+    func waitUntilHealthy(within seconds: Double = 30) throws {
+        let deadline = Date().addingTimeInterval(seconds)
+        while !(try servers.filter({ $0.pid != nil }).allSatisfy({ try redisCLI(port: $0.port, "CLUSTER", "INFO").contains("cluster_state:ok") })) {
+            guard Date() < deadline else { throw RedisTestSetupError(description: "the test cluster is not ok after \(seconds) s") }
+            usleep(50_000)
+        }
+    }
+
+    /// The servers still running that are primaries now (a failover changes them).
+    func primaries() throws -> [RedisServer] {
+        try servers.filter { server in
+            guard server.pid != nil else { return false }
+            return try redisCLI(port: server.port, "ROLE").hasPrefix("master")
+        }
+    }
+
+    /// The running server that is the primary of `slot` now.
+    func primary(of slot: Int) throws -> RedisServer {
+        for server in try primaries() {
+            let myself = try nodeID(of: server)
+            let nodes = try redisCLI(port: server.port, "CLUSTER", "NODES")
+            guard let line = nodes.split(separator: "\n").first(where: { $0.hasPrefix(myself) }) else { continue }
+            let ranges = line.split(separator: " ").dropFirst(8)
+            for range in ranges where !range.hasPrefix("[") {
+                let bounds = range.split(separator: "-").compactMap { Int($0) }
+                if let low = bounds.first, let high = bounds.last, (low...high).contains(slot) { return server }
+            }
+        }
+        throw RedisTestSetupError(description: "no running primary serves slot \(slot)")
+    }
+
+    func nodeID(of server: RedisServer) throws -> String {
+        try redisCLI(port: server.port, "CLUSTER", "MYID").trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+}

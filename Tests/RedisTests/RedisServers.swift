@@ -1,0 +1,216 @@
+import Foundation
+import Redis
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Why a test could not start its Redis.
+struct RedisTestSetupError: Error, CustomStringConvertible {
+    let description: String
+}
+
+/// A real `redis-server` on a free loopback port, in its own temporary
+/// directory, killed when stopped or released (and at exit, should a test
+/// leave one behind).
+final class RedisServer: @unchecked Sendable {
+    static let executable = "/usr/bin/redis-server"
+
+    let port: Int
+    let directory: URL
+    private var arguments: [String]
+    private let lock = NSLock()
+    private var process: Process?
+
+    /// Starts a server with `arguments` added to the test defaults (no
+    /// persistence, loopback only), on a free port. A cluster node also gets
+    /// a free port for its cluster bus (by default port + 10000, which is
+    /// past 65535 for the high ports the kernel hands out).
+    init(_ arguments: [String] = [], clusterNode: Bool = false) throws {
+        guard FileManager.default.isExecutableFile(atPath: Self.executable) else {
+            throw RedisTestSetupError(description: "\(Self.executable) is missing: run scripts/install-deps.sh --test (installs redis-server and redis-tools)")
+        }
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("redis-test-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        self.arguments = arguments
+        if clusterNode {
+            self.arguments += ["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-port", String(try freeLoopbackPort())]
+        }
+        // Redis has no `--port 0`: take a port the kernel just handed out,
+        // and take another if someone else grabbed it meanwhile.
+        var lastError: Error?
+        for _ in 0..<5 {
+            let candidate = try freeLoopbackPort()
+            do {
+                process = try Self.launch(port: candidate, directory: directory, arguments: self.arguments)
+                port = candidate
+                return
+            } catch {
+                lastError = error
+            }
+        }
+        throw lastError!
+    }
+
+    deinit {
+        stop()
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    var node: RedisNode { RedisNode(host: "127.0.0.1", port: port) }
+
+    var pid: Int32? { lock.withLock { process?.processIdentifier } }
+
+    /// Starts the server again on the same port, with the same files.
+    func restart() throws {
+        let process = try Self.launch(port: port, directory: directory, arguments: arguments)
+        lock.withLock { self.process = process }
+    }
+
+    /// Kills the server at once (`kill -9`): no goodbye to its clients or cluster.
+    func stop() {
+        guard let process = lock.withLock({ () -> Process? in defer { self.process = nil }; return self.process }) else { return }
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        RunningServers.forget(process.processIdentifier)
+    }
+
+    func signal(_ signal: Int32) {
+        if let pid { kill(pid, signal) }
+    }
+
+    private static func launch(port: Int, directory: URL, arguments: [String]) throws -> Process {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = [
+            "--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+            "--daemonize", "no", "--dir", directory.path, "--logfile", "redis.log",
+        ] + arguments
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        RunningServers.remember(process.processIdentifier)
+        let deadline = Date().addingTimeInterval(10)
+        while Date() < deadline {
+            if !process.isRunning {
+                RunningServers.forget(process.processIdentifier)
+                let log = (try? String(contentsOf: directory.appendingPathComponent("redis.log"), encoding: .utf8)) ?? ""
+                throw RedisTestSetupError(description: "redis-server on port \(port) exited: \(log.suffix(500))")
+            }
+            if acceptsConnections(port: port) { return process }
+            usleep(10_000)
+        }
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        RunningServers.forget(process.processIdentifier)
+        throw RedisTestSetupError(description: "redis-server on port \(port) did not listen within 10 s")
+    }
+}
+
+/// The servers still running, killed when the test process exits: the
+/// shared cluster lives as long as the test run, and nothing may outlive it.
+enum RunningServers {
+    nonisolated(unsafe) private static var pids = Set<Int32>()
+    private static let lock = NSLock()
+    private static let registered: Void = {
+        atexit {
+            RunningServers.lock.withLock {
+                for pid in RunningServers.pids { kill(pid, SIGKILL) }
+            }
+        }
+    }()
+
+    static func remember(_ pid: Int32) {
+        _ = registered
+        lock.withLock { _ = pids.insert(pid) }
+    }
+
+    static func forget(_ pid: Int32) {
+        lock.withLock { _ = pids.remove(pid) }
+    }
+}
+
+/// Runs `redis-cli` and returns what it printed.
+@discardableResult
+func redisCLI(_ arguments: [String]) throws -> String {
+    let executable = "/usr/bin/redis-cli"
+    guard FileManager.default.isExecutableFile(atPath: executable) else {
+        throw RedisTestSetupError(description: "\(executable) is missing: run scripts/install-deps.sh --test (installs redis-server and redis-tools)")
+    }
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: executable)
+    process.arguments = arguments
+    let output = Pipe()
+    process.standardOutput = output
+    process.standardError = output
+    process.standardInput = FileHandle.nullDevice
+    try process.run()
+    let data = output.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    let text = String(decoding: data, as: UTF8.self)
+    guard process.terminationStatus == 0 else {
+        throw RedisTestSetupError(description: "redis-cli \(arguments.joined(separator: " ")) failed: \(text)")
+    }
+    return text
+}
+
+@discardableResult
+func redisCLI(port: Int, _ arguments: String...) throws -> String {
+    try redisCLI(["-h", "127.0.0.1", "-p", String(port)] + arguments)
+}
+
+private func freeLoopbackPort() throws -> Int {
+    let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard socket >= 0 else { throw RedisTestSetupError(description: "socket() failed") }
+    defer { close(socket) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    address.sin_port = 0
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    let bound = withUnsafeMutablePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
+            bind(socket, pointer, length) == 0 && getsockname(socket, pointer, &length) == 0
+        }
+    }
+    guard bound else { throw RedisTestSetupError(description: "no free loopback port") }
+    return Int(UInt16(bigEndian: address.sin_port))
+}
+
+private func acceptsConnections(port: Int) -> Bool {
+    let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard socket >= 0 else { return false }
+    defer { close(socket) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    address.sin_port = UInt16(port).bigEndian
+    return withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+            connect(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+        }
+    }
+}
+
+/// Polls `condition` until it holds or `seconds` pass: servers and
+/// connections come and go asynchronously.
+func eventually(within seconds: Double = 10, _ condition: () async -> Bool) async -> Bool {
+    let deadline = Date().addingTimeInterval(seconds)
+    while Date() < deadline {
+        if await condition() { return true }
+        try? await Task.sleep(for: .milliseconds(20))
+    }
+    return await condition()
+}
+
+/// A counter the metrics hooks bump from I/O threads.
+final class Counter: @unchecked Sendable {
+    private let lock = NSLock()
+    private var count = 0
+
+    var value: Int { lock.withLock { count } }
+
+    func increment() {
+        lock.withLock { count += 1 }
+    }
+}

@@ -1,0 +1,84 @@
+import Redis
+import Testing
+
+/// What needs no server: slots, reply conversion, redirections, routing keys, backoff.
+struct RedisWireTests {
+    @Test func crc16MatchesTheClusterSpecificationsCheckValue() {
+        // "The CRC16 … Output for "123456789": 31C3" (Redis Cluster specification).
+        #expect(HashSlot.of("123456789") == 0x31C3)
+    }
+
+    @Test func hashTagsFollowTheSpecificationsExamples() {
+        #expect(HashSlot.of("{user1000}.following") == HashSlot.of("user1000"))
+        #expect(HashSlot.of("{user1000}.followers") == HashSlot.of("user1000"))
+        // An empty tag does not count: the whole key is hashed.
+        #expect(HashSlot.of("foo{}{bar}") == Int(crc16Whole("foo{}{bar}")))
+        #expect(HashSlot.of("foo{{bar}}zap") == HashSlot.of("{bar"))
+        #expect(HashSlot.of("foo{bar}{zap}") == HashSlot.of("bar"))
+        #expect(HashSlot.of("no-close{brace") == Int(crc16Whole("no-close{brace")))
+    }
+
+    private func crc16Whole(_ key: String) -> UInt16 {
+        HashSlot.crc16(Array(key.utf8)) & 0x3FFF
+    }
+
+    @Test func repliesConvertFromEveryRESP2Type() throws {
+        let stream = "+OK\r\n-ERR wrong\r\n:-42\r\n$5\r\nhe\r\nl\r\n$-1\r\n*-1\r\n*3\r\n:1\r\n*1\r\n$0\r\n\r\n$-1\r\n"
+        let values = try #require(RESPValue.parse(Array(stream.utf8)))
+        #expect(values == [
+            .simple("OK"), .error("ERR wrong"), .integer(-42), .bulk(Array("he\r\nl".utf8)), .null, .null,
+            .array([.integer(1), .array([.bulk([])]), .null]),
+        ])
+    }
+
+    @Test func anIncompleteReplyIsNotYetAReplyAndGarbageIsRefused() {
+        #expect(RESPValue.parse(Array("$10\r\nabc".utf8)) == [])
+        #expect(RESPValue.parse(Array("?what\r\n".utf8)) == nil)
+    }
+
+    @Test func redirectionsAreRead() throws {
+        let moved = try #require(ClusterRedirect("MOVED 3999 127.0.0.1:6381"))
+        #expect(moved.asking == false && moved.slot == 3999 && moved.node == RedisNode(host: "127.0.0.1", port: 6381))
+        let ask = try #require(ClusterRedirect("ASK 12 ::1:7000"))
+        #expect(ask.asking && ask.slot == 12 && ask.node == RedisNode(host: "::1", port: 7000))
+        #expect(ClusterRedirect("MOVED 16384 127.0.0.1:1") == nil)
+        #expect(ClusterRedirect("ERR MOVED 1 a:1") == nil)
+    }
+
+    @Test func commandsAreRoutedByTheirFirstKey() {
+        func key(_ words: String...) -> String? {
+            RedisClient.routingKey(of: words.map { Array($0.utf8) }).map { String(decoding: $0, as: UTF8.self) }
+        }
+        #expect(key("GET", "a") == "a")
+        #expect(key("hset", "h", "f", "v") == "h")
+        #expect(key("FCALL", "f", "2", "k1", "k2", "arg") == "k1")
+        #expect(key("FCALL", "f", "0", "arg") == nil)
+        #expect(key("PING") == nil)
+        #expect(key("INFO", "cluster") == nil)
+    }
+
+    @Test func backoffStaysUnderItsCeilingAndGrowsToTheCap() {
+        let backoff = Backoff(base: .milliseconds(10), cap: .milliseconds(300))
+        var generator = SplitMix(seed: 7)
+        for attempt in 0..<12 {
+            let ceiling = min(.milliseconds(300), .milliseconds(10) * (1 << attempt))
+            let delays = (0..<200).map { _ in backoff.delay(attempt: attempt, using: &generator) }
+            #expect(delays.allSatisfy { $0 >= .zero && $0 <= ceiling })
+            // Full jitter: the whole range is used, not just its top.
+            #expect(delays.contains { $0 < ceiling / 4 } && delays.contains { $0 > ceiling * 3 / 4 })
+        }
+    }
+}
+
+/// A seeded generator, so that the backoff test sees the same draws each run.
+struct SplitMix: RandomNumberGenerator {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
