@@ -27,6 +27,23 @@ public enum RequestHeadFault: Sendable, Equatable, CaseIterable {
     case missingHost
     /// More than one `Host` field: which one names the target is anybody's guess.
     case severalHosts
+    /// A `Content-Length` or `Transfer-Encoding` line continued on the next
+    /// line by leading whitespace (obs-fold). A proxy may join the lines
+    /// (`0 74`, `074`) or take one; libmicrohttpd 0.9.75 appends the
+    /// continuation to the field's *name* (`Content-Length74: 0`) and then
+    /// frames as if there were no such field. What the server sees is a
+    /// token name that starts with one of those two names.
+    case foldedFramingField
+    /// CR or LF inside a field value. libmicrohttpd ends lines at CRLF or LF
+    /// only, so `X: a<CR>Content-Length: 74` is one field to it, while
+    /// whoever ends lines at a bare CR reads a second `Content-Length`.
+    /// A NUL cannot be seen: libmicrohttpd hands values over as C strings,
+    /// so the rest of a line after a NUL never reaches the server.
+    case lineBreakInFieldValue
+    /// A `Content-Length` that is not one decimal number. libmicrohttpd
+    /// 0.9.75 answers those itself before the server sees them; refused here
+    /// too, so the framing rule does not rest on the library alone.
+    case malformedContentLength
 
     /// 501 for a coding the server does not decode (RFC 9112 §6.1), else 400.
     public var status: Int {
@@ -52,6 +69,12 @@ public enum RequestHeadFault: Sendable, Equatable, CaseIterable {
             "HTTP/1.1 requests must carry a Host header (RFC 9112 §3.2)."
         case .severalHosts:
             "The request has more than one Host field (RFC 9112 §3.2)."
+        case .foldedFramingField:
+            "A Content-Length or Transfer-Encoding field is continued on a line that starts with whitespace (obs-fold), or a field name begins with one of those names (RFC 9112 §5.2)."
+        case .lineBreakInFieldValue:
+            "A header field value contains a CR or LF, e.g. a bare CR where a line should end (RFC 9112 §2.2, RFC 9110 §5.5)."
+        case .malformedContentLength:
+            "Content-Length must be one decimal number (RFC 9112 §6.2)."
         }
     }
 }
@@ -59,25 +82,46 @@ public enum RequestHeadFault: Sendable, Equatable, CaseIterable {
 extension HTTPHeaders {
     /// The reason to refuse a request with these header fields, if any.
     ///
-    /// One pass over the field names, comparing only names of the right
-    /// length; values are read only when `Transfer-Encoding` is present.
+    /// One pass over the fields, comparing only names of the right length
+    /// and first letter; a name found to be `Host`, `Content-Length` or
+    /// `Transfer-Encoding` is a token, so only the others are checked byte
+    /// by byte (and, when longer than 14 bytes, for a framing name at
+    /// their start). Each value but `Content-Length`'s (digits only) is
+    /// scanned once for CR and LF; `Transfer-Encoding` values are read
+    /// further only when present.
     public func headFault(version: String) -> RequestHeadFault? {
-        var contentLengths = 0, transferEncodings = 0, hosts = 0, allTokens = true
-        forEachField { name, _ in
-            guard Self.isToken(name) else {
-                allTokens = false
-                return false
+        var contentLengths = 0, transferEncodings = 0, hosts = 0, lengthIsDecimal = true
+        var fieldFault: RequestHeadFault?
+        forEachField { name, value in
+            switch (name.count, name.first.map { $0 | 0x20 }) {
+            case (4, UInt8(ascii: "h")) where name.caseInsensitiveEquals(Self.bytes("host")):
+                hosts += 1
+            case (14, UInt8(ascii: "c")) where name.caseInsensitiveEquals(Self.bytes("content-length")):
+                contentLengths += 1
+                // Digits and white space only: no CR or LF to look for.
+                lengthIsDecimal = lengthIsDecimal && Self.isDecimal(value)
+                return true
+            case (17, UInt8(ascii: "t")) where name.caseInsensitiveEquals(Self.bytes("transfer-encoding")):
+                transferEncodings += 1
+            default:
+                guard Self.isToken(name) else {
+                    fieldFault = .fieldNameNotAToken
+                    return false
+                }
+                if name.count > 14, Self.extendsFramingName(name) {
+                    fieldFault = .foldedFramingField
+                    return false
+                }
             }
-            switch name.count {
-            case 4: if name.caseInsensitiveEquals(Self.bytes("host")) { hosts += 1 }
-            case 14: if name.caseInsensitiveEquals(Self.bytes("content-length")) { contentLengths += 1 }
-            case 17: if name.caseInsensitiveEquals(Self.bytes("transfer-encoding")) { transferEncodings += 1 }
-            default: break
+            if Self.containsLineBreak(value) {
+                fieldFault = .lineBreakInFieldValue
+                return false
             }
             return true
         }
-        guard allTokens else { return .fieldNameNotAToken }
+        if let fieldFault { return fieldFault }
         if contentLengths > 1 { return .severalContentLengths }
+        if !lengthIsDecimal { return .malformedContentLength }
         if hosts > 1 { return .severalHosts }
         if hosts == 0, version == "HTTP/1.1" { return .missingHost }
         guard transferEncodings > 0 else { return nil }
@@ -120,6 +164,63 @@ extension HTTPHeaders {
     @inline(__always)
     private static func bytes(_ text: StaticString) -> UnsafeBufferPointer<UInt8> {
         UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount)
+    }
+
+    /// A longer name that starts with `Content-Length` or `Transfer-Encoding`:
+    /// what libmicrohttpd 0.9.75 makes of such a field continued on the next line.
+    private static func extendsFramingName(_ name: UnsafeBufferPointer<UInt8>) -> Bool {
+        func startsWith(_ prefix: UnsafeBufferPointer<UInt8>) -> Bool {
+            name.count > prefix.count && UnsafeBufferPointer(rebasing: name.prefix(prefix.count)).caseInsensitiveEquals(prefix)
+        }
+        return startsWith(bytes("content-length")) || startsWith(bytes("transfer-encoding"))
+    }
+
+    /// Whether a value holds CR or LF: never part of a field value (RFC 9110 §5.5).
+    /// Every request pays for this over all its values, so it reads eight
+    /// bytes at a time and looks at single bytes only where one is below 14
+    /// (CR, LF, or a tab).
+    private static func containsLineBreak(_ value: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard let base = value.baseAddress else { return false }
+        let count = value.count
+        guard count >= 8 else {
+            for byte in value where byte == 13 || byte == 10 {
+                return true
+            }
+            return false
+        }
+        let raw = UnsafeRawPointer(base)
+        @inline(__always) func lowBytes(at offset: Int) -> UInt64 {
+            let word = raw.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
+            return (word &- 0x0E0E_0E0E_0E0E_0E0E) & ~word & 0x8080_8080_8080_8080
+        }
+        var anyLow: UInt64 = 0, offset = 0
+        while offset < count - 8 {
+            anyLow |= lowBytes(at: offset)
+            offset += 8
+        }
+        // The last eight bytes, overlapping the word before when the count is not a multiple of 8.
+        anyLow |= lowBytes(at: count - 8)
+        guard anyLow != 0 else { return false }
+        for byte in value where byte == 13 || byte == 10 {
+            return true
+        }
+        return false
+    }
+
+    /// 1*DIGIT, with optional whitespace around it (RFC 9112 §6.2).
+    private static func isDecimal(_ value: UnsafeBufferPointer<UInt8>) -> Bool {
+        var digits = 0, trailingSpace = false
+        for byte in value {
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9") where !trailingSpace:
+                digits += 1
+            case UInt8(ascii: " "), UInt8(ascii: "\t"):
+                trailingSpace = digits > 0
+            default:
+                return false
+            }
+        }
+        return digits > 0
     }
 
     /// A token (RFC 9110 §5.6.2): one or more of letters, digits and

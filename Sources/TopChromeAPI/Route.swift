@@ -96,7 +96,7 @@ public enum Route: Equatable, Sendable {
     public enum Template: Int, CaseIterable, Sendable {
         case sessions, session, inset, scroll, disappear, events, health, readiness, openAPI, metrics, demo, unmatched
 
-        public var name: String {
+        public var name: StaticString {
             switch self {
             case .sessions: "/v1/sessions"
             case .session: "/v1/sessions/{id}"

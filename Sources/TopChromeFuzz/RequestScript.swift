@@ -9,9 +9,11 @@ import Foundation
 ///     body bytes                     (up to the next separator or the end)
 ///     ===                            (a line of its own: the next request follows)
 ///
-/// Lines end with LF (a CR before it is dropped). Bytes after a NUL in the
-/// request line or a header are dropped, and invalid UTF-8 there is
-/// repaired, as happens to what libmicrohttpd hands the server. The body is
+/// Lines end with LF (a CR before it is dropped; a bare CR stays in the
+/// line). Bytes after a NUL in the request line or a header are dropped,
+/// invalid UTF-8 there is repaired, and a line led by a space or tab is
+/// appended to the previous field's name, as happens to what libmicrohttpd
+/// 0.9.75 hands the server. The body is
 /// raw bytes. In the path and in header values `{s0}`, `{s1}`, `{gone}` and
 /// `{new}` stand for session ids (see `RequestTarget`).
 struct ScriptedRequest {
@@ -61,9 +63,19 @@ enum RequestScript {
         let method = requestLine.first.map(text) ?? ""
         let path = requestLine.count > 1 ? text(requestLine[1]) : "/"
         let version = requestLine.count > 2 ? text(requestLine[2]) : "HTTP/1.1"
-        let headers = lines.dropFirst().map { line -> (String, String) in
-            guard let colon = line.firstIndex(of: UInt8(ascii: ":")) else { return (text(line), "") }
-            return (text(line[..<colon]), text(trimmed(line[(colon + 1)...])))
+        var headers: [(String, String)] = []
+        for line in lines.dropFirst() {
+            if let first = line.first, first == 0x20 || first == 0x09, !headers.isEmpty {
+                // A continuation line (obs-fold): libmicrohttpd 0.9.75 appends it,
+                // without its leading whitespace, to the previous field's name.
+                headers[headers.count - 1].0 += text(line.drop { $0 == 0x20 || $0 == 0x09 })
+                continue
+            }
+            guard let colon = line.firstIndex(of: UInt8(ascii: ":")) else {
+                headers.append((text(line), ""))
+                continue
+            }
+            headers.append((text(line[..<colon]), text(trimmed(line[(colon + 1)...]))))
         }
         return ScriptedRequest(method: method, path: path, version: version, headers: headers, body: body)
     }

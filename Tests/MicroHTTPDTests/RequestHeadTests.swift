@@ -32,6 +32,61 @@ import Testing
         }
     }
 
+    /// libmicrohttpd 0.9.75 appends a continuation line (obs-fold) to the
+    /// previous field's name: `Content-Length: 0` then ` 74` reaches the
+    /// server as `Content-Length74: 0`, and it frames as if there were no
+    /// `Content-Length` at all.
+    @Test func aFoldedFramingFieldIsRefused() {
+        let host = ("Host", "x")
+        #expect(fault([host, ("Content-Length74", "0")]) == .foldedFramingField)
+        #expect(fault([host, ("Content-Length0", "12")]) == .foldedFramingField)
+        #expect(fault([host, ("content-lengthX", "1")]) == .foldedFramingField)
+        #expect(fault([host, ("Transfer-Encodingchunked", "gzip")]) == .foldedFramingField)
+        #expect(fault([host, ("TRANSFER-ENCODING-x", "chunked")]) == .foldedFramingField)
+        #expect(fault([host, ("Content-Length74 ", "0")]) == .fieldNameNotAToken)
+        #expect(fault([host, ("Transfer-Encoding, gzip", "chunked")]) == .fieldNameNotAToken, "a continuation that is no token")
+        #expect(fault([host, ("Content-Type", "application/json"), ("Content-Lengt", "1"), ("Transfer-Encodin", "1")]) == nil,
+                "shorter names are other fields")
+    }
+
+    @Test func aValueWithCROrLFIsRefused() {
+        let host = ("Host", "x")
+        #expect(fault([host, ("X", "a\rContent-Length: 74"), ("Content-Length", "0")]) == .lineBreakInFieldValue)
+        #expect(fault([host, ("X", "a\nContent-Length: 74")]) == .lineBreakInFieldValue)
+        #expect(fault([host, ("Content-Length", "0\r")]) == .malformedContentLength, "digits only: no line break either")
+        #expect(fault([("Host", "x\r")]) == .lineBreakInFieldValue)
+        #expect(fault([host, ("Transfer-Encoding", "gzip\r, chunked")]) == .lineBreakInFieldValue)
+        #expect(fault([host, ("X", "tab\there, and \u{7F} or \u{E9} are not line breaks")]) == nil)
+        for count in 1...19 {
+            for position in 0..<count {
+                for breakByte: UInt8 in [13, 10] {
+                    var value = [UInt8](repeating: UInt8(ascii: "v"), count: count)
+                    value[position] = breakByte
+                    #expect(fault([host, ("X", String(decoding: value, as: UTF8.self))]) == .lineBreakInFieldValue,
+                            "at \(position) of \(count)")
+                }
+            }
+        }
+    }
+
+    /// A NUL ends a value, as it does for libmicrohttpd, which hands values
+    /// over as C strings: what follows it on the line is never seen.
+    @Test func aNULEndsAValue() {
+        let headers = HTTPHeaders([("Host", "x"), ("X", "a\u{0}\rContent-Length: 74")])
+        #expect(headers["X"] == "a")
+        #expect(headers.headFault(version: "HTTP/1.1") == nil)
+    }
+
+    @Test func contentLengthIsOneDecimalNumber() {
+        let host = ("Host", "x")
+        for value in ["0", "74", " 12 ", "\t5", "007"] {
+            #expect(fault([host, ("Content-Length", value)]) == nil, "\(value.debugDescription)")
+        }
+        for value in ["0 74", "", " ", "-1", "+5", "5, 5", "0x10", "1e3", "12a"] {
+            #expect(fault([host, ("Content-Length", value)]) == .malformedContentLength, "\(value.debugDescription)")
+        }
+    }
+
     @Test func onlyALoneChunkedCodingIsDecoded() {
         let host = ("Host", "x")
         #expect(fault([host, ("Transfer-Encoding", "gzip")]) == .unframedTransferCoding, "the final coding is not chunked")

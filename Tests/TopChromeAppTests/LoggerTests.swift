@@ -117,6 +117,23 @@ final class CapturedLog {
         #expect(times == steps.map(\.2))
     }
 
+    /// Durations are rounded to the microsecond the same way whether they fit
+    /// in 64 bits of attoseconds (about 9.2 s) or not.
+    @Test func durationsRoundToTheMicrosecondAtAnyLength() throws {
+        let log = CapturedLog(.text)
+        let cases: [(Duration, String)] = [
+            (.zero, "0.000"), (.nanoseconds(499), "0.000"), (.nanoseconds(500), "0.001"),
+            (.microseconds(61), "0.061"), (.milliseconds(1234) + .nanoseconds(5600), "1234.006"),
+            (.seconds(9) + .milliseconds(223), "9223.000"), (.seconds(9) + .milliseconds(224), "9224.000"),
+            (.seconds(86_400) + .nanoseconds(1500), "86400000.002"),
+        ]
+        for (duration, _) in cases {
+            log.logger.log(.info, "took") { $0.field("d", milliseconds: duration) }
+        }
+        log.logger.flush()
+        #expect(log.outputLines.map { String($0.split(separator: "=").last ?? "") } == cases.map(\.1))
+    }
+
     /// The short id is the one the API read from the path when it routed the
     /// request; the recorder does not read the path again.
     @Test func shortSessionIdComesFromTheRoute() throws {

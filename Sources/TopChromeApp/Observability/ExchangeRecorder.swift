@@ -20,7 +20,7 @@ final class ExchangeRecorder: HTTPExchangeObserver {
         metrics.record(exchange, template: endpoint.template)
         logger.log(.info, "request") { line in
             line.field("method", exchange.method)
-            line.field("route", endpoint.template.name)
+            line.field("route", verbatim: endpoint.template.name)
             line.field("status", exchange.status)
             line.field("duration_ms", milliseconds: exchange.duration)
             line.field("bytes", exchange.bodyBytes)
