@@ -46,6 +46,50 @@ import TopChromeClient
         recorder.cancel()
     }
 
+    /// `states(onConnection:)` tells a caller when the stream opens, when
+    /// attempts fail (counted from 1 again in each outage) and when it is back.
+    @Test func reportsTheConnectionAcrossAnOutage() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("client-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let server = try TestServer { $0.stateFile = folder.appendingPathComponent("state.jsonl").path }
+        let session = try await server.client().createSession(inset: 59)
+        let events = ConnectionEvents()
+        let recorder = StateRecorder(session.states(onConnection: events.append))
+        #expect(await recorder.waitFor { $0.count == 1 })
+        #expect(events.all == [.connected])
+
+        server.stop()
+        #expect(await eventually { events.failedAttempts.count >= 3 }, "\(events.all)")
+        try server.start()
+        #expect(await eventually { events.all.last == .connected }, "\(events.all)")
+        let attempts = events.failedAttempts
+        #expect(attempts == Array(1...attempts.count), "one outage, its attempts counted from 1")
+        #expect(events.all.first == .connected && events.all.filter { $0 == .connected }.count == 2)
+        recorder.cancel()
+    }
+
+    /// A server that was never there: the attempts keep failing and are told,
+    /// each with the reason, while the stream keeps trying.
+    @Test func reportsAServerThatCannotBeReached() async throws {
+        let client = TopChromeClient(baseURL: URL(string: "http://127.0.0.1:1")!, bearerToken: nil, configuration: {
+            var configuration = TopChromeClient.Configuration()
+            configuration.retry = RetryPolicy(initialDelay: 0.01, maximumDelay: 0.02)
+            return configuration
+        }())
+        let events = ConnectionEvents()
+        let recorder = StateRecorder(client.session(id: String(repeating: "1", count: 32)).states(onConnection: events.append))
+        #expect(await eventually { events.failedAttempts.count >= 3 }, "\(events.all)")
+        #expect(events.failedAttempts.prefix(3) == [1, 2, 3])
+        guard case let .interrupted(.transport(reason), _)? = events.all.first else {
+            Issue.record("not a transport error: \(events.all)")
+            return
+        }
+        #expect(!reason.isEmpty)
+        #expect(recorder.end == nil, "the stream keeps trying")
+        recorder.cancel()
+    }
+
     /// A service restarted from an older state file (a copy restored by an
     /// operator) starts again from a lower version: the reader still shows
     /// that state rather than waiting for the count to pass the old one.
@@ -87,5 +131,17 @@ import TopChromeClient
         #expect(try await server.gauge("topchrome_watchers") == 1)
         recorder.cancel()
         #expect(try await eventually { try await server.gauge("topchrome_watchers") == 0 })
+    }
+}
+
+/// The connection events a stream reported, in order.
+final class ConnectionEvents: @unchecked Sendable {
+    private let lock = NSLock()
+    private var events: [StreamConnectionEvent] = []
+
+    func append(_ event: StreamConnectionEvent) { lock.withLock { events.append(event) } }
+    var all: [StreamConnectionEvent] { lock.withLock { events } }
+    var failedAttempts: [Int] {
+        all.compactMap { if case let .interrupted(_, count) = $0 { count } else { nil } }
     }
 }
