@@ -37,7 +37,9 @@ public enum StreamConnectionEvent: Sendable, Hashable {
     /// An attempt to open the stream failed (no connection, 503, 429), or
     /// the open stream was cut; another attempt follows after a backoff.
     /// `failedAttempts` counts them since the stream was last open, 1 for
-    /// the first: a new outage starts at 1.
+    /// the first: a new outage starts at 1. A stream the service ends
+    /// cleanly (it is restarting, say) is reopened without this, unless
+    /// reopening fails.
     case interrupted(TopChromeError, failedAttempts: Int)
 }
 
@@ -73,13 +75,14 @@ struct StateFollower: Sendable {
         var parser = ServerSentEventParser()
         var lastVersion: Int?
         var retry = 0
+        var failures = 0
         while true {
             try Task.checkCancellation()
             let request = request(lastEventID: parser.lastEventID)
             parser.startNewStream()
 
             var retryAfter: Double?
-            var interruption: TopChromeError
+            var interruption: TopChromeError?
             let connection = EventStreamConnection(request, idleTimeout: client.configuration.streamIdleTimeout)
             defer { connection.close() }
             do {
@@ -92,6 +95,7 @@ struct StateFollower: Sendable {
                         retryAfter = retryAfterHeader.flatMap(TopChromeClient.seconds(retryAfter:))
                         if code == 200 {
                             retry = 0
+                            failures = 0
                             onConnection(.connected)
                         }
                     case let .body(data) where status == 200:
@@ -123,7 +127,7 @@ struct StateFollower: Sendable {
                 case let .retryable(error, _):
                     interruption = error
                 case .success, nil:
-                    interruption = .transport("the service closed the event stream")
+                    interruption = nil
                 }
             } catch let error as TopChromeError {
                 throw error
@@ -132,7 +136,10 @@ struct StateFollower: Sendable {
                 try Task.checkCancellation()
                 interruption = .transport(error.localizedDescription)
             }
-            onConnection(.interrupted(interruption, failedAttempts: retry + 1))
+            if let interruption {
+                failures += 1
+                onConnection(.interrupted(interruption, failedAttempts: failures))
+            }
 
             var policy = client.configuration.retry
             if let milliseconds = parser.reconnectionTime {

@@ -69,6 +69,21 @@ import TopChromeClient
         recorder.cancel()
     }
 
+    /// A stream the service ends cleanly and that reopens at once is no
+    /// outage: nothing is told but the connections.
+    @Test func aCleanlyEndedStreamIsNoOutage() async throws {
+        let server = try ClosingEventServer()
+        defer { server.stop() }
+        let client = TopChromeClient(baseURL: URL(string: "http://127.0.0.1:\(server.port)")!, bearerToken: nil)
+        let events = ConnectionEvents()
+        let recorder = StateRecorder(client.session(id: String(repeating: "1", count: 32)).states(onConnection: events.append))
+        #expect(await eventually { server.connections >= 3 }, "it reconnects after each clean end")
+        #expect(await eventually { events.all.count >= 3 })
+        #expect(events.failedAttempts.isEmpty, "\(events.all)")
+        #expect(recorder.versions == [1], "the same state once")
+        recorder.cancel()
+    }
+
     /// A server that was never there: the attempts keep failing and are told,
     /// each with the reason, while the stream keeps trying.
     @Test func reportsAServerThatCannotBeReached() async throws {
@@ -143,5 +158,50 @@ final class ConnectionEvents: @unchecked Sendable {
     var all: [StreamConnectionEvent] { lock.withLock { events } }
     var failedAttempts: [Int] {
         all.compactMap { if case let .interrupted(_, count) = $0 { count } else { nil } }
+    }
+}
+
+/// An event-stream server that answers every connection with one state and
+/// a short `retry:`, then closes it cleanly.
+final class ClosingEventServer: @unchecked Sendable {
+    let port: Int
+    private let socket: Int32
+    private let lock = NSLock()
+    private var count = 0
+
+    init() throws {
+        let listener = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        socket = listener
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
+                bind(listener, pointer, length) == 0 && listen(listener, 16) == 0
+                    && getsockname(listener, pointer, &length) == 0
+            }
+        }
+        guard bound else { throw TimedOut() }
+        port = Int(UInt16(bigEndian: address.sin_port))
+        Thread { [self] in
+            while case let connection = accept(listener, nil, nil), connection >= 0 {
+                lock.withLock { count += 1 }
+                var buffer = [UInt8](repeating: 0, count: 4096)
+                _ = recv(connection, &buffer, buffer.count, 0)
+                let answer = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"
+                    + "retry: 10\n\nevent: state\nid: 1\ndata: {\"id\":\"\(String(repeating: "1", count: 32))\",\"inset\":0,\"isRevealed\":true,\"version\":1}\n\n"
+                _ = answer.utf8CString.withUnsafeBufferPointer { send(connection, $0.baseAddress, $0.count - 1, Int32(MSG_NOSIGNAL)) }
+                close(connection)
+            }
+        }.start()
+    }
+
+    var connections: Int { lock.withLock { count } }
+
+    /// Ends the accepting thread (which holds this object until then).
+    func stop() {
+        shutdown(socket, Int32(SHUT_RDWR))
+        close(socket)
     }
 }
