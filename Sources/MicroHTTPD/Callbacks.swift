@@ -215,10 +215,18 @@ private func queue(
         observer.completed(HTTPExchange(
             method: context.pointee.method, path: context.pointee.path, endpoint: context.pointee.endpoint,
             status: response.status,
-            bodyBytes: response.stream == nil ? response.body.count : 0,
+            bodyBytes: sentBodyBytes(of: response, method: context.pointee.method),
             duration: ContinuousClock.now - context.pointee.startedAt, isStream: response.stream != nil))
     }
     return result
+}
+
+/// What goes out as body: libmicrohttpd leaves the body out of a HEAD
+/// answer and a 304 (their `Content-Length` still states it), and a
+/// stream's length is open when the exchange is recorded.
+private func sentBodyBytes(of response: HTTPResponse, method: String) -> Int {
+    if response.stream != nil || method == "HEAD" || response.status == 304 { return 0 }
+    return response.body.count
 }
 
 private let readStream: MHD_ContentReaderCallback = { cls, _, buffer, max in

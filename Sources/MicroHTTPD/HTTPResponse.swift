@@ -62,7 +62,8 @@ public struct HTTPExchange: Sendable {
     /// or never saw the request (refused early).
     public var endpoint: Int?
     public var status: Int
-    /// Body bytes of a complete response; 0 for streams, whose length is open.
+    /// Body bytes sent: 0 for HEAD and 304, which send none, and for
+    /// streams, whose length is open when the exchange is recorded.
     public var bodyBytes: Int
     /// From the request's arrival to its response being queued (a long-poll's wait included).
     public var duration: Duration

@@ -68,7 +68,8 @@ public final class SessionAPI: HTTPResponder {
         } catch {
             response = error.response
         }
-        response.endpoint = ExchangeEndpoint(route).rawValue
+        // A new session's id is not in the path; its answer names it already.
+        if response.endpoint == nil { response.endpoint = ExchangeEndpoint(route).rawValue }
         return response
     }
 
@@ -111,6 +112,8 @@ public final class SessionAPI: HTTPResponder {
                 let session = try store.create(inset: inset)
                 var response = Self.stateResponse(session, status: 201)
                 response.headers.add(name: "Location", value: "/v1/sessions/\(session.id)")
+                // The access log ties the session's later lines to its creation.
+                response.endpoint = ExchangeEndpoint(template: .sessions, session: session.id).rawValue
                 return response
             } catch {
                 switch error {

@@ -77,6 +77,8 @@ public struct ServiceConfiguration: Sendable, Equatable {
     public static func parse(
         arguments: [String], environment: [String: String]
     ) throws(UsageError) -> Command {
+        // `topchrome help`, as `git help` and `go help` have it.
+        if arguments.first == "help" { return .help }
         var flags: [(Option, String)] = []
         var remaining = arguments[...]
         while let argument = remaining.popFirst() {
@@ -118,6 +120,9 @@ public struct ServiceConfiguration: Sendable, Equatable {
         var text = """
         Usage: topchrome [options]
                topchrome healthcheck [options]   (exit 0 if the server at --host/--port is healthy)
+               topchrome watch [--auth-token-file FILE] URL ID
+                                                 (print each state of session ID as it arrives;
+                                                  topchrome watch --help says more)
 
         Serves the top chrome state (inset, isRevealed) of app sessions over HTTP.
         Every option also reads from its environment variable; options win.
@@ -125,12 +130,13 @@ public struct ServiceConfiguration: Sendable, Equatable {
         Options:
 
         """
-        for option in options {
-            var flag = "  --\(option.name) \(option.placeholder)"
-            flag += String(repeating: " ", count: max(0, 30 - flag.count))
-            text += "\(flag)\(option.help) [\(option.environmentName)]\n"
+        let rows = options.map { ("--\($0.name) \($0.placeholder)", "\($0.help) [\($0.environmentName)]") }
+            + [("--help", "Show this help (also: topchrome help)."), ("--version", "Show the version.")]
+        // The longest flag sets the column, so no description runs into its flag.
+        let width = rows.map(\.0.count).max() ?? 0
+        for (flag, help) in rows {
+            text += "  " + flag + String(repeating: " ", count: width - flag.count + 2) + help + "\n"
         }
-        text += "  --help                      Show this help.\n  --version                   Show the version.\n"
         return text
     }
 

@@ -11,17 +11,42 @@ extension ChromeSession {
     /// deleted, and throws `TopChromeError.sessionGone` if it no longer
     /// exists. Cancelling the task that reads it closes the connection.
     public nonisolated func states() -> AsyncThrowingStream<ChromeState, any Error> {
+        states(onConnection: { _ in })
+    }
+
+    /// `states()`, telling `onConnection` each time the event stream opens
+    /// and each time an attempt fails or an open stream is cut, so a caller
+    /// can show that it is offline rather than merely quiet (and give up
+    /// if it will). The stream itself keeps reconnecting as `states()` does.
+    public nonisolated func states(
+        onConnection: @escaping @Sendable (StreamConnectionEvent) -> Void
+    ) -> AsyncThrowingStream<ChromeState, any Error> {
         let (stream, output) = AsyncThrowingStream.makeStream(of: ChromeState.self)
-        let follower = StateFollower(session: self)
+        let follower = StateFollower(session: self, onConnection: onConnection)
         let task = Task { await follower.run(into: output) }
         output.onTermination = { _ in task.cancel() }
         return stream
     }
 }
 
+/// What happened to the connection of a session's event stream.
+public enum StreamConnectionEvent: Sendable, Hashable {
+    /// The service answered and the stream is open: the first time, or
+    /// again after it was cut.
+    case connected
+    /// An attempt to open the stream failed (no connection, 503, 429), or
+    /// the open stream was cut; another attempt follows after a backoff.
+    /// `failedAttempts` counts them since the stream was last open, 1 for
+    /// the first: a new outage starts at 1. A stream the service ends
+    /// cleanly (it is restarting, say) is reopened without this, unless
+    /// reopening fails.
+    case interrupted(TopChromeError, failedAttempts: Int)
+}
+
 /// Keeps one event stream of a session open and turns its events into states.
 struct StateFollower: Sendable {
     let session: ChromeSession
+    var onConnection: @Sendable (StreamConnectionEvent) -> Void = { _ in }
     var client: TopChromeClient { session.client }
 
     func run(into output: AsyncThrowingStream<ChromeState, any Error>.Continuation) async {
@@ -50,12 +75,14 @@ struct StateFollower: Sendable {
         var parser = ServerSentEventParser()
         var lastVersion: Int?
         var retry = 0
+        var failures = 0
         while true {
             try Task.checkCancellation()
             let request = request(lastEventID: parser.lastEventID)
             parser.startNewStream()
 
             var retryAfter: Double?
+            var interruption: TopChromeError?
             let connection = EventStreamConnection(request, idleTimeout: client.configuration.streamIdleTimeout)
             defer { connection.close() }
             do {
@@ -66,7 +93,11 @@ struct StateFollower: Sendable {
                     case let .head(code, retryAfterHeader):
                         status = code
                         retryAfter = retryAfterHeader.flatMap(TopChromeClient.seconds(retryAfter:))
-                        if code == 200 { retry = 0 }
+                        if code == 200 {
+                            retry = 0
+                            failures = 0
+                            onConnection(.connected)
+                        }
                     case let .body(data) where status == 200:
                         for event in parser.feed(data) {
                             switch event.type {
@@ -89,20 +120,25 @@ struct StateFollower: Sendable {
                         refusal.append(data)
                     }
                 }
-                if let status, status != 200 {
-                    switch TopChromeClient.classify(status: status, body: refusal, sessionID: session.id, retryAfter: nil) {
-                    case let .failure(error):
-                        if case .sessionGone = error { await session.streamFoundSessionGone() }
-                        throw error
-                    case .retryable, .success:
-                        break
-                    }
+                switch status.map({ TopChromeClient.classify(status: $0, body: refusal, sessionID: session.id, retryAfter: nil) }) {
+                case let .failure(error):
+                    if case .sessionGone = error { await session.streamFoundSessionGone() }
+                    throw error
+                case let .retryable(error, _):
+                    interruption = error
+                case .success, nil:
+                    interruption = nil
                 }
             } catch let error as TopChromeError {
                 throw error
             } catch {
                 // The connection failed or was cut: reconnect, unless the reader left.
                 try Task.checkCancellation()
+                interruption = .transport(error.localizedDescription)
+            }
+            if let interruption {
+                failures += 1
+                onConnection(.interrupted(interruption, failedAttempts: failures))
             }
 
             var policy = client.configuration.retry

@@ -258,7 +258,7 @@ struct World {
             let method = request.method == "HEAD" && kind.allowed.contains("GET") ? "GET" : request.method
             guard kind.allowed.contains(method) else { return .status(405) }
             if request.isBodyTooLarge { return .status(413) }
-            // A malformed id names nothing: 404 before the body is read.
+            // A malformed id names nothing: 404 before the body is read as JSON.
             if kind.namesSession, id == nil { return .status(404) }
             if kind.takesBody {
                 if !request.body.isEmpty, let type = HTTPModel.header(headers, "Content-Type"),

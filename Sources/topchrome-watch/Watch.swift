@@ -9,10 +9,13 @@ enum Watch {
         usage: topchrome watch [--auth-token-file FILE] URL ID
 
         Prints each state of session ID on the server at URL as it arrives, one
-        line of JSON each, until the session is deleted (exit 0). Reconnects
-        when the connection drops. Exits 1 if the session does not exist or
-        the server refuses, 2 on a usage error. The token file may also be
-        given as TOPCHROME_AUTH_TOKEN_FILE.
+        line of JSON each, until the session is deleted (exit 0). URL is an
+        http or https URL; ID is 32 lowercase hex digits, not all zeros.
+        When the server cannot be reached, says so on stderr once per outage
+        and again when it is back, and keeps trying (waits of at most 2 s).
+        Exits 1 if the session does not exist, the server refuses, or the
+        first contact fails 8 times; 2 on a usage error. The token file may
+        also be given as TOPCHROME_AUTH_TOKEN_FILE.
 
         """
 
@@ -31,9 +34,17 @@ enum Watch {
             tokenFile = String(first.dropFirst("--auth-token-file=".count))
             arguments.removeFirst()
         }
-        guard arguments.count == 2, let url = URL(string: arguments[0]), url.scheme == "http" || url.scheme == "https" else {
+        guard arguments.count == 2 else {
             FileHandle.standardError.write(Data(usage.utf8))
             exit(2)
+        }
+        guard let url = URL(string: arguments[0]), url.scheme == "http" || url.scheme == "https",
+              url.host?.isEmpty == false else {
+            fail("'\(arguments[0])' is not an http or https URL (see --help)", status: 2)
+        }
+        let id = arguments[1]
+        guard isSessionID(id) else {
+            fail("'\(id)' is not a session id: 32 lowercase hex digits, not all zeros (see --help)", status: 2)
         }
         var token: String?
         if let tokenFile, !tokenFile.isEmpty {
@@ -43,11 +54,15 @@ enum Watch {
             token = contents.trimmingCharacters(in: .whitespacesAndNewlines)
         }
 
-        let session = TopChromeClient(baseURL: url, bearerToken: token).session(id: arguments[1])
+        var configuration = TopChromeClient.Configuration()
+        // An operator wants to see the server back within seconds, not half a minute.
+        configuration.retry.maximumDelay = 2
+        let session = TopChromeClient(baseURL: url, bearerToken: token, configuration: configuration).session(id: id)
+        let outages = OutageReport(server: arguments[0], firstContactAttempts: configuration.retry.maximumAttempts)
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         do {
-            for try await state in session.states() {
+            for try await state in session.states(onConnection: outages.note) {
                 let line = (try? encoder.encode(state)) ?? Data()
                 // Written at once, not buffered: the output is often a pipe.
                 FileHandle.standardOutput.write(line + Data("\n".utf8))
@@ -59,7 +74,53 @@ enum Watch {
     }
 
     static func fail(_ message: String, status: Int32) -> Never {
-        FileHandle.standardError.write(Data("topchrome watch: \(message)\n".utf8))
+        say(message)
         exit(status)
+    }
+
+    static func say(_ message: String) {
+        FileHandle.standardError.write(Data("topchrome watch: \(message)\n".utf8))
+    }
+
+    /// The service's own rule for ids: checked here so that a typo is a usage
+    /// error, not a session that seems gone (or a path elsewhere on the server).
+    static func isSessionID(_ text: String) -> Bool {
+        let digits = Array(text.utf8)
+        return digits.count == 32 && digits.allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }
+            && digits.contains { $0 != 0x30 }
+    }
+}
+
+/// Tells the operator when the server cannot be reached (once per outage)
+/// and when it is back, so a wrong port is not mistaken for a quiet
+/// session; gives up if the server was never reached at all.
+final class OutageReport: @unchecked Sendable {
+    private let server: String
+    private let firstContactAttempts: Int
+    private let lock = NSLock()
+    private var everConnected = false
+    private var isDown = false
+
+    init(server: String, firstContactAttempts: Int) {
+        self.server = server
+        self.firstContactAttempts = firstContactAttempts
+    }
+
+    func note(_ event: StreamConnectionEvent) {
+        lock.lock()
+        defer { lock.unlock() }
+        switch event {
+        case .connected:
+            if isDown { Watch.say("reached \(server) again") }
+            isDown = false
+            everConnected = true
+        case let .interrupted(error, failedAttempts):
+            let reason = if case let .transport(reason) = error { reason } else { error.description }
+            if !everConnected, failedAttempts >= firstContactAttempts {
+                Watch.fail("cannot reach \(server) (\(reason)); gave up after \(failedAttempts) attempts", status: 1)
+            }
+            if !isDown { Watch.say("cannot reach \(server) (\(reason)); retrying") }
+            isDown = true
+        }
     }
 }

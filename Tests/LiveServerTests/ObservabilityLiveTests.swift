@@ -113,6 +113,31 @@ import Testing
         #expect(lastIndex < stopped)
     }
 
+    /// A session's creation carries its short id, so its later lines can be
+    /// traced back to it; `bytes` is what went out as body, none for 304 and HEAD.
+    @Test func accessLogNamesNewSessionsAndCountsOnlyBodiesSent() throws {
+        let server = try ProcessLifecycleTests.RunningServer(["--port", "0"])
+        _ = try server.waitUntilListening()
+        let client = try TestHTTPClient(port: server.port)
+        let id = try #require(try client.request("POST", "/v1/sessions").json["id"] as? String)
+        let full = try client.request("GET", "/v1/sessions/\(id)")
+        let notModified = try client.request("GET", "/v1/sessions/\(id)", headers: [("If-None-Match", "\"1\"")])
+        let head = try client.request("HEAD", "/v1/sessions/\(id)")
+        #expect(notModified.status == 304 && head.status == 200)
+        server.signal(SIGTERM)
+        #expect(server.waitForExit(within: 10) == 0)
+        usleep(100_000)
+        let requests = server.standardOutput.split(separator: "\n").filter { $0.contains(" info request ") }
+        #expect(requests.count == 4)
+        guard requests.count == 4 else { return }
+        #expect(requests[0].contains(" method=POST route=/v1/sessions status=201 "))
+        #expect(requests[0].hasSuffix(" session=\(id.prefix(8))"), "\(requests[0])")
+        #expect(requests[1].contains(" status=200 ") && requests[1].contains(" bytes=\(full.body.count) "))
+        #expect(full.body.count > 0)
+        #expect(requests[2].contains(" status=304 ") && requests[2].contains(" bytes=0 "), "\(requests[2])")
+        #expect(requests[3].contains(" method=HEAD ") && requests[3].contains(" bytes=0 "), "\(requests[3])")
+    }
+
     @Test func warnLevelDropsRequestLines() throws {
         let server = try ProcessLifecycleTests.RunningServer(["--port", "0", "--log-level", "warn"])
         _ = try server.waitUntilListening()

@@ -143,18 +143,22 @@ final class CapturedLog {
         let clock = StepClock()
         let log = CapturedLog(.text, clock: clock)
         let recorder = ExchangeRecorder(metrics: ServiceMetrics(), logger: log.logger)
-        func record(_ method: String, _ path: String, reportedPath: String) {
+        @discardableResult
+        func record(_ method: String, _ path: String, reportedPath: String) -> HTTPResponse {
             let response = service.api.respond(to: HTTPRequest(method: method, path: path,
                                                               headers: HTTPHeaders([("Host", "x")])))
             recorder.completed(HTTPExchange(method: method, path: reportedPath, endpoint: response.endpoint,
                                             status: response.status, bodyBytes: response.body.count,
                                             duration: .zero, isStream: false))
+            return response
         }
         // The exchange's path is left blank: only the API's word can name the session.
         record("GET", "/v1/sessions/\(id)", reportedPath: "")
         record("POST", "/v1/sessions/\(other)/disappear", reportedPath: "")
         record("GET", "/v1/sessions/not-an-id", reportedPath: "")
-        record("POST", "/v1/sessions", reportedPath: "")
+        // A new session's id is in no path: the API names it from the session it made.
+        let created = record("POST", "/v1/sessions", reportedPath: "").headers["Location"] ?? ""
+        #expect(created.hasPrefix("/v1/sessions/"))
         // Refused before the API saw it (the server stopping): the path is all there is.
         recorder.completed(HTTPExchange(method: "GET", path: "/v1/sessions/\(id)", endpoint: nil, status: 503,
                                         bodyBytes: 0, duration: .zero, isStream: false))
@@ -167,7 +171,7 @@ final class CapturedLog {
             "route=/v1/sessions/{id} status=200 session=\(id.description.prefix(8))",
             "route=/v1/sessions/{id}/disappear status=404 session=\(other.description.prefix(8))",
             "route=/v1/sessions/{id} status=404 session=-",
-            "route=/v1/sessions status=201 session=-",
+            "route=/v1/sessions status=201 session=\(created.dropFirst("/v1/sessions/".count).prefix(8))",
             "route=/v1/sessions/{id} status=503 session=\(id.description.prefix(8))",
         ])
     }

@@ -91,4 +91,34 @@ import Testing
             #expect(ServiceConfiguration.usage.contains(flag))
         }
     }
+
+    /// `topchrome help` is `--help`; an unknown word elsewhere is still refused.
+    @Test func helpAsAWord() throws {
+        #expect(try ServiceConfiguration.parse(arguments: ["help"], environment: [:]) == .help)
+        #expect(throws: ServiceConfiguration.UsageError.self) {
+            try ServiceConfiguration.parse(arguments: ["--port", "1", "help"], environment: [:])
+        }
+    }
+
+    /// Every subcommand is named, and every option's description stands
+    /// apart from its flag by two spaces at least, in one column.
+    @Test func helpNamesEverySubcommandAndKeepsColumnsApart() throws {
+        let usage = ServiceConfiguration.usage
+        for command in ["topchrome [options]", "topchrome healthcheck", "topchrome watch [--auth-token-file FILE] URL ID"] {
+            #expect(usage.contains(command), "\(command)")
+        }
+        let optionLines = usage.split(separator: "\n").filter { $0.hasPrefix("  --") }
+        #expect(optionLines.count >= 25)
+        var columns = Set<Int>()
+        for line in optionLines {
+            let characters = Array(line)
+            // The flag and its placeholder are separated by one space; the description by two or more.
+            let gap = try #require((2..<characters.count - 1).first { characters[$0] == " " && characters[$0 + 1] == " " },
+                                   "no two-space gap: \(line)")
+            let description = try #require((gap..<characters.count).first { characters[$0] != " " })
+            columns.insert(description)
+            #expect(characters[..<gap].filter { $0 == " " }.count <= 3, "\(line)")
+        }
+        #expect(columns.count == 1, "descriptions in one column")
+    }
 }

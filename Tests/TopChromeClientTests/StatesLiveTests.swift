@@ -46,6 +46,65 @@ import TopChromeClient
         recorder.cancel()
     }
 
+    /// `states(onConnection:)` tells a caller when the stream opens, when
+    /// attempts fail (counted from 1 again in each outage) and when it is back.
+    @Test func reportsTheConnectionAcrossAnOutage() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("client-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let server = try TestServer { $0.stateFile = folder.appendingPathComponent("state.jsonl").path }
+        let session = try await server.client().createSession(inset: 59)
+        let events = ConnectionEvents()
+        let recorder = StateRecorder(session.states(onConnection: events.append))
+        #expect(await recorder.waitFor { $0.count == 1 })
+        #expect(events.all == [.connected])
+
+        server.stop()
+        #expect(await eventually { events.failedAttempts.count >= 3 }, "\(events.all)")
+        try server.start()
+        #expect(await eventually { events.all.last == .connected }, "\(events.all)")
+        let attempts = events.failedAttempts
+        #expect(attempts == Array(1...attempts.count), "one outage, its attempts counted from 1")
+        #expect(events.all.first == .connected && events.all.filter { $0 == .connected }.count == 2)
+        recorder.cancel()
+    }
+
+    /// A stream the service ends cleanly and that reopens at once is no
+    /// outage: nothing is told but the connections.
+    @Test func aCleanlyEndedStreamIsNoOutage() async throws {
+        let server = try ClosingEventServer()
+        defer { server.stop() }
+        let client = TopChromeClient(baseURL: URL(string: "http://127.0.0.1:\(server.port)")!, bearerToken: nil)
+        let events = ConnectionEvents()
+        let recorder = StateRecorder(client.session(id: String(repeating: "1", count: 32)).states(onConnection: events.append))
+        #expect(await eventually { server.connections >= 3 }, "it reconnects after each clean end")
+        #expect(await eventually { events.all.count >= 3 })
+        #expect(events.failedAttempts.isEmpty, "\(events.all)")
+        #expect(recorder.versions == [1], "the same state once")
+        recorder.cancel()
+    }
+
+    /// A server that was never there: the attempts keep failing and are told,
+    /// each with the reason, while the stream keeps trying.
+    @Test func reportsAServerThatCannotBeReached() async throws {
+        let client = TopChromeClient(baseURL: URL(string: "http://127.0.0.1:1")!, bearerToken: nil, configuration: {
+            var configuration = TopChromeClient.Configuration()
+            configuration.retry = RetryPolicy(initialDelay: 0.01, maximumDelay: 0.02)
+            return configuration
+        }())
+        let events = ConnectionEvents()
+        let recorder = StateRecorder(client.session(id: String(repeating: "1", count: 32)).states(onConnection: events.append))
+        #expect(await eventually { events.failedAttempts.count >= 3 }, "\(events.all)")
+        #expect(events.failedAttempts.prefix(3) == [1, 2, 3])
+        guard case let .interrupted(.transport(reason), _)? = events.all.first else {
+            Issue.record("not a transport error: \(events.all)")
+            return
+        }
+        #expect(!reason.isEmpty)
+        #expect(recorder.end == nil, "the stream keeps trying")
+        recorder.cancel()
+    }
+
     /// A service restarted from an older state file (a copy restored by an
     /// operator) starts again from a lower version: the reader still shows
     /// that state rather than waiting for the count to pass the old one.
@@ -87,5 +146,62 @@ import TopChromeClient
         #expect(try await server.gauge("topchrome_watchers") == 1)
         recorder.cancel()
         #expect(try await eventually { try await server.gauge("topchrome_watchers") == 0 })
+    }
+}
+
+/// The connection events a stream reported, in order.
+final class ConnectionEvents: @unchecked Sendable {
+    private let lock = NSLock()
+    private var events: [StreamConnectionEvent] = []
+
+    func append(_ event: StreamConnectionEvent) { lock.withLock { events.append(event) } }
+    var all: [StreamConnectionEvent] { lock.withLock { events } }
+    var failedAttempts: [Int] {
+        all.compactMap { if case let .interrupted(_, count) = $0 { count } else { nil } }
+    }
+}
+
+/// An event-stream server that answers every connection with one state and
+/// a short `retry:`, then closes it cleanly.
+final class ClosingEventServer: @unchecked Sendable {
+    let port: Int
+    private let socket: Int32
+    private let lock = NSLock()
+    private var count = 0
+
+    init() throws {
+        let listener = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        socket = listener
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
+                bind(listener, pointer, length) == 0 && listen(listener, 16) == 0
+                    && getsockname(listener, pointer, &length) == 0
+            }
+        }
+        guard bound else { throw TimedOut() }
+        port = Int(UInt16(bigEndian: address.sin_port))
+        Thread { [self] in
+            while case let connection = accept(listener, nil, nil), connection >= 0 {
+                lock.withLock { count += 1 }
+                var buffer = [UInt8](repeating: 0, count: 4096)
+                _ = recv(connection, &buffer, buffer.count, 0)
+                let answer = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"
+                    + "retry: 10\n\nevent: state\nid: 1\ndata: {\"id\":\"\(String(repeating: "1", count: 32))\",\"inset\":0,\"isRevealed\":true,\"version\":1}\n\n"
+                _ = answer.utf8CString.withUnsafeBufferPointer { send(connection, $0.baseAddress, $0.count - 1, Int32(MSG_NOSIGNAL)) }
+                close(connection)
+            }
+        }.start()
+    }
+
+    var connections: Int { lock.withLock { count } }
+
+    /// Ends the accepting thread (which holds this object until then).
+    func stop() {
+        shutdown(socket, Int32(SHUT_RDWR))
+        close(socket)
     }
 }

@@ -75,7 +75,7 @@ import TopChromeClient
 
     @Test func unknownSessionExitsWith1() async throws {
         let server = try TestServer()
-        let run = try Self.watch([server.url.absoluteString, String(repeating: "0", count: 32)])
+        let run = try Self.watch([server.url.absoluteString, "0123456789abcdef0123456789abcdef"])
         #expect(await run.exitStatus() == 1)
         #expect(run.standardError.contains("gone"), "\(run.standardError)")
     }
@@ -86,6 +86,67 @@ import TopChromeClient
             #expect(await run.exitStatus() == 2, "\(arguments)")
             #expect(run.standardError.contains("topchrome watch"), "\(arguments): \(run.standardError)")
         }
+    }
+
+    /// A malformed id is a typo, not a session that is gone: a usage error
+    /// that says what an id is, before anything is sent.
+    @Test func malformedIdIsAUsageError() async throws {
+        let server = try TestServer()
+        for id in ["not-an-id", String(repeating: "0", count: 32), "../../healthz",
+                   String(repeating: "A", count: 32), String(repeating: "a", count: 31)] {
+            let run = try Self.watch([server.url.absoluteString, id])
+            #expect(await run.exitStatus() == 2, "\(id)")
+            #expect(run.standardError.contains("32 lowercase hex digits, not all zeros"), "\(id): \(run.standardError)")
+        }
+    }
+
+    /// Only http and https URLs, and the refusal says so.
+    @Test func urlThatIsNotHTTPSaysWhy() async throws {
+        for url in ["ftp://x", "not a url", "http://"] {
+            let run = try Self.watch([url, String(repeating: "1", count: 32)])
+            #expect(await run.exitStatus() == 2, "\(url)")
+            #expect(run.standardError.contains("'\(url)' is not an http or https URL"), "\(url): \(run.standardError)")
+        }
+    }
+
+    /// A wrong port is told at once, not mistaken for a quiet session, and
+    /// a server never reached ends the command with the reason.
+    @Test func unreachableServerIsToldAndGivenUp() async throws {
+        let run = try Self.watch(["http://127.0.0.1:1", String(repeating: "1", count: 32)])
+        #expect(await eventually { run.standardError.contains("cannot reach http://127.0.0.1:1 (") },
+                "told while still trying")
+        #expect(await run.exitStatus(within: 30) == 1, "\(run.standardError)")
+        let lines = run.standardError.split(separator: "\n")
+        #expect(lines.count == 2, "once for the outage, once for giving up: \(lines)")
+        #expect(lines.first?.hasSuffix("; retrying") == true)
+        #expect(lines.last?.contains("gave up after 8 attempts") == true)
+        #expect(run.lines.isEmpty)
+    }
+
+    /// An outage of a followed session is told once, however many attempts
+    /// fail, and its end is told too; the states go on.
+    @Test func outageIsToldOnceAndItsEnd() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("watch-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let server = try TestServer { $0.stateFile = folder.appendingPathComponent("state.jsonl").path }
+        let session = try await server.client().createSession(inset: 59)
+        let run = try Self.watch([server.url.absoluteString, session.id])
+        #expect(await eventually { run.lines.count == 1 })
+        #expect(run.standardError.isEmpty)
+
+        server.stop()
+        #expect(await eventually { run.standardError.contains("cannot reach \(server.url.absoluteString) (") })
+        // Reconnection waits are at most 2 s, so more attempts fail meanwhile.
+        try await Task.sleep(nanoseconds: 3_000_000_000)
+        try server.start()
+        #expect(await eventually { run.standardError.contains("reached \(server.url.absoluteString) again") },
+                "\(run.standardError)")
+        #expect(run.standardError.split(separator: "\n").count == 2, "\(run.standardError)")
+        try await session.setInset(40)
+        #expect(await eventually { run.lines.count == 2 }, "\(run.lines)")
+        try await session.delete()
+        #expect(await run.exitStatus() == 0)
     }
 
     /// The token file of the server's own flag works for the watcher too.
