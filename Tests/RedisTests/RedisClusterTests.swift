@@ -1,5 +1,6 @@
 import Foundation
 import Redis
+import RedisTestSupport
 import Testing
 
 /// A client against the shared 3-primary, 3-replica cluster. Serialized:

@@ -1,5 +1,6 @@
 import Foundation
 import Redis
+import RedisTestSupport
 import Testing
 
 /// One connection against a real `redis-server` started by the test.

@@ -1,25 +1,34 @@
 import Foundation
 import Redis
 
-/// A Redis Cluster of 3 primaries and 3 replicas on loopback, started once
-/// per test run (creating one takes seconds) and killed at exit.
-final class RedisClusterFixture: Sendable {
-    let servers: [RedisServer]
+/// A Redis Cluster of 3 primaries on loopback, each with a replica or not,
+/// started once per test run (creating one takes seconds) and killed at exit.
+public final class RedisClusterFixture: Sendable {
+    public let servers: [RedisServer]
 
-    /// The cluster, started by the first test that asks for it.
-    static func shared() throws -> RedisClusterFixture {
+    /// 3 primaries and 3 replicas, started by the first test that asks for
+    /// it. Tests using it may kill a primary or move slots.
+    public static func shared() throws -> RedisClusterFixture {
         try started.get()
     }
 
-    private static let started = Result { try RedisClusterFixture() }
+    /// 3 primaries without replicas, for tests that need a cluster's slot
+    /// routing but not failovers: quicker to start, and never disturbed by
+    /// the drills run on the shared one.
+    public static func primariesOnly() throws -> RedisClusterFixture {
+        try startedPrimariesOnly.get()
+    }
 
-    private init() throws {
-        servers = try (0..<6).map { _ in
+    private static let started = Result { try RedisClusterFixture(replicasPerPrimary: 1) }
+    private static let startedPrimariesOnly = Result { try RedisClusterFixture(replicasPerPrimary: 0) }
+
+    private init(replicasPerPrimary: Int) throws {
+        servers = try (0..<(3 * (1 + replicasPerPrimary))).map { _ in
             // Replicas sync at once (not after the default 5 s), so that a
             // primary killed early has a replica able to take over.
             try RedisServer(["--cluster-node-timeout", "2000", "--repl-diskless-sync-delay", "0"], clusterNode: true)
         }
-        try redisCLI(["--cluster", "create"] + servers.map { "127.0.0.1:\($0.port)" } + ["--cluster-replicas", "1", "--cluster-yes"])
+        try redisCLI(["--cluster", "create"] + servers.map { "127.0.0.1:\($0.port)" } + ["--cluster-replicas", String(replicasPerPrimary), "--cluster-yes"])
         try waitUntilHealthy()
         let deadline = Date().addingTimeInterval(30)
         for server in servers {
@@ -32,10 +41,10 @@ final class RedisClusterFixture: Sendable {
     }
 
     /// Every server still running: a test may have killed one.
-    var seeds: [RedisNode] { servers.filter { $0.pid != nil }.map(\.node) }
+    public var seeds: [RedisNode] { servers.filter { $0.pid != nil }.map(\.node) }
 
     /// Waits until every running node says the cluster is ok (after a failover).
-    func waitUntilHealthy(within seconds: Double = 30) throws {
+    public func waitUntilHealthy(within seconds: Double = 30) throws {
         let deadline = Date().addingTimeInterval(seconds)
         while !(try servers.filter({ $0.pid != nil }).allSatisfy({ try redisCLI(port: $0.port, "CLUSTER", "INFO").contains("cluster_state:ok") })) {
             guard Date() < deadline else { throw RedisTestSetupError(description: "the test cluster is not ok after \(seconds) s") }
@@ -44,7 +53,7 @@ final class RedisClusterFixture: Sendable {
     }
 
     /// The servers still running that are primaries now (a failover changes them).
-    func primaries() throws -> [RedisServer] {
+    public func primaries() throws -> [RedisServer] {
         try servers.filter { server in
             guard server.pid != nil else { return false }
             return try redisCLI(port: server.port, "ROLE").hasPrefix("master")
@@ -52,7 +61,7 @@ final class RedisClusterFixture: Sendable {
     }
 
     /// The running server that is the primary of `slot` now.
-    func primary(of slot: Int) throws -> RedisServer {
+    public func primary(of slot: Int) throws -> RedisServer {
         for server in try primaries() {
             let myself = try nodeID(of: server)
             let nodes = try redisCLI(port: server.port, "CLUSTER", "NODES")
@@ -66,7 +75,7 @@ final class RedisClusterFixture: Sendable {
         throw RedisTestSetupError(description: "no running primary serves slot \(slot)")
     }
 
-    func nodeID(of server: RedisServer) throws -> String {
+    public func nodeID(of server: RedisServer) throws -> String {
         try redisCLI(port: server.port, "CLUSTER", "MYID").trimmingCharacters(in: .whitespacesAndNewlines)
     }
 }

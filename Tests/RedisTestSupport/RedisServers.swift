@@ -6,18 +6,22 @@ import Glibc
 #endif
 
 /// Why a test could not start its Redis.
-struct RedisTestSetupError: Error, CustomStringConvertible {
-    let description: String
+public struct RedisTestSetupError: Error, CustomStringConvertible {
+    public let description: String
+
+    public init(description: String) {
+        self.description = description
+    }
 }
 
 /// A real `redis-server` on a free loopback port, in its own temporary
 /// directory, killed when stopped or released (and at exit, should a test
 /// leave one behind).
-final class RedisServer: @unchecked Sendable {
-    static let executable = "/usr/bin/redis-server"
+public final class RedisServer: @unchecked Sendable {
+    public static let executable = "/usr/bin/redis-server"
 
-    let port: Int
-    let directory: URL
+    public let port: Int
+    public let directory: URL
     private var arguments: [String]
     private let lock = NSLock()
     private var process: Process?
@@ -26,7 +30,7 @@ final class RedisServer: @unchecked Sendable {
     /// persistence, loopback only), on a free port. A cluster node also gets
     /// a free port for its cluster bus (by default port + 10000, which is
     /// past 65535 for the high ports the kernel hands out).
-    init(_ arguments: [String] = [], clusterNode: Bool = false) throws {
+    public init(_ arguments: [String] = [], clusterNode: Bool = false) throws {
         guard FileManager.default.isExecutableFile(atPath: Self.executable) else {
             throw RedisTestSetupError(description: "\(Self.executable) is missing: run scripts/install-deps.sh --test (installs redis-server and redis-tools)")
         }
@@ -57,25 +61,25 @@ final class RedisServer: @unchecked Sendable {
         try? FileManager.default.removeItem(at: directory)
     }
 
-    var node: RedisNode { RedisNode(host: "127.0.0.1", port: port) }
+    public var node: RedisNode { RedisNode(host: "127.0.0.1", port: port) }
 
-    var pid: Int32? { lock.withLock { process?.processIdentifier } }
+    public var pid: Int32? { lock.withLock { process?.processIdentifier } }
 
     /// Starts the server again on the same port, with the same files.
-    func restart() throws {
+    public func restart() throws {
         let process = try Self.launch(port: port, directory: directory, arguments: arguments)
         lock.withLock { self.process = process }
     }
 
     /// Kills the server at once (`kill -9`): no goodbye to its clients or cluster.
-    func stop() {
+    public func stop() {
         guard let process = lock.withLock({ () -> Process? in defer { self.process = nil }; return self.process }) else { return }
         kill(process.processIdentifier, SIGKILL)
         process.waitUntilExit()
         RunningServers.forget(process.processIdentifier)
     }
 
-    func signal(_ signal: Int32) {
+    public func signal(_ signal: Int32) {
         if let pid { kill(pid, signal) }
     }
 
@@ -132,7 +136,7 @@ enum RunningServers {
 
 /// Runs `redis-cli` and returns what it printed.
 @discardableResult
-func redisCLI(_ arguments: [String]) throws -> String {
+public func redisCLI(_ arguments: [String]) throws -> String {
     let executable = "/usr/bin/redis-cli"
     guard FileManager.default.isExecutableFile(atPath: executable) else {
         throw RedisTestSetupError(description: "\(executable) is missing: run scripts/install-deps.sh --test (installs redis-server and redis-tools)")
@@ -155,7 +159,7 @@ func redisCLI(_ arguments: [String]) throws -> String {
 }
 
 @discardableResult
-func redisCLI(port: Int, _ arguments: String...) throws -> String {
+public func redisCLI(port: Int, _ arguments: String...) throws -> String {
     try redisCLI(["-h", "127.0.0.1", "-p", String(port)] + arguments)
 }
 
@@ -194,7 +198,7 @@ private func acceptsConnections(port: Int) -> Bool {
 
 /// Polls `condition` until it holds or `seconds` pass: servers and
 /// connections come and go asynchronously.
-func eventually(within seconds: Double = 10, _ condition: () async -> Bool) async -> Bool {
+public func eventually(within seconds: Double = 10, _ condition: () async -> Bool) async -> Bool {
     let deadline = Date().addingTimeInterval(seconds)
     while Date() < deadline {
         if await condition() { return true }
@@ -204,13 +208,15 @@ func eventually(within seconds: Double = 10, _ condition: () async -> Bool) asyn
 }
 
 /// A counter the metrics hooks bump from I/O threads.
-final class Counter: @unchecked Sendable {
+public final class Counter: @unchecked Sendable {
     private let lock = NSLock()
     private var count = 0
 
-    var value: Int { lock.withLock { count } }
+    public init() {}
 
-    func increment() {
+    public var value: Int { lock.withLock { count } }
+
+    public func increment() {
         lock.withLock { count += 1 }
     }
 }

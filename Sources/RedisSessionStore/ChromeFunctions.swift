@@ -1,0 +1,281 @@
+import Redis
+import TopChromeCore
+
+/// Why a call of the function library got no usable answer.
+public enum ChromeFunctionError: Error, Sendable, Hashable {
+    /// No reply from Redis (see `RedisError`); the change may or may not have happened.
+    case redis(RedisError)
+    /// Redis answered with an error: the library is not loaded (after a
+    /// restart or failover without it), or it refused an argument, and then
+    /// nothing changed.
+    case refused(String)
+    /// A reply the library does not give: another library under its name.
+    case unexpectedReply(RESPValue)
+}
+
+/// What a batch of inputs did: the store's outcome, and what became of each
+/// scroll report in it (for the statistics the memory store keeps too).
+public struct AppliedInputs: Sendable, Hashable {
+    public let outcome: StoreOutcome
+    /// One per scroll report of the batch, in order; empty unless `.done`.
+    public let reports: [ReportOutcome]
+
+    public init(outcome: StoreOutcome, reports: [ReportOutcome]) {
+        self.outcome = outcome
+        self.reports = reports
+    }
+}
+
+/// The chrome's rules inside Redis: typed calls of the `topchrome` function
+/// library (topchrome.lua), each one `FCALL`, one round trip, atomic.
+///
+/// A session is the hash `<keyPrefix>{<id>}`; the id is the hash tag, so in
+/// a cluster the session and its change channel live on one shard. Every
+/// use of a session that succeeds slides its expiry to `idleTimeout` from
+/// now, as the memory store's idle clock does.
+public struct ChromeFunctions: Sendable {
+    /// The library's text, as loaded on every primary.
+    public static let library: String = functionLibrary
+
+    /// Loads (or replaces) the library: a setup command for every connection
+    /// (`RedisConfiguration.setupCommands`), so a restarted or promoted
+    /// primary has it before it serves a call.
+    public static var loadCommand: [[UInt8]] {
+        [Array("FUNCTION".utf8), Array("LOAD".utf8), Array("REPLACE".utf8), Array(library.utf8)]
+    }
+
+    public let client: RedisClient
+    public let keyPrefix: String
+    public let rules: ChromeRules
+    /// Nil keeps sessions until deleted.
+    public let idleTimeout: Duration?
+
+    public init(client: RedisClient, keyPrefix: String = "topchrome:", rules: ChromeRules = ChromeRules(),
+                idleTimeout: Duration? = .seconds(3600)) {
+        self.client = client
+        self.keyPrefix = keyPrefix
+        self.rules = rules
+        self.idleTimeout = idleTimeout
+    }
+
+    public func key(for id: SessionID) -> [UInt8] {
+        Array("\(keyPrefix){\(id)}".utf8)
+    }
+
+    /// Where changes of the session are published (`SSUBSCRIBE` it on the node serving the key).
+    public func channel(for id: SessionID) -> [UInt8] {
+        key(for: id) + Array(":changes".utf8)
+    }
+
+    public typealias Completion<Value> = @Sendable (Result<Value, ChromeFunctionError>) -> Void
+
+    /// Creates the session `id`, revealed at version 1; nil if the id is taken.
+    public func create(_ id: SessionID, inset: Double, completion: @escaping Completion<Session?>) {
+        call("topchrome_create", id, [ttlArgument, Self.text(inset)], completion) { reply in
+            try Self.session(id, from: reply, status: "done")
+        }
+    }
+
+    /// The session, as a use of it; nil if there is none (or it expired).
+    public func session(_ id: SessionID, completion: @escaping Completion<Session?>) {
+        call("topchrome_get", id, [ttlArgument], completion) { reply in
+            try Self.session(id, from: reply, status: "done")
+        }
+    }
+
+    /// `SessionStore.apply` in one `FCALL`.
+    public func apply(_ inputs: [ChromeInput], to id: SessionID, if condition: VersionCondition,
+                      completion: @escaping Completion<AppliedInputs>) {
+        var arguments = [ttlArgument, Self.text(rules.revealThreshold)] + Self.words(condition)
+        for input in inputs { Self.append(input, to: &arguments) }
+        call("topchrome_apply", id, arguments, completion) { reply in
+            guard let outcome = try Self.outcome(id, from: reply) else { return AppliedInputs(outcome: .notFound, reports: []) }
+            guard case .done = outcome else { return AppliedInputs(outcome: outcome, reports: []) }
+            guard case let .array(values) = reply, values.count == 6, case let .bulk(letters) = values[5] else {
+                throw ChromeFunctionError.unexpectedReply(reply)
+            }
+            let reports = try letters.map { letter -> ReportOutcome in
+                switch letter {
+                case UInt8(ascii: "a"): .applied
+                case UInt8(ascii: "h"): .horizontal
+                case UInt8(ascii: "s"): .stale
+                default: throw ChromeFunctionError.unexpectedReply(reply)
+                }
+            }
+            return AppliedInputs(outcome: outcome, reports: reports)
+        }
+    }
+
+    /// `SessionStore.remove` in one `FCALL`.
+    public func remove(_ id: SessionID, if condition: VersionCondition, completion: @escaping Completion<StoreOutcome>) {
+        call("topchrome_delete", id, Self.words(condition), completion) { reply in
+            try Self.outcome(id, from: reply) ?? .notFound
+        }
+    }
+
+    /// Reads a message of the session's channel.
+    public static func event(_ message: [UInt8], of id: SessionID) -> SessionEvent? {
+        if message == Array("gone".utf8) { return .removed(id) }
+        let fields = message.split(separator: UInt8(ascii: " "), omittingEmptySubsequences: false).map { String(decoding: $0, as: UTF8.self) }
+        guard fields.count == 3 || fields.count == 4,
+              let version = UInt64(fields[0]), let inset = Double(fields[1]), let revealed = revealed(fields[2])
+        else { return nil }
+        var seq: UInt64?
+        if fields.count == 4 {
+            guard let number = UInt64(fields[3]) else { return nil }
+            seq = number
+        }
+        return .changed(Session(id: id, state: ChromeState(inset: inset, isRevealed: revealed, version: version, lastAppliedSeq: seq)))
+    }
+
+    // MARK: Arguments
+
+    private var ttlArgument: [UInt8] {
+        guard let idleTimeout else { return Array("none".utf8) }
+        let (seconds, attoseconds) = idleTimeout.components
+        // Rounded up, as the memory store's idle clock rounds: never early.
+        let milliseconds = seconds * 1000 + (attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000
+        return Array(String(max(1, milliseconds)).utf8)
+    }
+
+    /// Swift writes a double as the shortest text that reads back as it, and
+    /// Lua's `tonumber` (strtod) reads it back exactly. Infinities and NaN
+    /// come out as `inf`/`nan`, which the library refuses.
+    static func text(_ number: Double) -> [UInt8] {
+        Array(number.description.utf8)
+    }
+
+    static func text(_ number: UInt64) -> [UInt8] {
+        Array(String(number).utf8)
+    }
+
+    /// The condition as the library reads it: a count, then a conjunction of
+    /// `in n v…`, `notin n v…` and `never`.
+    static func words(_ condition: VersionCondition) -> [[UInt8]] {
+        var words: [[UInt8]] = []
+        func add(_ condition: VersionCondition) {
+            switch condition {
+            case .always: break
+            case .never: words.append(Array("never".utf8))
+            case let .versionIn(versions): addSet("in", versions)
+            case let .versionNotIn(versions): addSet("notin", versions)
+            case let .all(conditions): conditions.forEach(add)
+            }
+        }
+        func addSet(_ kind: String, _ versions: Set<UInt64>) {
+            words.append(Array(kind.utf8))
+            words.append(text(UInt64(versions.count)))
+            words.append(contentsOf: versions.map(text))
+        }
+        add(condition)
+        return [text(UInt64(words.count))] + words
+    }
+
+    static func append(_ input: ChromeInput, to arguments: inout [[UInt8]]) {
+        switch input {
+        case let .scroll(report):
+            arguments.append([report.seq == nil ? UInt8(ascii: "r") : UInt8(ascii: "q")])
+            arguments.append(text(report.contentOffsetY))
+            arguments.append(text(report.contentInsetTop))
+            arguments.append([report.axis == .vertical ? UInt8(ascii: "v") : UInt8(ascii: "h")])
+            if let seq = report.seq { arguments.append(text(seq)) }
+        case let .setInset(inset):
+            arguments.append([UInt8(ascii: "i")])
+            arguments.append(text(inset))
+        case .disappear:
+            arguments.append([UInt8(ascii: "d")])
+        }
+    }
+
+    // MARK: Replies
+
+    private func call<Value>(_ function: String, _ id: SessionID, _ arguments: [[UInt8]],
+                             _ completion: @escaping Completion<Value>,
+                             decode: @escaping @Sendable (RESPValue) throws -> Value) {
+        let key = key(for: id)
+        let command = [Array("FCALL".utf8), Array(function.utf8), Array("1".utf8), key] + arguments
+        client.send(command, key: key) { result in
+            switch result {
+            case let .failure(error):
+                completion(.failure(.redis(error)))
+            case let .success(.error(message)):
+                completion(.failure(.refused(message)))
+            case let .success(reply):
+                do {
+                    completion(.success(try decode(reply)))
+                } catch let error as ChromeFunctionError {
+                    completion(.failure(error))
+                } catch {
+                    completion(.failure(.unexpectedReply(reply)))
+                }
+            }
+        }
+    }
+
+    /// nil for a null reply (no such session); else the session, if the status is `status`.
+    private static func session(_ id: SessionID, from reply: RESPValue, status: String) throws -> Session? {
+        if reply == .null { return nil }
+        guard case let .array(values) = reply, values.count >= 5, values[0].string == status,
+              let state = state(values[1...4]) else { throw ChromeFunctionError.unexpectedReply(reply) }
+        return Session(id: id, state: state)
+    }
+
+    private static func outcome(_ id: SessionID, from reply: RESPValue) throws -> StoreOutcome? {
+        if reply == .null { return nil }
+        guard case let .array(values) = reply, values.count >= 5, let state = state(values[1...4]) else {
+            throw ChromeFunctionError.unexpectedReply(reply)
+        }
+        switch values[0].string {
+        case "done": return .done(Session(id: id, state: state))
+        case "failed": return .conditionFailed(Session(id: id, state: state))
+        default: throw ChromeFunctionError.unexpectedReply(reply)
+        }
+    }
+
+    /// inset, revealed, version, seq (null when none), all as text: Swift's
+    /// `Double(String)` rounds correctly, so the double Lua held comes back.
+    private static func state(_ values: ArraySlice<RESPValue>) -> ChromeState? {
+        let fields = Array(values)
+        guard let inset = fields[0].string.flatMap(Double.init), inset.isFinite,
+              let revealed = fields[1].string.flatMap(revealed),
+              let version = fields[2].string.flatMap({ UInt64($0) }) else { return nil }
+        var seq: UInt64?
+        if fields[3] != .null {
+            guard let number = fields[3].string.flatMap({ UInt64($0) }) else { return nil }
+            seq = number
+        }
+        return ChromeState(inset: inset, isRevealed: revealed, version: version, lastAppliedSeq: seq)
+    }
+
+    private static func revealed(_ text: String) -> Bool? {
+        switch text {
+        case "1": true
+        case "0": false
+        default: nil
+        }
+    }
+}
+
+extension ChromeFunctions {
+    public func create(_ id: SessionID, inset: Double) async throws(ChromeFunctionError) -> Session? {
+        try await Self.awaiting { create(id, inset: inset, completion: $0) }
+    }
+
+    public func session(_ id: SessionID) async throws(ChromeFunctionError) -> Session? {
+        try await Self.awaiting { session(id, completion: $0) }
+    }
+
+    public func apply(_ inputs: [ChromeInput], to id: SessionID, if condition: VersionCondition) async throws(ChromeFunctionError) -> AppliedInputs {
+        try await Self.awaiting { apply(inputs, to: id, if: condition, completion: $0) }
+    }
+
+    public func remove(_ id: SessionID, if condition: VersionCondition) async throws(ChromeFunctionError) -> StoreOutcome {
+        try await Self.awaiting { remove(id, if: condition, completion: $0) }
+    }
+
+    private static func awaiting<Value: Sendable>(_ start: (@escaping Completion<Value>) -> Void) async throws(ChromeFunctionError) -> Value {
+        try await withCheckedContinuation { continuation in
+            start { continuation.resume(returning: $0) }
+        }.get()
+    }
+}

@@ -1,0 +1,249 @@
+#!lua name=topchrome
+-- The rules of the top chrome (TopChromeCore's ChromeRules and
+-- InMemorySessionStore.apply), run inside Redis so that a change is one atomic
+-- round trip. Held equal to the Swift rules by the shared vectors in
+-- Tests/RedisSessionStoreTests, not by review: change both together.
+--
+-- A session is one hash, KEYS[1] = <prefix>{<id>}:
+--   i  inset            r  1 revealed, 0 hidden
+--   v  version          s  highest seq applied (absent until a report has one)
+-- Changes are SPUBLISHed on <key>:changes (same hash tag, so the same shard):
+-- "<version> <inset> <r>[ <seq>]" for a new version, "gone" for a removal.
+--
+-- Numbers travel as text. Lua numbers are doubles, as Swift's are, and the
+-- text written here is the shortest of 15 to 17 significant digits that reads
+-- back as the same double: 17 always do, and glibc's strtod (Lua's tonumber)
+-- and Swift's Double(String) both round correctly. Versions and seqs are
+-- integers below 2^53, exact as doubles, written without exponent. Integer
+-- replies are never used: Redis would truncate a double to one.
+
+local MAX_WHOLE = 9007199254740991 -- 2^53 - 1: ChromeState.allowedVersions, ScrollReport.allowedSeqs
+
+local function fail(message)
+  error({err = 'ERR topchrome: ' .. message})
+end
+
+local function finite(text, what)
+  local x = text and tonumber(text)
+  if x == nil or x ~= x or x == math.huge or x == -math.huge then fail(what .. ' must be a finite number') end
+  return x
+end
+
+local function whole(text, what)
+  local x = text and tonumber(text)
+  if x == nil or x ~= math.floor(x) or x < 0 or x > MAX_WHOLE then fail(what .. ' must be an integer in 0...2^53-1') end
+  return x
+end
+
+local function exact(x)
+  for digits = 15, 17 do
+    local text = string.format('%.' .. digits .. 'g', x)
+    if tonumber(text) == x then return text end
+  end
+end
+
+local function integer(x)
+  return string.format('%.0f', x)
+end
+
+-- Milliseconds of idleness after which the session expires, or 'none'.
+local function lifetime(text)
+  if text == 'none' then return nil end
+  local ms = whole(text, 'ttl')
+  if ms < 1 then fail('ttl must be at least 1 ms') end
+  return ms
+end
+
+local function touch(key, ttl)
+  if ttl then redis.call('PEXPIRE', key, integer(ttl)) end
+end
+
+-- A VersionCondition, flattened into a conjunction of clauses:
+-- 'in' n v1..vn | 'notin' n v1..vn | 'never'. argv[at] counts the words.
+local function condition(argv, at)
+  local count = whole(argv[at], 'condition length')
+  local last = at + count
+  if last > #argv then fail('condition runs past the arguments') end
+  local clauses = {}
+  local word = at + 1
+  while word <= last do
+    local kind = argv[word]
+    if kind == 'never' then
+      clauses[#clauses + 1] = {never = true}
+      word = word + 1
+    elseif kind == 'in' or kind == 'notin' then
+      local n = whole(argv[word + 1], 'condition set size')
+      if word + 1 + n > last then fail('condition set runs past the condition') end
+      local set = {}
+      for k = 1, n do
+        -- Any UInt64: one past 2^53 - 1 rounds to no version a session can have.
+        local version = tonumber(argv[word + 1 + k])
+        if version == nil then fail('condition versions must be numbers') end
+        set[version] = true
+      end
+      clauses[#clauses + 1] = {inside = kind == 'in', set = set}
+      word = word + 2 + n
+    else
+      fail('unknown condition word ' .. tostring(kind))
+    end
+  end
+  return clauses, last + 1
+end
+
+local function holds(clauses, version)
+  for _, clause in ipairs(clauses) do
+    if clause.never then return false end
+    if (clause.set[version] == true) ~= clause.inside then return false end
+  end
+  return true
+end
+
+-- Inputs, from argv[at] to the end:
+--   'r' offsetY insetTop axis       a scroll report without seq (axis 'v' or 'h')
+--   'q' offsetY insetTop axis seq   a scroll report with seq
+--   'i' inset                       setInset
+--   'd'                             disappear
+-- All are read before anything is applied: an error part way through a
+-- function would leave the writes made before it.
+local function inputs(argv, at)
+  local list = {}
+  local word = at
+  while word <= #argv do
+    local op = argv[word]
+    if op == 'r' or op == 'q' then
+      local offset = finite(argv[word + 1], 'offsetY')
+      local top = finite(argv[word + 2], 'insetTop')
+      local axis = argv[word + 3]
+      if axis ~= 'v' and axis ~= 'h' then fail('axis must be v or h') end
+      -- The API refuses a report whose sum is not finite; it never gets here.
+      local effective = offset + top
+      if effective ~= effective or effective == math.huge or effective == -math.huge then
+        fail('offsetY + insetTop must be finite')
+      end
+      local seq = nil
+      if op == 'q' then seq = whole(argv[word + 4], 'seq'); word = word + 5 else word = word + 4 end
+      list[#list + 1] = {op = 'r', effective = effective, vertical = axis == 'v', seq = seq}
+    elseif op == 'i' then
+      list[#list + 1] = {op = 'i', inset = finite(argv[word + 1], 'inset')}
+      word = word + 2
+    elseif op == 'd' then
+      list[#list + 1] = {op = 'd'}
+      word = word + 1
+    else
+      fail('unknown input ' .. tostring(op))
+    end
+  end
+  return list
+end
+
+local function load(key)
+  local f = redis.call('HMGET', key, 'i', 'r', 'v', 's')
+  if not f[1] then return nil end
+  return {inset = tonumber(f[1]), revealed = f[2] == '1', version = tonumber(f[3]), seq = f[4] and tonumber(f[4]) or nil}
+end
+
+-- status, inset, revealed, version, seq (nil when none) [, outcomes]
+local function reply(status, state, outcomes)
+  return {status, exact(state.inset), state.revealed and '1' or '0', integer(state.version),
+    state.seq and integer(state.seq) or false, outcomes}
+end
+
+local function message(state)
+  local text = integer(state.version) .. ' ' .. exact(state.inset) .. ' ' .. (state.revealed and '1' or '0')
+  if state.seq then text = text .. ' ' .. integer(state.seq) end
+  return text
+end
+
+-- ChromeState.set: a new version only if a value really changes, and none
+-- past 2^53 - 1 (the session then takes no more changes).
+local function set(state, inset, revealed)
+  if inset == state.inset and revealed == state.revealed then return false end
+  if state.version >= MAX_WHOLE then return false end
+  state.inset, state.revealed, state.version = inset, revealed, state.version + 1
+  return true
+end
+
+-- FCALL topchrome_create 1 key ttl inset: a new session, revealed at version 1;
+-- nil if the key exists (the caller draws another id).
+local function create(keys, argv)
+  local ttl = lifetime(argv[1])
+  local inset = finite(argv[2], 'inset')
+  if redis.call('EXISTS', keys[1]) == 1 then return false end
+  local state = {inset = inset, revealed = true, version = 1}
+  redis.call('HSET', keys[1], 'i', exact(inset), 'r', '1', 'v', '1')
+  touch(keys[1], ttl)
+  return reply('done', state)
+end
+
+-- FCALL topchrome_get 1 key ttl: the session, as a use of it (its TTL slides); nil if none.
+local function get(keys, argv)
+  local ttl = lifetime(argv[1])
+  local state = load(keys[1])
+  if not state then return false end
+  touch(keys[1], ttl)
+  return reply('done', state)
+end
+
+-- FCALL topchrome_apply 1 key ttl threshold n condition... input...: the
+-- inputs in order as one unit if the condition holds. nil if no session;
+-- 'failed' and the state, untouched, if the condition does not hold; else
+-- 'done', the state, and one letter per scroll report: a(pplied),
+-- h(orizontal), s(tale).
+local function apply(keys, argv)
+  local key = keys[1]
+  local ttl = lifetime(argv[1])
+  local threshold = finite(argv[2], 'threshold')
+  local clauses, at = condition(argv, 3)
+  local list = inputs(argv, at)
+  local state = load(key)
+  if not state then return false end
+  if not holds(clauses, state.version) then return reply('failed', state) end
+  local before = {inset = state.inset, revealed = state.revealed, version = state.version, seq = state.seq}
+  local outcomes = {}
+  local channel = key .. ':changes'
+  for _, input in ipairs(list) do
+    local changed = false
+    if input.op == 'r' then
+      if input.seq and state.seq and input.seq <= state.seq then
+        outcomes[#outcomes + 1] = 's'
+      else
+        if input.seq then state.seq = input.seq end
+        if input.vertical then
+          changed = set(state, state.inset, input.effective <= threshold)
+          outcomes[#outcomes + 1] = 'a'
+        else
+          outcomes[#outcomes + 1] = 'h'
+        end
+      end
+    elseif input.op == 'i' then
+      changed = set(state, input.inset, state.revealed)
+    else
+      -- Leaving a screen brings the island back.
+      changed = set(state, state.inset, true)
+    end
+    if changed then redis.call('SPUBLISH', channel, message(state)) end
+  end
+  if state.version ~= before.version then
+    redis.call('HSET', key, 'i', exact(state.inset), 'r', state.revealed and '1' or '0', 'v', integer(state.version))
+  end
+  if state.seq ~= before.seq then redis.call('HSET', key, 's', integer(state.seq)) end
+  touch(key, ttl)
+  return reply('done', state, table.concat(outcomes))
+end
+
+-- FCALL topchrome_delete 1 key n condition...: removes the session if the
+-- condition holds. nil if none; 'failed' or 'done' and the state it had.
+local function delete(keys, argv)
+  local clauses = condition(argv, 1)
+  local state = load(keys[1])
+  if not state then return false end
+  if not holds(clauses, state.version) then return reply('failed', state) end
+  redis.call('DEL', keys[1])
+  redis.call('SPUBLISH', keys[1] .. ':changes', 'gone')
+  return reply('done', state)
+end
+
+redis.register_function('topchrome_create', create)
+redis.register_function('topchrome_get', get)
+redis.register_function('topchrome_apply', apply)
+redis.register_function('topchrome_delete', delete)

@@ -1,0 +1,124 @@
+import Foundation
+import Redis
+import RedisSessionStore
+import RedisTestSupport
+import Testing
+import TopChromeCore
+
+/// What the vectors do not cover: creating, reading, refusals, the size of
+/// a session in Redis, and a Redis without the library.
+struct ChromeFunctionsTests {
+    let backend: RedisBackend
+    let functions: ChromeFunctions
+
+    init() throws {
+        backend = try RedisBackend.single.get()
+        functions = ChromeFunctions(client: backend.client, keyPrefix: "functions:", idleTimeout: .seconds(1000))
+    }
+
+    @Test func createsOnceAndReadsBackSlidingTheExpiry() async throws {
+        let id = SessionID.random()
+        let key = String(decoding: functions.key(for: id), as: UTF8.self)
+        let created = try await functions.create(id, inset: 44.5)
+        #expect(created == Session(id: id, state: ChromeState(inset: 44.5)))
+        #expect(try await pttl(key).map { (900_000...1_000_000).contains($0) } == true)
+        #expect(try await functions.create(id, inset: 10) == nil, "an id already taken is not created again")
+        #expect(try await functions.session(id) == created)
+        _ = try await backend.client.send(["PEXPIRE", key, "5000"])
+        #expect(try await functions.session(id) == created)
+        #expect(try await pttl(key).map { $0 > 5000 } == true, "reading is a use")
+        #expect(try await functions.session(SessionID.random()) == nil)
+
+        let forever = ChromeFunctions(client: backend.client, keyPrefix: "functions:", idleTimeout: nil)
+        let kept = SessionID.random()
+        _ = try await forever.create(kept, inset: 0)
+        #expect(try await pttl(String(decoding: forever.key(for: kept), as: UTF8.self)) == -1)
+    }
+
+    /// Inputs the API never passes (it refuses non-finite numbers and sums,
+    /// and seqs past 2^53 - 1) are refused by the library too, before
+    /// anything is written: the inputs before them in the batch do not land.
+    /// ChromeRules itself would take such a sum as "far down".
+    @Test(arguments: [
+        [ChromeInput.setInset(3), .setInset(.infinity)],
+        [.setInset(3), .setInset(.nan)],
+        [.disappear, .setInset(3), .scroll(ScrollReport(contentOffsetY: 1e308, contentInsetTop: 1e308))],
+        [.setInset(3), .scroll(ScrollReport(contentOffsetY: -.infinity))],
+        [.setInset(3), .scroll(ScrollReport(contentOffsetY: 0, seq: 1 << 53))],
+    ])
+    func refusedBatchesChangeNothing(_ inputs: [ChromeInput]) async throws {
+        let id = SessionID.random()
+        let key = String(decoding: functions.key(for: id), as: UTF8.self)
+        let channel = functions.channel(for: id)
+        let start = try #require(try await functions.create(id, inset: 20))
+        _ = try await functions.apply([.scroll(ScrollReport(contentOffsetY: 500))], to: id, if: .always)
+        _ = try await backend.client.send(["PEXPIRE", key, "5000"])
+        let subscriber = try ShardedSubscriber(node: try backend.node(for: key), channel: channel)
+
+        await #expect(throws: ChromeFunctionError.self) { try await functions.apply(inputs, to: id, if: .always) }
+
+        _ = try await backend.client.send(["SPUBLISH", String(decoding: channel, as: UTF8.self), "end"])
+        #expect(try subscriber.messages(until: Array("end".utf8)).isEmpty)
+        #expect(try await pttl(key).map { $0 <= 5000 } == true, "a refused batch is no use")
+        let stored = try #require(try await functions.session(id))
+        #expect(stored.state == ChromeState(inset: start.state.inset, isRevealed: false, version: 2, lastAppliedSeq: nil))
+    }
+
+    @Test func refusalsNameWhatIsWrong() async throws {
+        let id = SessionID.random()
+        let key = String(decoding: functions.key(for: id), as: UTF8.self)
+        _ = try await functions.create(id, inset: 0)
+        for (arguments, complaint) in [
+            (["1000", "1", "0", "x"], "unknown input x"),
+            (["1000", "1", "0", "q", "0", "0", "v", "9007199254740992"], "seq must be an integer"),
+            (["1000", "1", "0", "r", "0", "0", "sideways"], "axis must be v or h"),
+            (["1000", "1", "3", "in", "5", "1"], "condition set runs past"),
+            (["1000", "inf", "0"], "threshold must be a finite number"),
+            (["0", "1", "0"], "ttl must be at least 1 ms"),
+        ] {
+            let reply = try await backend.client.send(["FCALL", "topchrome_apply", "1", key] + arguments)
+            guard case let .error(message) = reply else {
+                Issue.record("\(arguments) answered \(reply)")
+                continue
+            }
+            #expect(message.hasPrefix("ERR topchrome: \(complaint)"), "\(message)")
+        }
+        #expect(try await functions.session(id)?.state == ChromeState(inset: 0))
+    }
+
+    /// With the shipped `hash-max-listpack-*` settings a session stays a
+    /// listpack: one small allocation, field names of one letter, numbers as
+    /// integers where they are.
+    @Test func aSessionIsOneSmallListpack() async throws {
+        let id = SessionID.random()
+        let key = String(decoding: ChromeFunctions(client: backend.client).key(for: id), as: UTF8.self)
+        let shipped = ChromeFunctions(client: backend.client)
+        _ = try await shipped.create(id, inset: 44.5)
+        _ = try await shipped.apply([.scroll(ScrollReport(contentOffsetY: 300, seq: 123_456))], to: id, if: .always)
+        #expect(try await backend.client.send(["OBJECT", "ENCODING", key]) == .bulk(Array("listpack".utf8)))
+        guard case let .integer(bytes) = try await backend.client.send(["MEMORY", "USAGE", key]) else {
+            Issue.record("MEMORY USAGE is an integer")
+            return
+        }
+        print("MEMORY USAGE of one session (\(key)): \(bytes) bytes")
+        #expect(bytes <= 144)
+    }
+
+    /// A Redis that lost the library (restarted without it): every call is
+    /// refused, and the store has to load it again.
+    @Test func withoutTheLibraryCallsAreRefused() async throws {
+        let server = try RedisServer()
+        let client = RedisClient(seeds: [server.node])
+        defer { client.close() }
+        let bare = ChromeFunctions(client: client)
+        await #expect { try await bare.session(SessionID.random()) } throws: { error in
+            guard case let ChromeFunctionError.refused(message) = error else { return false }
+            return message.contains("Function not found")
+        }
+    }
+
+    private func pttl(_ key: String) async throws -> Int64? {
+        guard case let .integer(milliseconds) = try await backend.client.send(["PTTL", key]) else { return nil }
+        return milliseconds
+    }
+}

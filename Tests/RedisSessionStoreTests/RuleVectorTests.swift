@@ -1,0 +1,235 @@
+import Foundation
+import Redis
+import RedisSessionStore
+import RedisTestSupport
+import Synchronization
+import Testing
+import TopChromeCore
+
+/// Every shared vector, against ChromeRules, the memory store, the Lua
+/// library on one Redis and on a 3-primary cluster: the same outcome, state
+/// (to the bit: negative zero keeps its sign), events, and expiry sliding
+/// (or not) in each.
+struct RuleVectorTests {
+    @Test(arguments: ruleVectors)
+    func everyStoreAgrees(_ vector: RuleVector) async throws {
+        checkRules(vector)
+        try checkMemoryStore(vector)
+        try await checkRedis(vector, on: RedisBackend.single.get())
+        try await checkRedis(vector, on: RedisBackend.cluster.get())
+    }
+
+    /// The rules alone, one input at a time: the vector is what they say.
+    private func checkRules(_ vector: RuleVector) {
+        guard case let .apply(inputs, condition) = vector.request, let start = vector.start else { return }
+        let rules = ChromeRules(revealThreshold: vector.threshold)
+        var state = start
+        var reports: [ReportOutcome] = []
+        var events: [ChromeState] = []
+        for input in inputs {
+            let (next, report) = rules.step(input, from: state)
+            if let report { reports.append(report) }
+            if next.version != state.version { events.append(next) }
+            state = next
+        }
+        switch vector.expected {
+        case let .applied(expected, expectedReports, expectedEvents):
+            #expect(condition.holds(for: start.version))
+            #expect(Exact(state) == Exact(expected))
+            #expect(reports == expectedReports)
+            #expect(events.map(Exact.init) == expectedEvents.map(Exact.init))
+        case .conditionFailed:
+            #expect(!condition.holds(for: start.version))
+        case .removed, .notFound:
+            Issue.record("an apply vector expects \(vector.expected)")
+        }
+    }
+
+    private func checkMemoryStore(_ vector: RuleVector) throws {
+        let clock = Atomic<Int64>(0)
+        let store = InMemorySessionStore(
+            rules: ChromeRules(revealThreshold: vector.threshold), idleTimeout: .seconds(100),
+            now: { .seconds(clock.load(ordering: .relaxed)) })
+        let id = SessionID.random()
+        let recorder = Recorder()
+        if let start = vector.start {
+            try store.restore([Session(id: id, state: start)])
+            _ = try store.subscribe(recorder, to: id)
+        }
+        clock.store(60, ordering: .relaxed)
+        let outcome = switch vector.request {
+        case let .apply(inputs, condition): store.apply(inputs, to: id, if: condition)
+        case let .remove(condition): store.remove(id, if: condition)
+        }
+        #expect(ExactOutcome(outcome) == expectedOutcome(vector, id), "memory store")
+        #expect(recorder.events == expectedEvents(vector, id), "memory store")
+        // Restored at 0 s, used at 60 s, idle for 100 s: alive at 130 s only if that use counted.
+        clock.store(130, ordering: .relaxed)
+        #expect((store.session(id) != nil) == slides(vector), "memory store expiry")
+    }
+
+    private func checkRedis(_ vector: RuleVector, on backend: RedisBackend) async throws {
+        let functions = ChromeFunctions(
+            client: backend.client, keyPrefix: "vectors:", rules: ChromeRules(revealThreshold: vector.threshold),
+            idleTimeout: .seconds(1000))
+        let id = SessionID.random()
+        let key = String(decoding: functions.key(for: id), as: UTF8.self)
+        let channel = String(decoding: functions.channel(for: id), as: UTF8.self)
+        if let start = vector.start {
+            // The layout topchrome.lua documents, written as a state file would be restored.
+            var fields = ["HSET", key, "i", "\(start.inset)", "r", start.isRevealed ? "1" : "0", "v", "\(start.version)"]
+            if let seq = start.lastAppliedSeq { fields += ["s", "\(seq)"] }
+            _ = try await backend.client.send(fields)
+            #expect(try await backend.client.send(["PEXPIRE", key, "100000"]) == .integer(1))
+        }
+        let subscriber = try ShardedSubscriber(node: try backend.node(for: key), channel: Array(channel.utf8))
+        let outcome: StoreOutcome
+        switch vector.request {
+        case let .apply(inputs, condition):
+            let applied = try await functions.apply(inputs, to: id, if: condition)
+            outcome = applied.outcome
+            if case let .applied(_, reports, _) = vector.expected {
+                #expect(applied.reports == reports, "\(backend.name)")
+            }
+        case let .remove(condition):
+            outcome = try await functions.remove(id, if: condition)
+        }
+        #expect(ExactOutcome(outcome) == expectedOutcome(vector, id), "\(backend.name)")
+        _ = try await backend.client.send(["SPUBLISH", channel, "end"])
+        let events = try subscriber.messages(until: Array("end".utf8)).map { ChromeFunctions.event($0, of: id).map(ExactEvent.init) }
+        #expect(events == expectedEvents(vector, id).map(Optional.some), "\(backend.name)")
+        // Seeded to expire in 100 s; a use sets 1000 s.
+        guard case let .integer(ttl) = try await backend.client.send(["PTTL", key]) else {
+            Issue.record("PTTL is an integer")
+            return
+        }
+        switch vector.expected {
+        case .applied: #expect(ttl > 100_000, "\(backend.name): a use slides the expiry")
+        case .conditionFailed: #expect((1...100_000).contains(ttl), "\(backend.name): a refused change is no use")
+        case .removed, .notFound: #expect(ttl == -2, "\(backend.name): no key")
+        }
+        // And the state stored is the one returned.
+        let stored = try await functions.session(id)
+        if case let .done(session) = outcome, case .applied = vector.expected {
+            #expect(stored.map { Exact($0.state) } == Exact(session.state), "\(backend.name)")
+        }
+    }
+
+    private func expectedOutcome(_ vector: RuleVector, _ id: SessionID) -> ExactOutcome {
+        switch vector.expected {
+        case let .applied(state, _, _): ExactOutcome(.done(Session(id: id, state: state)))
+        case .removed: ExactOutcome(.done(Session(id: id, state: vector.start!)))
+        case .conditionFailed: ExactOutcome(.conditionFailed(Session(id: id, state: vector.start!)))
+        case .notFound: ExactOutcome(.notFound)
+        }
+    }
+
+    private func expectedEvents(_ vector: RuleVector, _ id: SessionID) -> [ExactEvent] {
+        switch vector.expected {
+        case let .applied(_, _, events): events.map { ExactEvent(.changed(Session(id: id, state: $0))) }
+        case .removed: [ExactEvent(.removed(id))]
+        case .conditionFailed, .notFound: []
+        }
+    }
+
+    private func slides(_ vector: RuleVector) -> Bool {
+        if case .applied = vector.expected { return true }
+        return false
+    }
+}
+
+/// A state compared to the bit: `==` on doubles takes -0 for 0.
+struct Exact: Hashable, CustomStringConvertible {
+    let insetBits: UInt64
+    let isRevealed: Bool
+    let version: UInt64
+    let seq: UInt64?
+
+    init(_ state: ChromeState) {
+        insetBits = state.inset.bitPattern
+        isRevealed = state.isRevealed
+        version = state.version
+        seq = state.lastAppliedSeq
+    }
+
+    var description: String {
+        "(inset \(Double(bitPattern: insetBits)), \(isRevealed ? "revealed" : "hidden"), v\(version), seq \(seq.map(String.init) ?? "none"))"
+    }
+}
+
+enum ExactOutcome: Hashable {
+    case done(SessionID, Exact)
+    case conditionFailed(SessionID, Exact)
+    case notFound
+
+    init(_ outcome: StoreOutcome) {
+        switch outcome {
+        case let .done(session): self = .done(session.id, Exact(session.state))
+        case let .conditionFailed(session): self = .conditionFailed(session.id, Exact(session.state))
+        case .notFound: self = .notFound
+        }
+    }
+}
+
+enum ExactEvent: Hashable {
+    case changed(SessionID, Exact)
+    case removed(SessionID)
+
+    init(_ event: SessionEvent) {
+        switch event {
+        case let .changed(session): self = .changed(session.id, Exact(session.state))
+        case let .removed(id): self = .removed(id)
+        }
+    }
+}
+
+/// What the memory store's subscription delivered.
+final class Recorder: SessionSubscriber, @unchecked Sendable {
+    private let lock = NSLock()
+    private var received: [ExactEvent] = []
+
+    var events: [ExactEvent] { lock.withLock { received } }
+
+    func sessionChanged(_ change: SessionChange) -> Bool {
+        lock.withLock { received.append(ExactEvent(.changed(change.session))) }
+        return true
+    }
+
+    func sessionRemoved(_ id: SessionID) {
+        lock.withLock { received.append(ExactEvent(.removed(id))) }
+    }
+}
+
+/// A Redis with the library loaded, and a client for it: one server, or
+/// the 3-primary cluster; started once per test run.
+final class RedisBackend: Sendable {
+    let name: String
+    let client: RedisClient
+    private let cluster: RedisClusterFixture?
+    private let server: RedisServer?
+
+    static let single = Result { () throws -> RedisBackend in
+        let server = try RedisServer()
+        return RedisBackend(name: "one Redis", seeds: [server.node], server: server, cluster: nil)
+    }
+
+    static let cluster = Result { () throws -> RedisBackend in
+        let cluster = try RedisClusterFixture.primariesOnly()
+        return RedisBackend(name: "cluster", seeds: cluster.seeds, server: nil, cluster: cluster)
+    }
+
+    private init(name: String, seeds: [RedisNode], server: RedisServer?, cluster: RedisClusterFixture?) {
+        var configuration = RedisConfiguration()
+        configuration.setupCommands = [ChromeFunctions.loadCommand]
+        self.name = name
+        self.server = server
+        self.cluster = cluster
+        client = RedisClient(seeds: seeds, configuration: configuration)
+    }
+
+    /// The node serving `key`'s slot, where its channel can be subscribed to.
+    func node(for key: String) throws -> RedisNode {
+        if let server { return server.node }
+        return try cluster!.primary(of: HashSlot.of(key)).node
+    }
+}
