@@ -9,7 +9,13 @@ public struct HTTPRequest: Sendable {
     /// The path of the request target as sent (of an absolute-form target,
     /// `http://host/path`, its path), without the query. Not
     /// percent-decoded, so `%2F` and `%00` cannot pose as `/` or end it early.
-    public var path: String
+    public var path: String {
+        get { String(decoding: pathBytes, as: UTF8.self) }
+        set { pathBytes = Array(newValue.utf8) }
+    }
+    /// ``path`` as the bytes that came: what routing reads, so the server
+    /// makes no string of it per request.
+    public var pathBytes: [UInt8]
     /// The protocol version as sent, e.g. `HTTP/1.1`.
     public var version: String
     public var headers: HTTPHeaders
@@ -28,8 +34,13 @@ public struct HTTPRequest: Sendable {
         body: [UInt8] = [],
         isBodyTooLarge: Bool = false
     ) {
+        self.init(method: method, pathBytes: Array(path.utf8), version: version, headers: headers, body: body,
+                  isBodyTooLarge: isBodyTooLarge)
+    }
+
+    init(method: String, pathBytes: [UInt8], version: String, headers: HTTPHeaders, body: [UInt8], isBodyTooLarge: Bool) {
         self.method = method
-        self.path = path
+        self.pathBytes = pathBytes
         self.version = version
         self.headers = headers
         self.body = body
