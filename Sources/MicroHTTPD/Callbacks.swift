@@ -15,7 +15,7 @@ let accessHandler: MHD_AccessHandlerCallback = {
 
     guard let existing = requestContext.pointee else {
         let context = contextForNewRequest(on: connection)
-        context.pointee.begin(method: HTTPTokens.method(method), path: HTTPTokens.path(url),
+        context.pointee.begin(method: HTTPTokens.method(method), target: url,
                               version: HTTPTokens.version(version))
         collectHeaders(of: connection, into: &context.pointee.headers)
         requestContext.pointee = UnsafeMutableRawPointer(context)
@@ -85,7 +85,7 @@ private func respond(
 ) -> MHD_Result {
     let request = HTTPRequest(
         method: context.pointee.method,
-        path: context.pointee.path,
+        pathBytes: context.pointee.path,
         version: context.pointee.version,
         headers: context.pointee.headers,
         body: context.pointee.body,
@@ -213,7 +213,7 @@ private func queue(
     let result = MHD_queue_response(connection, UInt32(response.status), created)
     if let observer = dispatcher.observer {
         observer.completed(HTTPExchange(
-            method: context.pointee.method, path: context.pointee.path, endpoint: context.pointee.endpoint,
+            method: context.pointee.method, pathBytes: context.pointee.path, endpoint: context.pointee.endpoint,
             status: response.status,
             bodyBytes: sentBodyBytes(of: response, method: context.pointee.method),
             duration: ContinuousClock.now - context.pointee.startedAt, isStream: response.stream != nil))

@@ -9,7 +9,13 @@ public struct HTTPRequest: Sendable {
     /// The path of the request target as sent (of an absolute-form target,
     /// `http://host/path`, its path), without the query. Not
     /// percent-decoded, so `%2F` and `%00` cannot pose as `/` or end it early.
-    public var path: String
+    public var path: String {
+        get { String(decoding: pathBytes, as: UTF8.self) }
+        set { pathBytes = Array(newValue.utf8) }
+    }
+    /// ``path`` as the bytes that came: what routing reads, so the server
+    /// makes no string of it per request.
+    public var pathBytes: [UInt8]
     /// The protocol version as sent, e.g. `HTTP/1.1`.
     public var version: String
     public var headers: HTTPHeaders
@@ -28,8 +34,13 @@ public struct HTTPRequest: Sendable {
         body: [UInt8] = [],
         isBodyTooLarge: Bool = false
     ) {
+        self.init(method: method, pathBytes: Array(path.utf8), version: version, headers: headers, body: body,
+                  isBodyTooLarge: isBodyTooLarge)
+    }
+
+    init(method: String, pathBytes: [UInt8], version: String, headers: HTTPHeaders, body: [UInt8], isBodyTooLarge: Bool) {
         self.method = method
-        self.path = path
+        self.pathBytes = pathBytes
         self.version = version
         self.headers = headers
         self.body = body
@@ -197,12 +208,30 @@ public struct HTTPHeaders: Sendable, Sequence {
 
 extension UnsafeBufferPointer<UInt8> {
     /// ASCII case-insensitive comparison: header names are ASCII tokens.
+    /// Clients nearly always spell a name as it is compared with
+    /// (`Content-Type`), so names of eight bytes or more are first compared
+    /// eight bytes at a time, and byte by byte only when that differs.
     func caseInsensitiveEquals(_ other: UnsafeBufferPointer<UInt8>) -> Bool {
         guard count == other.count else { return false }
+        if count >= 8, exactlyEquals(other) { return true }
         for index in 0..<count where self[index] != other[index] {
             let lower = self[index] | 0x20
             guard lower == other[index] | 0x20, lower >= UInt8(ascii: "a"), lower <= UInt8(ascii: "z") else { return false }
         }
         return true
+    }
+
+    /// Byte for byte, eight at a time; the last eight overlap the word before
+    /// when the count is not a multiple of 8. Both hold `count` (≥ 8) bytes.
+    private func exactlyEquals(_ other: UnsafeBufferPointer<UInt8>) -> Bool {
+        let mine = UnsafeRawPointer(baseAddress!), theirs = UnsafeRawPointer(other.baseAddress!)
+        var offset = 0
+        while offset < count - 8 {
+            guard mine.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
+                == theirs.loadUnaligned(fromByteOffset: offset, as: UInt64.self) else { return false }
+            offset += 8
+        }
+        return mine.loadUnaligned(fromByteOffset: count - 8, as: UInt64.self)
+            == theirs.loadUnaligned(fromByteOffset: count - 8, as: UInt64.self)
     }
 }

@@ -57,7 +57,12 @@ public protocol HTTPResponder: Sendable {
 /// What a finished exchange looked like, for access logs and metrics.
 public struct HTTPExchange: Sendable {
     public var method: String
-    public var path: String
+    public var path: String {
+        get { String(decoding: pathBytes, as: UTF8.self) }
+        set { pathBytes = Array(newValue.utf8) }
+    }
+    /// ``path`` as the bytes that came (see ``HTTPRequest/pathBytes``).
+    public var pathBytes: [UInt8]
     /// The ``HTTPResponse/endpoint`` the responder gave; nil if it gave none
     /// or never saw the request (refused early).
     public var endpoint: Int?
@@ -71,8 +76,14 @@ public struct HTTPExchange: Sendable {
 
     public init(method: String, path: String, endpoint: Int?, status: Int, bodyBytes: Int, duration: Duration,
                 isStream: Bool) {
+        self.init(method: method, pathBytes: Array(path.utf8), endpoint: endpoint, status: status, bodyBytes: bodyBytes,
+                  duration: duration, isStream: isStream)
+    }
+
+    init(method: String, pathBytes: [UInt8], endpoint: Int?, status: Int, bodyBytes: Int, duration: Duration,
+         isStream: Bool) {
         self.method = method
-        self.path = path
+        self.pathBytes = pathBytes
         self.endpoint = endpoint
         self.status = status
         self.bodyBytes = bodyBytes

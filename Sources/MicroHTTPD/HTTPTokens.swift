@@ -2,8 +2,9 @@
 import Glibc
 #endif
 
-/// The request line's tokens as strings, made cheaply: the usual methods and
-/// versions are the same few every time, and a literal costs no allocation.
+/// The request line's tokens, made cheaply: the usual methods and versions
+/// are the same few every time, and a literal costs no allocation; the path
+/// is kept as bytes, which is all routing reads.
 enum HTTPTokens {
     static func method(_ text: UnsafePointer<CChar>) -> String {
         let count = strlen(text)
@@ -22,18 +23,24 @@ enum HTTPTokens {
         return String(cString: text)
     }
 
-    /// The path of a request target as sent. An absolute-form target
-    /// (`http://host:8080/healthz`, as clients send to proxies) means its
-    /// path; its authority is not ours to check (RFC 9112 §3.2.2).
-    static func path(_ target: UnsafePointer<CChar>) -> String {
-        let text = String(cString: target)
-        guard target[0] != CChar(UInt8(ascii: "/")) else { return text }
-        let scheme = text.utf8.prefix(8).map { $0 >= 0x41 && $0 <= 0x5A ? $0 | 0x20 : $0 }
-        let schemeLength = scheme.starts(with: "http://".utf8) ? 7 : scheme.starts(with: "https://".utf8) ? 8 : 0
-        guard schemeLength > 0 else { return text }
-        let authorityAndPath = text.utf8.dropFirst(schemeLength)
-        guard let slash = authorityAndPath.firstIndex(of: UInt8(ascii: "/")) else { return "/" }
-        return String(text[slash...])
+    /// The path of a request target as sent, into `path` (emptied first,
+    /// its capacity kept: a connection's requests reuse one buffer). An
+    /// absolute-form target (`http://host:8080/healthz`, as clients send to
+    /// proxies) means its path; its authority is not ours to check (RFC 9112 §3.2.2).
+    static func path(_ target: UnsafePointer<CChar>, into path: inout [UInt8]) {
+        let text = UnsafeBufferPointer(start: UnsafeRawPointer(target).assumingMemoryBound(to: UInt8.self),
+                                       count: strlen(target))
+        path.removeAll(keepingCapacity: true)
+        guard let first = text.first, first != UInt8(ascii: "/") else { return path.append(contentsOf: text) }
+        func startsWith(_ scheme: StaticString) -> Bool {
+            text.count >= scheme.utf8CodeUnitCount && UnsafeBufferPointer(rebasing: text.prefix(scheme.utf8CodeUnitCount))
+                .caseInsensitiveEquals(UnsafeBufferPointer(start: scheme.utf8Start, count: scheme.utf8CodeUnitCount))
+        }
+        let schemeLength = startsWith("http://") ? 7 : startsWith("https://") ? 8 : 0
+        guard schemeLength > 0 else { return path.append(contentsOf: text) }
+        let authorityAndPath = text[schemeLength...]
+        guard let slash = authorityAndPath.firstIndex(of: UInt8(ascii: "/")) else { return path.append(UInt8(ascii: "/")) }
+        path.append(contentsOf: UnsafeBufferPointer(rebasing: text[slash...]))
     }
 
     private static func matches(_ text: UnsafePointer<CChar>, _ count: Int, _ token: StaticString) -> Bool {

@@ -8,7 +8,8 @@
 /// state does.
 struct RequestContext {
     private(set) var method = ""
-    private(set) var path = ""
+    /// The target's path (see ``HTTPRequest/pathBytes``), in a buffer each request reuses.
+    private(set) var path: [UInt8] = []
     private(set) var version = ""
     private(set) var startedAt = ContinuousClock.now
     /// The request's header fields, collected on its first call.
@@ -35,9 +36,10 @@ struct RequestContext {
     /// large upload does not hold memory for the rest of the connection.
     static let keptCapacity = 4096
 
-    mutating func begin(method: String, path: String, version: String) {
+    /// `target`: the request target as libmicrohttpd hands it over.
+    mutating func begin(method: String, target: UnsafePointer<CChar>, version: String) {
         self.method = method
-        self.path = path
+        HTTPTokens.path(target, into: &path)
         self.version = version
         startedAt = .now
         isInUse = true
@@ -46,7 +48,7 @@ struct RequestContext {
     /// Ready for the connection's next request.
     mutating func reset() {
         method = ""
-        path = ""
+        path.removeAll(keepingCapacity: path.capacity <= Self.keptCapacity)
         version = ""
         headers.removeAll(keepingCapacity: headers.byteCapacity <= Self.keptCapacity)
         body.removeAll(keepingCapacity: body.capacity <= Self.keptCapacity)

@@ -83,7 +83,8 @@ extension HTTPHeaders {
     /// The reason to refuse a request with these header fields, if any.
     ///
     /// One pass over the fields, comparing only names of the right length
-    /// and first letter; a name found to be `Host`, `Content-Length` or
+    /// and first letter (with the spelling clients send, which compares
+    /// fastest); a name found to be `Host`, `Content-Length` or
     /// `Transfer-Encoding` is a token, so only the others are checked byte
     /// by byte (and, when longer than 14 bytes, for a framing name at
     /// their start). Each value but `Content-Length`'s (digits only) is
@@ -96,12 +97,12 @@ extension HTTPHeaders {
             switch (name.count, name.first.map { $0 | 0x20 }) {
             case (4, UInt8(ascii: "h")) where name.caseInsensitiveEquals(Self.bytes("host")):
                 hosts += 1
-            case (14, UInt8(ascii: "c")) where name.caseInsensitiveEquals(Self.bytes("content-length")):
+            case (14, UInt8(ascii: "c")) where name.caseInsensitiveEquals(Self.bytes("Content-Length")):
                 contentLengths += 1
                 // Digits and white space only: no CR or LF to look for.
                 lengthIsDecimal = lengthIsDecimal && Self.isDecimal(value)
                 return true
-            case (17, UInt8(ascii: "t")) where name.caseInsensitiveEquals(Self.bytes("transfer-encoding")):
+            case (17, UInt8(ascii: "t")) where name.caseInsensitiveEquals(Self.bytes("Transfer-Encoding")):
                 transferEncodings += 1
             default:
                 guard Self.isToken(name) else {
@@ -172,7 +173,7 @@ extension HTTPHeaders {
         func startsWith(_ prefix: UnsafeBufferPointer<UInt8>) -> Bool {
             name.count > prefix.count && UnsafeBufferPointer(rebasing: name.prefix(prefix.count)).caseInsensitiveEquals(prefix)
         }
-        return startsWith(bytes("content-length")) || startsWith(bytes("transfer-encoding"))
+        return startsWith(bytes("Content-Length")) || startsWith(bytes("Transfer-Encoding"))
     }
 
     /// Whether a value holds CR or LF: never part of a field value (RFC 9110 §5.5).

@@ -27,6 +27,12 @@ public enum Route: Equatable, Sendable {
         self = route
     }
 
+    /// The route for a request's ``HTTPRequest/pathBytes``.
+    init?(pathBytes: [UInt8]) {
+        guard let route = pathBytes.withUnsafeBufferPointer({ Route(bytes: $0) }) else { return nil }
+        self = route
+    }
+
     private init?(bytes: UnsafeBufferPointer<UInt8>) {
         if let route = Route(sessionPath: bytes) {
             self = route

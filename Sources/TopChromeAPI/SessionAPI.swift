@@ -61,7 +61,7 @@ public final class SessionAPI: HTTPResponder {
     }
 
     public func respond(to request: HTTPRequest) -> HTTPResponse {
-        let route = Route(path: request.path)
+        let route = Route(pathBytes: request.pathBytes)
         var response: HTTPResponse
         do {
             response = try answer(request, route)
@@ -76,7 +76,7 @@ public final class SessionAPI: HTTPResponder {
     private func answer(_ request: HTTPRequest, _ route: Route?) throws(Problem) -> HTTPResponse {
         // A missing or doubled Host, like ambiguous framing, is refused by the
         // server before the request comes here (see `refusal(of:)`).
-        if let authToken, request.path == "/v1" || request.path.hasPrefix("/v1/") {
+        if let authToken, Self.isUnderV1(request.pathBytes) {
             try authToken.check(request.headers["Authorization"])
         }
         guard let route else {
@@ -170,6 +170,11 @@ public final class SessionAPI: HTTPResponder {
             try body(of: request, RequestBodies.disappear)
             return try apply(.disappear, to: id, request)
         }
+    }
+
+    /// `/v1` and everything under `/v1/`: what the bearer token guards.
+    private static func isUnderV1(_ path: [UInt8]) -> Bool {
+        path.starts(with: "/v1".utf8) && (path.count == 3 || path[3] == UInt8(ascii: "/"))
     }
 
     public func refusalWhileStopping() -> HTTPResponse {

@@ -5,7 +5,7 @@ import Testing
 @Suite struct RequestContextTests {
     @Test func resetClearsTheRequestAndKeepsSmallBuffers() {
         var context = RequestContext()
-        context.begin(method: "POST", path: "/v1/sessions", version: "HTTP/1.1")
+        context.begin(method: "POST", target: "/v1/sessions", version: "HTTP/1.1")
         context.headers.add(name: "If-Match", value: "\"1\"")
         let bytes: [UInt8] = Array("{}".utf8)
         bytes.withUnsafeBytes { context.receive($0, limit: 100) }
@@ -24,7 +24,7 @@ import Testing
 
     @Test func resetLetsLargeBuffersGo() {
         var context = RequestContext()
-        context.begin(method: "POST", path: "/", version: "HTTP/1.1")
+        context.begin(method: "POST", target: "/", version: "HTTP/1.1")
         let large = [UInt8](repeating: 32, count: RequestContext.keptCapacity + 1)
         large.withUnsafeBytes { context.receive($0, limit: 1 << 20) }
         context.reset()
@@ -49,7 +49,7 @@ import Testing
         var socketSlot: UnsafeMutableRawPointer?
         connectionNotified(nil, nil, &socketSlot, .CONNECTION_NOTIFY_STARTED)
         let context = try #require(socketSlot).assumingMemoryBound(to: RequestContext.self)
-        context.pointee.begin(method: "GET", path: "/", version: "HTTP/1.1")
+        context.pointee.begin(method: "GET", target: "/", version: "HTTP/1.1")
         var requestSlot: UnsafeMutableRawPointer? = UnsafeMutableRawPointer(context)
 
         connectionNotified(nil, nil, &socketSlot, .CONNECTION_NOTIFY_CLOSED)

@@ -54,14 +54,21 @@ public final class ServiceMetrics: Sendable {
         counters.add(1, at: Self.cell(route: route, method: Self.methodIndex(exchange.method),
                                       status: Self.statusIndex(exchange.status)))
         guard !exchange.isStream else { return }  // a stream's length says nothing of the server's speed
-        let (seconds, attoseconds) = exchange.duration.components
-        let nanoseconds = Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000)
+        let nanoseconds = Self.nanoseconds(exchange.duration)
         var bucket = 0
         Self.bucketNanoseconds.withUnsafeBufferPointer { bounds in
             while bucket < bounds.count, nanoseconds > bounds[bucket] { bucket += 1 }
         }
         counters.add(1, at: Self.bucketCell(route: route, bucket: bucket))
         counters.add(nanoseconds, at: Self.sumCell(route: route))
+    }
+
+    /// A request's duration fits in 64 bits of attoseconds (up to 9 s),
+    /// where dividing is one instruction; `components` divides 128 bits.
+    private static func nanoseconds(_ duration: Duration) -> Int {
+        if let short = Int64(exactly: duration.attoseconds) { return Int(short / 1_000_000_000) }
+        let (seconds, attoseconds) = duration.components
+        return Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000)
     }
 
     private static func methodIndex(_ method: String) -> Int {
