@@ -24,9 +24,9 @@ struct ChromeFunctionsTests {
         #expect(try await pttl(key).map { (900_000...1_000_000).contains($0) } == true)
         #expect(try await functions.create(id, inset: 10) == nil, "an id already taken is not created again")
         #expect(try await functions.session(id) == created)
-        _ = try await backend.client.send(["PEXPIRE", key, "5000"])
+        _ = try await backend.client.send(["PEXPIRE", key, "500000"])
         #expect(try await functions.session(id) == created)
-        #expect(try await pttl(key).map { $0 > 5000 } == true, "reading is a use")
+        #expect(try await pttl(key).map { $0 > 500_000 } == true, "reading is a use")
         #expect(try await functions.session(SessionID.random()) == nil)
 
         let forever = ChromeFunctions(client: backend.client, keyPrefix: "functions:", idleTimeout: nil)
@@ -52,14 +52,14 @@ struct ChromeFunctionsTests {
         let channel = functions.channel(for: id)
         let start = try #require(try await functions.create(id, inset: 20))
         _ = try await functions.apply([.scroll(ScrollReport(contentOffsetY: 500))], to: id, if: .always)
-        _ = try await backend.client.send(["PEXPIRE", key, "5000"])
+        _ = try await backend.client.send(["PEXPIRE", key, "500000"])
         let subscriber = try ShardedSubscriber(node: try backend.node(for: key), channel: channel)
 
         await #expect(throws: ChromeFunctionError.self) { try await functions.apply(inputs, to: id, if: .always) }
 
         _ = try await backend.client.send(["SPUBLISH", String(decoding: channel, as: UTF8.self), "end"])
         #expect(try subscriber.messages(until: Array("end".utf8)).isEmpty)
-        #expect(try await pttl(key).map { $0 <= 5000 } == true, "a refused batch is no use")
+        #expect(try await pttl(key).map { $0 <= 500_000 } == true, "a refused batch is no use")
         let stored = try #require(try await functions.session(id))
         #expect(stored.state == ChromeState(inset: start.state.inset, isRevealed: false, version: 2, lastAppliedSeq: nil))
     }
