@@ -30,8 +30,11 @@ let package = Package(
             providers: [.apt(["libmicrohttpd-dev"])]
         ),
 
+        // One lock for state that threads share: a pthread mutex (see PthreadLock.swift for why).
+        .target(name: "Locking"),
+
         // A small general HTTP/1.1 server over libmicrohttpd; knows nothing of TopChrome.
-        .target(name: "MicroHTTPD", dependencies: ["CMicroHTTPD"]),
+        .target(name: "MicroHTTPD", dependencies: ["CMicroHTTPD", "Locking"]),
 
         // Debian's hiredis (0.14), seen from Swift; connections and reply parsing.
         // No pkgConfig: hiredis.pc's only flag, -D_FILE_OFFSET_BITS=64, is one
@@ -44,7 +47,7 @@ let package = Package(
         // A general Redis and Redis Cluster client over hiredis: pipelined
         // connections with deadlines and reconnection, slot routing, redirections.
         // Knows nothing of TopChrome.
-        .target(name: "Redis", dependencies: ["CHiredis"]),
+        .target(name: "Redis", dependencies: ["CHiredis", "Locking"]),
 
         // The chrome's rules inside Redis, as a Redis Function library, and a
         // typed call for each function through the Redis client. What the
@@ -61,7 +64,7 @@ let package = Package(
         // Sees the store only through the core's SessionStore and SessionChangeFeed.
         .target(
             name: "TopChromeAPI",
-            dependencies: ["TopChromeCore", "MicroHTTPD", "StrictJSON"],
+            dependencies: ["TopChromeCore", "MicroHTTPD", "StrictJSON", "Locking"],
             plugins: ["EmbedOpenAPI"]
         ),
 
@@ -69,7 +72,7 @@ let package = Package(
         // set up, the state file, logs, and what runs periodically.
         .target(
             name: "TopChromeApp",
-            dependencies: ["TopChromeAPI", "TopChromeCore", "MicroHTTPD", "StrictJSON", "SessionSnapshots"]
+            dependencies: ["TopChromeAPI", "TopChromeCore", "MicroHTTPD", "StrictJSON", "SessionSnapshots", "Locking"]
         ),
 
         // `make bench`: the core's cost per scroll report, without HTTP.
@@ -103,6 +106,7 @@ let package = Package(
         .testTarget(name: "TopChromeCoreTests", dependencies: ["TopChromeCore"]),
         .testTarget(name: "StrictJSONTests", dependencies: ["StrictJSON"]),
         .testTarget(name: "SessionSnapshotsTests", dependencies: ["SessionSnapshots"]),
+        .testTarget(name: "LockingTests", dependencies: ["Locking"]),
         .testTarget(name: "MicroHTTPDTests", dependencies: ["MicroHTTPD"]),
         // Real redis-server instances and clusters for tests, started and stopped by them.
         .target(name: "RedisTestSupport", dependencies: ["Redis"], path: "Tests/RedisTestSupport"),

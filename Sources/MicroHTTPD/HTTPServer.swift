@@ -1,4 +1,5 @@
 import CMicroHTTPD
+import Locking
 import Synchronization
 
 /// An HTTP/1.1 server on libmicrohttpd: keep-alive, bodies read in full (with a

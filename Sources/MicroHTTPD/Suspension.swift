@@ -1,5 +1,6 @@
 import CMicroHTTPD
 import Dispatch
+import Locking
 
 /// Something that holds a connection suspended while it waits for data.
 /// libmicrohttpd must see every suspended connection resumed before it

@@ -1,3 +1,5 @@
+import Locking
+
 /// A client for a single Redis or a Redis Cluster, found from seed nodes.
 ///
 /// The first seed that answers `INFO cluster` says which: with
@@ -14,7 +16,7 @@ public final class RedisClient: @unchecked Sendable {
 
     private let seeds: [RedisNode]
     private let configuration: RedisConfiguration
-    private let lock = Lock()
+    private let lock = PthreadLock()
 
     // Guarded by `lock`.
     private var connections: [RedisNode: RedisConnection] = [:]

@@ -3,6 +3,7 @@ import Glibc
 #elseif canImport(Musl)
 import Musl
 #endif
+import Locking
 
 /// A reply, or why there is none.
 public typealias RedisCompletion = @Sendable (Result<RESPValue, RedisError>) -> Void
@@ -22,7 +23,7 @@ public final class RedisConnection: @unchecked Sendable {
     private let configuration: RedisConfiguration
     private let setup: [RESPRequest]
     private let wakePipe = WakePipe()
-    private let lock = Lock()
+    private let lock = PthreadLock()
 
     // Guarded by `lock`.
     private var phase = Phase.starting

@@ -1,3 +1,4 @@
+import Locking
 import MicroHTTPD
 import StrictJSON
 import TopChromeCore

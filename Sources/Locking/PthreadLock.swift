@@ -4,8 +4,8 @@ import Glibc
 import Musl
 #endif
 
-/// A lock for state that libmicrohttpd's threads and the service's share.
-/// A pthread mutex rather than `Synchronization.Mutex`, on which the thread
+/// A lock for state that several threads share (libmicrohttpd's and the
+/// service's, a Redis connection's I/O thread and its callers). A pthread mutex rather than `Synchronization.Mutex`, on which the thread
 /// sanitizer reports false races with this toolchain, and rather than
 /// `NSLock`, which would link Foundation, and with it ICU's data, into the
 /// server binary.

@@ -2,7 +2,7 @@ import Dispatch
 #if canImport(Glibc)
 import Glibc
 #endif
-import MicroHTTPD
+import Locking
 import Testing
 
 @Suite struct PthreadLockTests {
