@@ -1,3 +1,9 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
 /// How a client talks to Redis; the same for every node of a cluster.
 public struct RedisConfiguration: Sendable {
     /// `AUTH` on every connection, before anything else (`requirepass`, or an ACL user).
@@ -59,10 +65,27 @@ public struct Backoff: Sendable {
     }
 
     public func delay(attempt: Int, using generator: inout some RandomNumberGenerator) -> Duration {
+        var random = generator.next()
+        return delay(attempt: attempt, random: &random)
+    }
+
+    /// The delay drawn from the system's random source. Not through
+    /// `SystemRandomNumberGenerator`: it is an empty struct, and every
+    /// value of it sits at one address, so I/O threads backing off at once
+    /// look to the thread sanitizer like a race on that address.
+    public func delay(attempt: Int) -> Duration {
+        var random: UInt64 = 0
+        withUnsafeMutableBytes(of: &random) { _ = getentropy($0.baseAddress, $0.count) }
+        return delay(attempt: attempt, random: &random)
+    }
+
+    private func delay(attempt: Int, random: inout UInt64) -> Duration {
         let doublings = min(max(attempt, 0), 30)
         let ceiling = min(cap, base * (1 << doublings))
         let nanoseconds = ceiling.components.seconds * 1_000_000_000 + ceiling.components.attoseconds / 1_000_000_000
         guard nanoseconds > 0 else { return .zero }
-        return .nanoseconds(Int64.random(in: 0...nanoseconds, using: &generator))
+        // The bias of a remainder is below 2^-33 for any cap under a minute: no
+        // matter for a jitter.
+        return .nanoseconds(Int64(random % UInt64(nanoseconds + 1)))
     }
 }

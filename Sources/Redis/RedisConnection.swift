@@ -355,8 +355,7 @@ public final class RedisConnection: @unchecked Sendable {
     }
 
     private func backOff(now: ContinuousClock.Instant) {
-        var generator = SystemRandomNumberGenerator()
-        phase = .waiting(until: now + configuration.reconnectBackoff.delay(attempt: attempt, using: &generator))
+        phase = .waiting(until: now + configuration.reconnectBackoff.delay(attempt: attempt))
         attempt += 1
     }
 

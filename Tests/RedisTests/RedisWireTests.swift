@@ -1,3 +1,4 @@
+import Foundation
 import Redis
 import Testing
 
@@ -68,6 +69,29 @@ struct RedisWireTests {
             #expect(delays.contains { $0 < ceiling / 4 } && delays.contains { $0 > ceiling * 3 / 4 })
         }
     }
+
+    /// The system-random delay, drawn by many I/O threads at once as they
+    /// lose a server together: within its ceiling, spread over it, and (run
+    /// under the thread sanitizer by `make test`) with no shared state.
+    @Test func backoffFromTheSystemSourceIsSafeAcrossThreads() {
+        let backoff = Backoff(base: .milliseconds(10), cap: .milliseconds(300))
+        let results = ThreadResults()
+        DispatchQueue.concurrentPerform(iterations: 4) { _ in
+            let delays = (0..<500).map { _ in backoff.delay(attempt: 4) }
+            results.add(delays)
+        }
+        let delays = results.all
+        #expect(delays.count == 2000)
+        #expect(delays.allSatisfy { $0 >= .zero && $0 <= .milliseconds(160) })
+        #expect(delays.contains { $0 < .milliseconds(40) } && delays.contains { $0 > .milliseconds(120) })
+    }
+}
+
+private final class ThreadResults: @unchecked Sendable {
+    private let lock = NSLock()
+    private var delays: [Duration] = []
+    func add(_ more: [Duration]) { lock.withLock { delays += more } }
+    var all: [Duration] { lock.withLock { delays } }
 }
 
 /// A seeded generator, so that the backoff test sees the same draws each run.
