@@ -21,7 +21,7 @@ let package = Package(
         .target(name: "StrictJSON"),
 
         // Sessions kept in a file across restarts, written atomically.
-        .target(name: "SessionSnapshots", dependencies: ["TopChromeCore", "StrictJSON"]),
+        .target(name: "SessionSnapshots", dependencies: ["TopChromeCore", "StrictJSON", "Locking"]),
 
         // Debian's libmicrohttpd, seen from Swift through a few C shims.
         .systemLibrary(

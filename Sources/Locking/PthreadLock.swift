@@ -33,7 +33,7 @@ public final class PthreadLock: @unchecked Sendable {
         pthread_mutex_unlock(mutex)
     }
 
-    public func withLock<Result>(_ body: () throws -> Result) rethrows -> Result {
+    public func withLock<Result, Failure: Error>(_ body: () throws(Failure) -> Result) throws(Failure) -> Result {
         lock()
         defer { unlock() }
         return try body()

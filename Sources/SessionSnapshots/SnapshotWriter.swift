@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import Locking
 import TopChromeCore
 
 /// The one writer of a state file: the periodic snapshots and the last one
@@ -16,9 +17,9 @@ public final class SnapshotWriter: @unchecked Sendable {
     public let file: SnapshotFile
     private let collect: @Sendable () -> [Session]
     /// Held while sessions are collected, so generations follow collection order.
-    private let collecting = PThreadLock()
+    private let collecting = PthreadLock()
     /// Held while a snapshot is written and renamed into place.
-    private let writing = PThreadLock()
+    private let writing = PthreadLock()
     /// The latest generation collected (under `collecting`).
     private var collected: UInt64 = 0
     /// The generation the file holds (under `writing`); the file found at
@@ -78,27 +79,5 @@ public final class SnapshotWriter: @unchecked Sendable {
             written = generation
             return true
         }
-    }
-}
-
-/// A pthread mutex: `Synchronization.Mutex` gives false thread-sanitizer
-/// reports with this toolchain, and `NSLock` would bring in Foundation.
-private final class PThreadLock: @unchecked Sendable {
-    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
-
-    init() {
-        mutex.initialize(to: pthread_mutex_t())
-        precondition(pthread_mutex_init(mutex, nil) == 0, "pthread_mutex_init failed")
-    }
-
-    deinit {
-        pthread_mutex_destroy(mutex)
-        mutex.deallocate()
-    }
-
-    func withLock<Result, Failure: Error>(_ body: () throws(Failure) -> Result) throws(Failure) -> Result {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
-        return try body()
     }
 }
