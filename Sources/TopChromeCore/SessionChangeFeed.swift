@@ -9,10 +9,16 @@ import Musl
 /// many subscribe: one change may fan out to thousands of watchers.
 public final class SessionChange: @unchecked Sendable {
     public let session: Session
+    /// The state read again after a feed lost its source for a while, not
+    /// one change: it may even be older than one already delivered, since a
+    /// failover can lose the last acknowledged changes. Deliver it if its
+    /// version differs from the one delivered last, not only if greater.
+    public let isResynchronization: Bool
     private var rendered: [UInt8]?
 
-    public init(_ session: Session) {
+    public init(_ session: Session, isResynchronization: Bool = false) {
         self.session = session
+        self.isResynchronization = isResynchronization
     }
 
     /// What `render` makes of the change, made by the first subscriber that
@@ -139,16 +145,33 @@ public final class SessionSubscriptions: Sendable {
         // added while the store holds the session, so no change of it is
         // missed by this.
         guard count > 0 else { return }
-        deliver(event)
+        deliver(event, isResynchronization: false)
     }
 
-    private func deliver(_ event: SessionEvent) {
+    /// Tells the session's subscribers of its state as read again after the
+    /// feed lost its source (see ``SessionChange/isResynchronization``).
+    public func publishResynchronized(_ event: SessionEvent) {
+        guard count > 0 else { return }
+        deliver(event, isResynchronization: true)
+    }
+
+    /// Whether anyone subscribes to `id` now.
+    public func isWatched(_ id: SessionID) -> Bool {
+        shard(for: id).withLock { $0.subscribers[id] != nil }
+    }
+
+    /// The sessions someone subscribes to now.
+    public func watchedSessions() -> [SessionID] {
+        shards.flatMap { shard in shard.withLock { Array($0.subscribers.keys) } }
+    }
+
+    private func deliver(_ event: SessionEvent, isResynchronization: Bool) {
         switch event {
         case let .changed(session):
             let dropped = shard(for: session.id).withLock { contents -> Int in
                 contents.lookups += 1
                 guard let current = contents.subscribers[session.id] else { return 0 }
-                let change = SessionChange(session)
+                let change = SessionChange(session, isResynchronization: isResynchronization)
                 let done = current.filter { !$0.value.sessionChanged(change) }.keys
                 for key in done { contents.subscribers[session.id]?[key] = nil }
                 if contents.subscribers[session.id]?.isEmpty == true { contents.subscribers[session.id] = nil }

@@ -5,8 +5,11 @@ import TopChromeCore
 
 /// A Server-Sent Events stream of one session's states.
 ///
-/// Events carry the version as their id, and ids never go backwards: a
-/// state older than one already sent is dropped. A client too slow to take
+/// Events carry the version as their id, and ids go backwards only when
+/// the store does: a state older than one already sent is dropped, unless
+/// it is the store's state read again after its feed lost touch (a
+/// failover can lose the last acknowledged changes; the client must then
+/// hold what the store holds). A client too slow to take
 /// events is closed rather than buffered without bound; it reconnects with
 /// `Last-Event-ID` and gets the current state, which is what it needs.
 final class EventStreamWatcher: SessionWatcher, @unchecked Sendable {
@@ -37,7 +40,10 @@ final class EventStreamWatcher: SessionWatcher, @unchecked Sendable {
     }
 
     func sessionChanged(_ change: SessionChange) -> Bool {
-        lock.withLock { send(version: change.session.state.version, change.rendering(Self.event(for:))) }
+        lock.withLock {
+            send(version: change.session.state.version, change.rendering(Self.event(for:)),
+                 isResynchronization: change.isResynchronization)
+        }
     }
 
     /// `event: state`, the version as id, the state as one line of JSON.
@@ -45,8 +51,8 @@ final class EventStreamWatcher: SessionWatcher, @unchecked Sendable {
         Array("event: state\nid: \(session.state.version)\ndata: ".utf8) + StateWriter.json(session) + Array("\n\n".utf8)
     }
 
-    private func send(version: UInt64, _ event: [UInt8]) -> Bool {
-        guard version > lastSentVersion else { return stream.isOpen }
+    private func send(version: UInt64, _ event: [UInt8], isResynchronization: Bool = false) -> Bool {
+        guard version > lastSentVersion || (isResynchronization && version != lastSentVersion) else { return stream.isOpen }
         lastSentVersion = version
         return writeOrClose(event)
     }
