@@ -5,15 +5,10 @@
 # Exits non-zero if any check fails.
 #
 # No registry is reachable on the project's machines, so the two base images
-# are local stand-ins, built once and kept in podman's storage for later runs:
-#   localhost/bookworm-min          Debian bookworm minbase (debootstrap),
-#                                   trimmed like debian:bookworm-slim
-#   localhost/swift-hostmount:...   that plus the Swift toolchain's run-time
-#                                   packages; the host's toolchain is mounted
-#                                   read-only into the build, not copied
-# Set SWIFT_IMAGE and RUNTIME_IMAGE to use existing images instead (e.g. the
-# official swift:6.3-bookworm and debian:bookworm-slim where a registry is
-# reachable); the toolchain is then not mounted.
+# are local stand-ins, built once and kept in podman's storage for later runs
+# (scripts/container-base.sh says which; SWIFT_IMAGE and RUNTIME_IMAGE name
+# existing images instead, e.g. the official ones where a registry is
+# reachable).
 #
 # Needs root (rootful podman; debootstrap). Installs podman, runc, debootstrap,
 # curl and jq with apt-get when missing. Other settings:
@@ -29,54 +24,8 @@
 # sources (sample files in a temp folder; no root, no podman; a second).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-
-# apt_mirror SUITE [APT_DIR]: the first http(s) URI that the apt sources in
-# APT_DIR (default /etc/apt) list for SUITE with component main, as apt reads
-# them: sources.list, then sources.list.d/*.list (one-line format) and
-# *.sources (deb822) in name order. Prints nothing and fails if none does.
-apt_mirror() {
-  local suite=$1 dir=${2:-/etc/apt} file
-  local files=()
-  [ ! -f "$dir/sources.list" ] || files+=("$dir/sources.list")
-  for file in "$dir"/sources.list.d/*; do
-    case $file in *.list | *.sources) [ ! -f "$file" ] || files+=("$file") ;; esac
-  done
-  [ ${#files[@]} -gt 0 ] || return 1
-  awk -v suite="$suite" '
-    function has(list, word,   parts, n, i) {
-      n = split(list, parts, /[ \t]+/)
-      for (i = 1; i <= n; i++) if (parts[i] == word) return 1
-      return 0
-    }
-    function emit(uri) { sub(/\/+$/, "", uri); print uri; found = 1; exit }
-    # deb822: a stanza ends; its first http(s) URI, if it fits.
-    function stanza(   parts, n, i) {
-      if (has(field["types"], "deb") && has(field["suites"], suite) && has(field["components"], "main") \
-          && tolower(field["enabled"]) !~ /^[ \t]*no[ \t]*$/) {
-        n = split(field["uris"], parts, /[ \t]+/)
-        for (i = 1; i <= n; i++) if (parts[i] ~ /^https?:\/\//) emit(parts[i])
-      }
-      split("", field); key = ""
-    }
-    FNR == 1 { if (deb822) stanza(); deb822 = FILENAME ~ /\.sources$/ }
-    deb822 && /^[ \t]*#/ { next }
-    deb822 && /^[ \t]*$/ { stanza(); next }
-    deb822 && /^[ \t]/ { if (key != "") field[key] = field[key] " " $0; next }
-    deb822 {
-      colon = index($0, ":"); if (colon == 0) next
-      key = tolower(substr($0, 1, colon - 1)); field[key] = substr($0, colon + 1); next
-    }
-    # One-line format: deb [options] uri suite component...
-    {
-      sub(/#.*/, ""); if ($1 != "deb") next
-      i = 2
-      if ($i ~ /^\[/) { while (i <= NF && $i !~ /\]$/) i++; i++ }
-      if ($(i + 1) != suite || $i !~ /^https?:\/\//) next
-      for (j = i + 2; j <= NF; j++) if ($j == "main") emit($i)
-    }
-    END { if (!found && deb822) stanza(); exit !found }
-  ' "${files[@]}"
-}
+# shellcheck source=scripts/container-base.sh
+. scripts/container-base.sh
 
 # apt_mirror on sample apt sources in a temp folder.
 self_test() {
@@ -160,50 +109,7 @@ if [ "${1:-}" = --self-test ]; then self_test; exit; fi
 IMAGE=${TOPCHROME_TEST_IMAGE:-localhost/topchrome:container-test}
 CONTAINER=topchrome-container-test-$$
 STOP_LIMIT=${STOP_LIMIT:-5}
-# What works on rootful podman here without systemd, overlayfs or crun: vfs
-# storage, cgroupfs, runc. runc also needs explicit rlimits on `run` (without
-# them it fails "error setting rlimit type 7").
-PODMAN=(podman --storage-driver vfs --cgroup-manager=cgroupfs --runtime runc)
-RUN_LIMITS=(--ulimit nofile=4096:4096 --ulimit nproc=4096:4096)
-# Podman schedules health checks with systemd timers; without systemd it logs
-# errors on run, stop and rm. The test runs the check itself instead.
-[ -d /run/systemd/system ] || export DISABLE_HC_SYSTEMD=true
-
-failures=0
-scratch=""
-started=$EPOCHREALTIME
-declare -a summary=() figures=()
-
-say() { printf '==> %s\n' "$*"; }
-pass() { printf '  ok    %s\n' "$*"; summary+=("ok    $*"); }
-fail() { printf '  FAIL  %s\n' "$*" >&2; summary+=("FAIL  $*"); failures=$((failures + 1)); }
-die() { fail "$*"; exit 1; }
-# check DESCRIPTION COMMAND...: records ok or FAIL by the command's status.
-check() { local what=$1; shift; if "$@"; then pass "$what"; else fail "$what"; fi; }
-seconds_since() { awk -v a="$1" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }'; }
-
-# podman_build ARGS...: `podman build`; if it fails or is interrupted, removes
-# the builder containers it left behind (an interrupted build leaves one, a
-# full copy of its base image on vfs): those not there before it started.
-building=""
 watcher=""
-podman_build() {
-  local status=0
-  before_build=$("${PODMAN[@]}" ps --all --external --quiet --no-trunc | sort)
-  building=yes
-  # --layers=false: vfs copies the whole file system at every cached layer.
-  # --format docker: the OCI format has no HEALTHCHECK; podman would drop it.
-  # --pull=never: no registry is reachable; the base images are local.
-  "${PODMAN[@]}" build --layers=false --force-rm --pull=never --format docker "$@" || status=$?
-  [ "$status" -eq 0 ] || remove_build_leftovers
-  building=""
-  return "$status"
-}
-remove_build_leftovers() {
-  comm -13 <(printf '%s\n' "$before_build") \
-    <("${PODMAN[@]}" ps --all --external --quiet --no-trunc | sort) |
-    while read -r leftover; do "${PODMAN[@]}" rm --force "$leftover" >/dev/null 2>&1 || true; done
-}
 
 exec 3>&1 4>&2  # the terminal, for cleanup: a trap can fire inside a redirection
 cleanup() {
@@ -218,18 +124,7 @@ cleanup() {
     "${PODMAN[@]}" rm --force --time 0 "$CONTAINER" >/dev/null 2>&1 || true
   fi
   [ -z "$scratch" ] || rm -rf "$scratch"
-  echo
-  echo "=== container test summary ==="
-  printf '%s\n' "${summary[@]}"
-  printf '%s\n' "${figures[@]}"
-  printf 'total          %s s\n' "$(seconds_since "$started")"
-  if [ "$failures" -gt 0 ] || [ "$status" -ne 0 ]; then
-    if [ "$failures" -gt 0 ]; then echo "RESULT: FAILED ($failures failed check(s))"
-    else echo "RESULT: FAILED (stopped early, exit status $status)"; fi
-    [ "$status" -ne 0 ] || status=1
-  else
-    echo "RESULT: PASSED"
-  fi
+  print_summary "container test" "$status" || status=$?
   exit "$status"
 }
 trap cleanup EXIT
@@ -241,145 +136,15 @@ trap 'exit 130' INT TERM
 # Minimal set, no recommends: podman pulls conmon, containernetworking-plugins
 # and iptables (the bridge network and port publishing); vfs storage needs no
 # fuse-overlayfs, and rootful podman needs neither uidmap nor slirp4netns.
-need_apt=()
-for package in podman runc debootstrap curl jq; do
-  dpkg -s "$package" >/dev/null 2>&1 || need_apt+=("$package")
-done
-if [ ${#need_apt[@]} -gt 0 ]; then
-  say "installing ${need_apt[*]}"
-  apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
-fi
+install_missing podman runc debootstrap curl jq
 scratch=$(mktemp -d /var/tmp/topchrome-container-test.XXXXXX)
 
 # --- base images --------------------------------------------------------------
-RUNTIME_IMAGE=${RUNTIME_IMAGE:-}
-SWIFT_IMAGE=${SWIFT_IMAGE:-}
-mount_toolchain=()
-
-if [ -z "$RUNTIME_IMAGE" ]; then
-  RUNTIME_IMAGE=localhost/bookworm-min
-  if "${PODMAN[@]}" image exists "$RUNTIME_IMAGE"; then
-    pass "runtime stand-in $RUNTIME_IMAGE (cached)"
-  else
-    if [ -z "${DEBIAN_MIRROR:-}" ]; then
-      DEBIAN_MIRROR=$(apt_mirror bookworm) || die "no Debian bookworm mirror in this machine's apt sources \
-(a deb line or .sources stanza for suite bookworm, component main, over http or https, in /etc/apt/sources.list \
-or /etc/apt/sources.list.d): set DEBIAN_MIRROR, e.g. DEBIAN_MIRROR=http://<mirror>/debian"
-    fi
-    DEBIAN_SECURITY_MIRROR=${DEBIAN_SECURITY_MIRROR:-$(apt_mirror bookworm-security || true)}
-    say "building $RUNTIME_IMAGE with debootstrap from $DEBIAN_MIRROR (about a minute)"
-    t=$EPOCHREALTIME
-    rootfs=$scratch/rootfs
-    debootstrap --variant=minbase bookworm "$rootfs" "$DEBIAN_MIRROR" >"$scratch/debootstrap.log" 2>&1 \
-      || { tail -n 20 "$scratch/debootstrap.log" >&2; die "debootstrap bookworm"; }
-    # As debian:bookworm-slim: no package lists or caches, no docs, man pages
-    # or translations (and dpkg keeps them out later), the same apt sources.
-    rm -rf "$rootfs"/var/lib/apt/lists/* "$rootfs"/var/cache/apt/*.bin \
-      "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/log/*.log \
-      "$rootfs"/usr/share/man/* "$rootfs"/usr/share/info/* "$rootfs"/usr/share/groff/*
-    find "$rootfs"/usr/share/doc -mindepth 1 -not -name copyright -not -type d -delete
-    find "$rootfs"/usr/share/locale -mindepth 1 -maxdepth 1 -not -name locale.alias -exec rm -rf {} +
-    cat >"$rootfs"/etc/dpkg/dpkg.cfg.d/slim <<'EOF'
-path-exclude /usr/share/doc/*
-path-include /usr/share/doc/*/copyright
-path-exclude /usr/share/man/*
-path-exclude /usr/share/groff/*
-path-exclude /usr/share/info/*
-path-exclude /usr/share/lintian/*
-path-exclude /usr/share/linda/*
-path-exclude /usr/share/locale/*
-path-include /usr/share/locale/locale.alias
-EOF
-    # debian:bookworm-slim's apt settings: no package caches or translations.
-    cat >"$rootfs"/etc/apt/apt.conf.d/docker-clean <<'EOF'
-DPkg::Post-Invoke { "rm -f /var/cache/apt/archives/*.deb /var/cache/apt/archives/partial/*.deb /var/cache/apt/*.bin || true"; };
-APT::Update::Post-Invoke { "rm -f /var/cache/apt/archives/*.deb /var/cache/apt/archives/partial/*.deb /var/cache/apt/*.bin || true"; };
-Dir::Cache::pkgcache "";
-Dir::Cache::srcpkgcache "";
-EOF
-    echo 'Acquire::Languages "none";' >"$rootfs"/etc/apt/apt.conf.d/docker-no-languages
-    echo 'Acquire::GzipIndexes "true";' >"$rootfs"/etc/apt/apt.conf.d/docker-gzip-indexes
-    rm -f "$rootfs"/etc/apt/sources.list
-    cat >"$rootfs"/etc/apt/sources.list.d/debian.sources <<EOF
-Types: deb
-URIs: $DEBIAN_MIRROR
-Suites: bookworm bookworm-updates
-Components: main
-Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
-EOF
-    # Without a security mirror (none in this machine's sources, none set)
-    # the stand-in goes without, like the machine.
-    if [ -n "$DEBIAN_SECURITY_MIRROR" ]; then
-      cat >>"$rootfs"/etc/apt/sources.list.d/debian.sources <<EOF
-
-Types: deb
-URIs: $DEBIAN_SECURITY_MIRROR
-Suites: bookworm-security
-Components: main
-Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
-EOF
-    fi
-    tar --numeric-owner -C "$rootfs" -c . | "${PODMAN[@]}" import \
-      --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
-      --change 'CMD ["bash"]' - "$RUNTIME_IMAGE" >"$scratch/import.log" 2>&1 \
-      || { cat "$scratch/import.log" >&2; die "podman import $RUNTIME_IMAGE"; }
-    rm -rf "$rootfs"
-    pass "runtime stand-in $RUNTIME_IMAGE built in $(seconds_since "$t") s"
-  fi
-fi
-
-if [ -z "$SWIFT_IMAGE" ]; then
-  command -v swift >/dev/null || die "swift is not on PATH: the build stand-in mounts the host's toolchain"
-  # The folder holding usr/bin/swift.
-  SWIFT_ROOT=$(dirname "$(dirname "$(dirname "$(readlink -f "$(command -v swift)")")")")
-  swift_version=$(swift --version 2>/dev/null | sed -nE 's/.*Swift version ([0-9.]+).*/\1/p' | head -n 1)
-  SWIFT_IMAGE=localhost/swift-hostmount:${swift_version:-unknown}-bookworm
-  mount_toolchain=(--volume "$SWIFT_ROOT:$SWIFT_ROOT:ro")
-  cached_root=$("${PODMAN[@]}" image inspect --format '{{index .Labels "swift-root"}}' "$SWIFT_IMAGE" 2>/dev/null || true)
-  if [ "$cached_root" = "$SWIFT_ROOT" ]; then
-    pass "build stand-in $SWIFT_IMAGE (cached; toolchain $SWIFT_ROOT)"
-  else
-    say "building $SWIFT_IMAGE (toolchain mounted from $SWIFT_ROOT)"
-    t=$EPOCHREALTIME
-    mkdir "$scratch/swift"
-    # The run-time packages of the Swift toolchain for Debian 12 (what the
-    # official image installs), plus libmicrohttpd-dev and pkg-config.
-    cat >"$scratch/swift/Containerfile" <<EOF
-FROM $RUNTIME_IMAGE
-RUN apt-get update \\
- && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \\
-      binutils gcc libc6-dev libstdc++-12-dev libgcc-12-dev libcurl4 libxml2 \\
-      libedit2 libsqlite3-0 libncurses6 zlib1g-dev tzdata git pkg-config \\
-      libmicrohttpd-dev \\
- && rm -rf /var/lib/apt/lists/*
-ENV PATH=$SWIFT_ROOT/usr/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
-LABEL swift-root="$SWIFT_ROOT"
-EOF
-    podman_build --tag "$SWIFT_IMAGE" "$scratch/swift" >"$scratch/swift-build.log" 2>&1 \
-      || { tail -n 30 "$scratch/swift-build.log" >&2; die "build stand-in $SWIFT_IMAGE"; }
-    pass "build stand-in $SWIFT_IMAGE built in $(seconds_since "$t") s"
-  fi
-fi
+base_images
 
 # --- the image ----------------------------------------------------------------
-say "building $IMAGE (FROM $SWIFT_IMAGE, then $RUNTIME_IMAGE)"
-previous=$("${PODMAN[@]}" image inspect --format '{{.Id}}' "$IMAGE" 2>/dev/null || true)
-t=$EPOCHREALTIME
-if ! podman_build "${mount_toolchain[@]}" \
-    --build-arg "SWIFT_IMAGE=$SWIFT_IMAGE" --build-arg "RUNTIME_IMAGE=$RUNTIME_IMAGE" \
-    --tag "$IMAGE" . >"$scratch/build.log" 2>&1; then
-  tail -n 40 "$scratch/build.log" >&2
-  die "podman build"
-fi
-build_seconds=$(seconds_since "$t")
-pass "image $IMAGE built in $build_seconds s"
+build_project_image "$IMAGE"
 figures+=("build time     $build_seconds s (project image; base images above)")
-current=$("${PODMAN[@]}" image inspect --format '{{.Id}}' "$IMAGE")
-# Drop the image this build replaced (vfs keeps each one as a full copy).
-if [ -n "$previous" ] && [ "$previous" != "$current" ]; then
-  "${PODMAN[@]}" image rm "$previous" >/dev/null 2>&1 || true
-fi
 
 healthcheck=$("${PODMAN[@]}" image inspect --format '{{json .HealthCheck}}' "$IMAGE" 2>/dev/null || true)
 check "image declares HEALTHCHECK topchrome healthcheck" \
