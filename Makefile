@@ -12,13 +12,14 @@ run: deps release
 ## again under the thread and the address sanitizer, the OpenAPI validator, the
 ## README's curl examples, metrics through Prometheus' parser, Schemathesis
 ## against the live server, every fuzz target, the demo page in headless
-## Chromium, the static server binary (no Foundation or ICU, size limit), and
-## the container image built and run with podman.
+## Chromium, the static server binary (no Foundation or ICU, size limit), the
+## container image built and run with podman, and deploy/compose.yaml (Redis,
+## two replicas, nginx) brought up with podman-compose and drilled.
 test:
 	scripts/install-deps.sh --test
 	$(SWIFT) build --build-tests -Xswiftc -warnings-as-errors
 	$(SWIFT) test --skip-build
-	$(MAKE) test-tsan test-asan check-spec check-readme check-metrics check-conformance fuzz check-demo check-binary test-container
+	$(MAKE) test-tsan test-asan check-spec check-readme check-metrics check-conformance fuzz check-demo check-binary test-container test-deploy
 
 ## The fast loop: core and API unit tests, no sockets.
 test-quick:
@@ -77,6 +78,15 @@ bench-fanout:
 .PHONY: test-container check-dockerfile
 test-container: check-dockerfile
 	scripts/container-test.sh
+
+## deploy/compose.yaml for real: Redis, two replicas and nginx with podman-compose
+## (installed when missing); through the proxy only: the README walkthrough,
+## a stream fed by both replicas, a rolling restart under a writer and a
+## stream, a Redis restart, and a `down` that leaves nothing behind.
+.PHONY: test-deploy
+test-deploy:
+	scripts/install-deps.sh --test
+	scripts/deploy-test.sh
 
 ## hadolint (from PyPI) must have nothing to say about the Dockerfile; the
 ## container test must read Debian mirrors from apt sources right (sample files).

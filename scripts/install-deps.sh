@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Installs what building and testing TopChrome needs on Debian 12 with Swift:
 # libmicrohttpd and hiredis (headers + libraries), pkg-config, curl; with
-# --test also the Redis server and tools the Redis tests start, and the
-# Python tools the checks use.
+# --test also the Redis server and tools the Redis tests start, what the
+# deploy test runs its compose file with (podman-compose, and the CNI plugin
+# by which containers find each other by name), and the Python tools the
+# checks use.
 # Installs only what is missing, so a second run is quick.
 set -euo pipefail
 
@@ -10,7 +12,9 @@ sudo=""
 [ "$(id -u)" -eq 0 ] || sudo="sudo"
 need_apt=()
 packages=(libmicrohttpd-dev libhiredis-dev pkg-config curl openssl)
-if [ "${1:-}" = "--test" ]; then packages+=(redis-server redis-tools); fi
+if [ "${1:-}" = "--test" ]; then
+  packages+=(redis-server redis-tools podman-compose golang-github-containernetworking-plugin-dnsname)
+fi
 for package in "${packages[@]}"; do
   dpkg -s "$package" >/dev/null 2>&1 || need_apt+=("$package")
 done
