@@ -15,7 +15,7 @@ public final class RedisClient: @unchecked Sendable {
     }
 
     private let seeds: [RedisNode]
-    private let configuration: RedisConfiguration
+    let configuration: RedisConfiguration
     private let lock = PthreadLock()
 
     // Guarded by `lock`.
@@ -164,6 +164,36 @@ public final class RedisClient: @unchecked Sendable {
     }
 
     // MARK: Topology
+
+    /// Where a command for `slot` goes now (a subscriber's `SSUBSCRIBE` too);
+    /// nil once closed.
+    func node(serving slot: Int) -> RedisNode? {
+        lock.withLock { closed ? nil : slots?[slot] ?? home }
+    }
+
+    /// The nodes commands go to now: the map's primaries, or the seed.
+    var servingNodes: Set<RedisNode> {
+        lock.withLock { slots?.nodes ?? [home] }
+    }
+
+    /// A `MOVED` that came to someone else (a subscriber): the slot is served
+    /// by `node` now, and the rest of the map is probably stale too.
+    func moved(_ redirect: ClusterRedirect) {
+        configuration.metrics.redirected(redirect.asking)
+        guard !redirect.asking else { return }
+        lock.withLock { slots?[redirect.slot] = redirect.node }
+        refreshSlots()
+    }
+
+    /// Reloads the slot map (or finds the topology, if still unknown): a
+    /// subscriber lost a node or a subscription, and the map may be why.
+    func refreshTopology() {
+        switch topology {
+        case .unknown: discover()
+        case .cluster: refreshSlots()
+        case .single: break
+        }
+    }
 
     /// Asks the seeds, in turn, whether they are part of a cluster.
     private func discover() {

@@ -48,6 +48,11 @@ public struct RedisMetrics: Sendable {
     public var disconnected: @Sendable (RedisNode) -> Void = { _ in }
     /// A cluster redirected a command: `MOVED` (`asking` false) or `ASK`.
     public var redirected: @Sendable (_ asking: Bool) -> Void = { _ in }
+    /// A subscriber's channel stopped being subscribed on `node` (its
+    /// connection dropped, or the server dropped it as its slot moved).
+    public var subscriptionLost: @Sendable (RedisNode) -> Void = { _ in }
+    /// A subscriber's channel is subscribed again, now on `node`, after a loss.
+    public var resubscribed: @Sendable (RedisNode) -> Void = { _ in }
 
     public init() {}
 }

@@ -22,6 +22,8 @@ public final class RedisConnection: @unchecked Sendable {
     public let node: RedisNode
     private let configuration: RedisConfiguration
     private let setup: [RESPRequest]
+    /// Set for a subscriber's connection (see `PushEvent`).
+    private let pushes: (@Sendable (PushEvent) -> Void)?
     private let wakePipe = WakePipe()
     private let lock = PthreadLock()
 
@@ -38,6 +40,9 @@ public final class RedisConnection: @unchecked Sendable {
     private var attempt = 0
     private var everConnected = false
     private var lastFailure: String?
+    /// When the server last sent anything: a subscriber's connection pings after
+    /// a quiet `commandTimeout`, or it would never notice a server gone silent.
+    private var lastHeard = ContinuousClock.now
 
     private enum Phase {
         /// Until the I/O thread makes the first connect (which may resolve a
@@ -70,21 +75,50 @@ public final class RedisConnection: @unchecked Sendable {
 
     /// What the I/O thread does after releasing the lock.
     private struct Outcome {
-        var replies: [(RedisCompletion, Result<RESPValue, RedisError>)] = []
+        /// Replies and pushes, in the order the server sent them.
+        var replies: [Delivery] = []
         var roundTrips: [Duration] = []
         var connected = false
         var reconnected = false
         var disconnected = false
     }
 
-    public init(to node: RedisNode, configuration: RedisConfiguration = RedisConfiguration()) {
+    private enum Delivery {
+        case reply(RedisCompletion, Result<RESPValue, RedisError>)
+        case push(PushEvent)
+    }
+
+    /// What a subscriber's connection hands its owner besides replies, on its
+    /// I/O thread, in the order the server sent it.
+    enum PushEvent {
+        /// The setup commands were answered: the connection is (again) usable.
+        case connected
+        /// The connection dropped; its subscriptions are gone with it.
+        case disconnected
+        /// An `smessage` push.
+        case message(channel: [UInt8], payload: [UInt8])
+        /// An `sunsubscribe` push: the answer to an `SUNSUBSCRIBE`, or the
+        /// server dropping the subscription itself (its slot moved away).
+        case unsubscribed(channel: [UInt8])
+    }
+
+    public convenience init(to node: RedisNode, configuration: RedisConfiguration = RedisConfiguration()) {
+        self.init(to: node, configuration: configuration, pushes: nil)
+    }
+
+    /// With `pushes`, a connection for sharded pub/sub: `smessage` and
+    /// `sunsubscribe` pushes go to `pushes` instead of a waiting command, an
+    /// idle connection pings, and the setup is `AUTH` alone (a subscribed
+    /// RESP2 connection refuses most commands, and functions are not its business).
+    init(to node: RedisNode, configuration: RedisConfiguration, pushes: (@Sendable (PushEvent) -> Void)?) {
         self.node = node
         self.configuration = configuration
+        self.pushes = pushes
         var setup: [RESPRequest] = []
         if let password = configuration.password {
             setup.append(RESPRequest(["AUTH"] + (configuration.username.map { [$0] } ?? []) + [password]))
         }
-        setup += configuration.setupCommands.map { RESPRequest($0) }
+        if pushes == nil { setup += configuration.setupCommands.map { RESPRequest($0) } }
         self.setup = setup.isEmpty ? [RESPRequest(["PING"])] : setup
         startIOThread { self.run() }
     }
@@ -125,6 +159,27 @@ public final class RedisConnection: @unchecked Sendable {
     }
 
     private static let asking = RESPRequest(["ASKING"])
+    private static let ping = RESPRequest(["PING"])
+
+    /// Appends a command whose reply nobody waits for: `SUNSUBSCRIBE`, whose
+    /// confirmation is a push like the server's own. Dropped when there is no
+    /// connection (its subscriptions went with it).
+    func sendUnanswered(_ request: RESPRequest) {
+        let wake: Bool = lock.withLock {
+            guard !closeRequested else { return false }
+            switch phase {
+            case .starting: unsent.append(request)
+            case .connecting(let socket, _, _), .ready(let socket):
+                guard (try? socket.append(request)) != nil else { return false }
+            case .waiting, .closed: return false
+            }
+            hasOutput = true
+            guard !wakeRequested else { return false }
+            wakeRequested = true
+            return true
+        }
+        if wake { wakePipe.wake() }
+    }
 
     /// Appends a command; with `asking`, `ASKING` goes right before it, as a
     /// cluster's `ASK` redirection requires.
@@ -197,9 +252,16 @@ public final class RedisConnection: @unchecked Sendable {
         case .connecting(let socket, false, _):
             return (socket.fd, Int16(POLLOUT), milliseconds(from: now, to: wakeAt))
         case .connecting(let socket, true, _), .ready(let socket):
+            if let heartbeatAt { wakeAt = min(wakeAt ?? heartbeatAt, heartbeatAt) }
             let events = Int16(POLLIN) | (hasOutput ? Int16(POLLOUT) : 0)
             return (socket.fd, events, milliseconds(from: now, to: wakeAt))
         }
+    }
+
+    /// When an idle subscriber's connection pings next.
+    private var heartbeatAt: ContinuousClock.Instant? {
+        guard pushes != nil, case .ready = phase, pending.isEmpty else { return nil }
+        return lastHeard + configuration.commandTimeout
     }
 
     private func milliseconds(from now: ContinuousClock.Instant, to instant: ContinuousClock.Instant?) -> Int32 {
@@ -232,6 +294,11 @@ public final class RedisConnection: @unchecked Sendable {
                 try transfer(socket, revents: revents, now: now, &outcome)
             case .ready(let socket):
                 try transfer(socket, revents: revents, now: now, &outcome)
+                if let heartbeatAt, heartbeatAt <= now {
+                    do { try socket.append(Self.ping) } catch { throw Drop(reason: error.reason) }
+                    pending.append(Pending(kind: .skip, deadline: now + configuration.commandTimeout, sentAt: now))
+                    hasOutput = true
+                }
             case .waiting, .closed:
                 break
             }
@@ -248,6 +315,7 @@ public final class RedisConnection: @unchecked Sendable {
             if hasOutput { hasOutput = try !socket.flush() }
             guard revents & Int16(POLLIN | POLLERR | POLLHUP) != 0 else { return }
             try socket.fill()
+            lastHeard = now
             while let reply = try socket.nextReply() { replies.append(reply) }
         } catch {
             throw Drop(reason: error.reason)
@@ -271,10 +339,14 @@ public final class RedisConnection: @unchecked Sendable {
             }
             return
         }
+        if pushes != nil, let push = Self.push(reply) {
+            outcome.replies.append(.push(push))
+            return
+        }
         guard let oldest = pending.popFirst() else { throw Drop(reason: "a reply no command asked for") }
         switch oldest.kind {
         case .caller(let completion):
-            outcome.replies.append((completion, .success(reply)))
+            outcome.replies.append(.reply(completion, .success(reply)))
             outcome.roundTrips.append(now - oldest.sentAt)
         case .skip:
             break
@@ -297,7 +369,7 @@ public final class RedisConnection: @unchecked Sendable {
             let entry = pending[index]
             switch entry.kind {
             case .caller(let completion) where entry.deadline <= now:
-                outcome.replies.append((completion, .failure(.timeout)))
+                outcome.replies.append(.reply(completion, .failure(.timeout)))
                 pending[index].kind = .skip
             case .caller:
                 next = min(next ?? entry.deadline, entry.deadline)
@@ -346,7 +418,7 @@ public final class RedisConnection: @unchecked Sendable {
 
     private func failPending(with error: RedisError, _ outcome: inout Outcome) {
         for entry in pending.removeAll() {
-            if case .caller(let completion) = entry.kind { outcome.replies.append((completion, .failure(error))) }
+            if case .caller(let completion) = entry.kind { outcome.replies.append(.reply(completion, .failure(error))) }
         }
         earliestDeadline = nil
         setupDeadline = nil
@@ -359,15 +431,34 @@ public final class RedisConnection: @unchecked Sendable {
         attempt += 1
     }
 
+    /// A sharded pub/sub push, as RESP2 carries it: an array that a reply
+    /// to SSUBSCRIBE or PING never looks like.
+    private static func push(_ reply: RESPValue) -> PushEvent? {
+        guard case .array(let parts) = reply, parts.count == 3, case .bulk(let channel) = parts[1] else { return nil }
+        switch (parts[0].string, parts[2]) {
+        case ("smessage", .bulk(let payload)): return .message(channel: channel, payload: payload)
+        case ("sunsubscribe", .integer): return .unsubscribed(channel: channel)
+        default: return nil
+        }
+    }
+
     private func report(_ outcome: Outcome) {
         let metrics = configuration.metrics
         if outcome.disconnected { metrics.disconnected(node) }
         if outcome.reconnected { metrics.reconnected(node) }
-        if outcome.connected { configuration.connected(node) }
-        for roundTrip in outcome.roundTrips { metrics.roundTrip(node, roundTrip) }
-        for (completion, result) in outcome.replies {
-            if case .failure(let error) = result { metrics.failed(node, error) }
-            completion(result)
+        if outcome.connected {
+            if let pushes { pushes(.connected) } else { configuration.connected(node) }
         }
+        for roundTrip in outcome.roundTrips { metrics.roundTrip(node, roundTrip) }
+        for delivery in outcome.replies {
+            switch delivery {
+            case .reply(let completion, let result):
+                if case .failure(let error) = result { metrics.failed(node, error) }
+                completion(result)
+            case .push(let event):
+                pushes?(event)
+            }
+        }
+        if outcome.disconnected { pushes?(.disconnected) }
     }
 }
