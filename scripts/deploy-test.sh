@@ -278,10 +278,21 @@ curl -sN --max-time 30 "$base/v1/sessions/$stream_id/events" >"$scratch/events" 
 stream=$!
 writer_pids+=("$stream")
 wait_until 5 grep -q '^id: 1$' "$scratch/events" || fail "stream opened (initial state, id 1)"
+stream_has() { tr -d '\r' <"$scratch/events" | grep -qx "id: $1"; }
+# Each change must come through before the next is made: a proxy that holds
+# events back in a buffer fails here.
+late=0
+slowest_event=0
 for inset in $(seq 11 30); do
   request PUT "/v1/sessions/$stream_id/inset" "{\"inset\": $inset}"
   [ "$status" = 200 ] || fail "change inset $inset through the proxy -> $status"
+  t=$EPOCHREALTIME
+  wait_until 2 stream_has "$((inset - 9))" || late=$((late + 1))
+  slowest_event=$(awk -v a="$slowest_event" -v b="$(seconds_since "$t")" 'BEGIN { print (b > a ? b : a) }')
 done
+check "each change reached the stream within 2 s, before the next change ($late late; slowest $slowest_event s)" \
+  test "$late" = 0
+figures+=("stream:        slowest event $slowest_event s from the change's answer (polled every 0.2 s)")
 check "stream received all 20 changes, in order (ids 2..21)" \
   wait_until 10 eval '[ "$(grep "^id: " "$scratch/events" | tr -d "\r" | cut -c5- | paste -sd,)" = "$(seq -s, 1 21)" ]'
 check "stream's last event is inset 30, version 21" \
