@@ -17,7 +17,8 @@
 #
 # Needs root (rootful podman). Installs podman, runc, debootstrap, curl, jq,
 # podman-compose and the CNI dnsname plugin (the replicas and the proxy find
-# each other by name) with apt-get when missing. Other settings:
+# each other by name) with apt-get when missing, and check-jsonschema (the
+# Compose specification's schema) into .build/python. Other settings:
 #   TOPCHROME_TEST_PORT   the proxy's port on 127.0.0.1 (default: a free one)
 #   TOPCHROME_TEST_IMAGE  project image tag (default localhost/topchrome:deploy-test)
 #   DEBIAN_MIRROR, DEBIAN_SECURITY_MIRROR   as for the container test
@@ -33,7 +34,6 @@ COMPOSE_FILE=deploy/compose.yaml
 STOP_TIMEOUT=15
 REPLICAS=(topchrome-1 topchrome-2)
 PYTHON=$(command -v python3)
-[ ! -x .build/python/bin/python ] || PYTHON=.build/python/bin/python
 declare -a writer_pids=()
 composed=""
 
@@ -93,6 +93,17 @@ remove_leftovers() {
     "${PODMAN[@]}" "$kind" rm --force "$name" >/dev/null 2>&1 || true
   done
 }
+
+# --- the compose file against the Compose specification -----------------------
+# What docker compose would refuse (podman-compose 1.0.3 checks little):
+# check-jsonschema carries the specification's schema.
+venv=.build/python
+if [ ! -x "$venv/bin/check-jsonschema" ]; then
+  [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check check-jsonschema
+fi
+check "$COMPOSE_FILE valid against the Compose specification" \
+  "$venv/bin/check-jsonschema" --builtin-schema vendor.compose-spec "$COMPOSE_FILE"
 
 # --- images -------------------------------------------------------------------
 base_images
@@ -288,7 +299,7 @@ for inset in $(seq 11 30); do
   [ "$status" = 200 ] || fail "change inset $inset through the proxy -> $status"
   t=$EPOCHREALTIME
   wait_until 2 stream_has "$((inset - 9))" || late=$((late + 1))
-  slowest_event=$(awk -v a="$slowest_event" -v b="$(seconds_since "$t")" 'BEGIN { print (b > a ? b : a) }')
+  slowest_event=$(awk -v a="$slowest_event" -v b="$(seconds_since "$t")" 'BEGIN { printf "%.1f", (b > a ? b : a) }')
 done
 check "each change reached the stream within 2 s, before the next change ($late late; slowest $slowest_event s)" \
   test "$late" = 0
@@ -342,8 +353,9 @@ touch "$scratch/stop-writer"
 wait "$drill" || fail "the drill's clients ended with status $? ($(tail -n 3 "$scratch/drill.log"))"
 if [ -s "$scratch/drill.json" ]; then
   drill() { jq -r "$@" "$scratch/drill.json"; }
-  check "writer: $(drill .acks) changes acknowledged, $(drill '.retries | length') retried, no error left \
-($(drill '.errors[:3] | join("; ")')$(drill 'if (.errors | length) > 3 then "; …" else "" end'))" test "$(drill '.errors | length')" = 0
+  check "writer: $(drill .acks) changes acknowledged, $(drill '.retries | length') retried, no error left\
+$(drill 'if (.errors | length) > 0 then " (" + (.errors[:3] | join("; ")) + (if (.errors | length) > 3 then "; …" else "" end) + ")" else "" end')" \
+    test "$(drill '.errors | length')" = 0
   check "writer: versions only grow" test "$(drill .versions_increase)" = true
   check "no acknowledged change lost: the session ends on the last one ($(drill -c .last_ack) vs $(drill -c .final_state))" \
     test "$(drill .final_is_last_ack)" = true
