@@ -34,7 +34,7 @@ COMPOSE_FILE=deploy/compose.yaml
 STOP_TIMEOUT=15
 REPLICAS=(topchrome-1 topchrome-2)
 PYTHON=$(command -v python3)
-declare -a writer_pids=()
+declare -a background_pids=()
 composed=""
 
 # step NAME: starts timing a step; step_done: records how long it took.
@@ -46,7 +46,7 @@ cleanup() {
   local status=$? pid
   exec 1>&3 2>&4
   [ -z "$building" ] || remove_build_leftovers
-  for pid in "${writer_pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  for pid in "${background_pids[@]}"; do kill "$pid" 2>/dev/null || true; done
   if [ -n "$composed" ]; then
     if [ "$failures" -gt 0 ] || [ "$status" -ne 0 ]; then
       for service in redis "${REPLICAS[@]}" proxy; do
@@ -287,7 +287,7 @@ stream_id=$(jq -r '.id // empty' <<<"$body" 2>/dev/null || true)
 [ -n "$stream_id" ] || die "create the stream's session ($status $body)"
 curl -sN --max-time 30 "$base/v1/sessions/$stream_id/events" >"$scratch/events" 2>/dev/null &
 stream=$!
-writer_pids+=("$stream")
+background_pids+=("$stream")
 wait_until 5 grep -q '^id: 1$' "$scratch/events" || fail "stream opened (initial state, id 1)"
 stream_has() { tr -d '\r' <"$scratch/events" | grep -qx "id: $1"; }
 # Each change must come through before the next is made: a proxy that holds
@@ -325,7 +325,7 @@ drill_id=$(jq -r '.id // empty' <<<"$body" 2>/dev/null || true)
 "$PYTHON" scripts/deploy-test-client.py "$base" "$drill_id" "$scratch/stop-writer" "$scratch/drill.json" \
   >"$scratch/drill.log" 2>&1 &
 drill=$!
-writer_pids+=("$drill")
+background_pids+=("$drill")
 sleep 2
 for replica in "${REPLICAS[@]}"; do
   container=$(container_of "$replica")
