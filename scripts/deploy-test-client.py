@@ -89,6 +89,7 @@ class Stream:
         self.proxy, self.session = proxy, session
         self.events, self.connections, self.last_id = [], [], None
         self.retry_seconds, self.longest_gap, self.done = 2.0, 0.0, False
+        self.retry_field = None  # the server's `retry:`, in ms, once seen
         self.lock = threading.Condition()
         # When the last open connection ended; None while one is open.
         self.closed_at = None
@@ -146,7 +147,8 @@ class Stream:
                 elif field == "id":
                     event_id = value
                 elif field == "retry" and value.isdigit():
-                    self.retry_seconds = int(value) / 1000
+                    self.retry_field = int(value)
+                    self.retry_seconds = self.retry_field / 1000
 
     def wait_for(self, state, seconds):
         deadline = time.monotonic() + seconds
@@ -189,6 +191,7 @@ def main():
         stream_ends_on_final=delivered,
         stream_connections=stream.connections,
         stream_longest_gap_seconds=round(stream.longest_gap, 3),
+        stream_retry_ms=stream.retry_field,
         stream_versions_increase=all(
             a["state"]["version"] < b["state"]["version"] for a, b in zip(stream.events, stream.events[1:])),
     )

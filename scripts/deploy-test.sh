@@ -359,6 +359,8 @@ $(drill 'if (.errors | length) > 0 then " (" + (.errors[:3] | join("; ")) + (if 
   check "writer: versions only grow" test "$(drill .versions_increase)" = true
   check "no acknowledged change lost: the session ends on the last one ($(drill -c .last_ack) vs $(drill -c .final_state))" \
     test "$(drill .final_is_last_ack)" = true
+  check "stream: the server sets the reconnection delay (retry: $(drill .stream_retry_ms) ms)" \
+    test "$(drill '.stream_retry_ms // 0')" -gt 0
   check "stream reconnected with Last-Event-ID ($(drill '[.stream_connections[] | select(.last_event_id != null)] | length') of \
 $(drill '.stream_connections | length') connections)" \
     test "$(drill '[.stream_connections[] | select(.status == 200 and .last_event_id != null)] | length')" -gt 0
