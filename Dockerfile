@@ -12,15 +12,20 @@ ARG RUNTIME_IMAGE=debian:bookworm-slim
 # against. A glob on the upstream version: pinned to bookworm's 0.9.75, yet
 # Debian security revisions (0.9.75-6+deb12uN) still install.
 ARG LIBMICROHTTPD_VERSION=0.9.75-*
+# The same for hiredis (the Redis store's client): bookworm's 0.14.1.
+ARG HIREDIS_VERSION=0.14.1-*
 
 # --- build -------------------------------------------------------------------
 FROM ${SWIFT_IMAGE} AS build
 ARG LIBMICROHTTPD_VERSION
+ARG HIREDIS_VERSION
 
-# The CMicroHTTPD system-library target finds libmicrohttpd through pkg-config.
+# The CMicroHTTPD system-library target finds libmicrohttpd through pkg-config;
+# CHiredis finds hiredis's headers in /usr/include.
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       libmicrohttpd-dev="${LIBMICROHTTPD_VERSION}" \
+      libhiredis-dev="${HIREDIS_VERSION}" \
       pkg-config="1.8.*" \
  && rm -rf /var/lib/apt/lists/*
 
@@ -54,14 +59,17 @@ RUN swift build -c release --static-swift-stdlib --product topchrome \
 # --- run ---------------------------------------------------------------------
 FROM ${RUNTIME_IMAGE}
 ARG LIBMICROHTTPD_VERSION
+ARG HIREDIS_VERSION
 
-# The one shared library the binary needs beyond the base image (it brings
-# GnuTLS and friends as dependencies). `apt-get clean`: debian:bookworm-slim
+# The shared libraries the binary needs beyond the base image: libmicrohttpd
+# (it brings GnuTLS and friends as dependencies) and hiredis, for
+# `--store redis://…`. `apt-get clean`: debian:bookworm-slim
 # drops apt's caches by itself, a locally built bookworm base may not (about
 # 75 MB of package caches otherwise end up in the image).
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       libmicrohttpd12="${LIBMICROHTTPD_VERSION}" \
+      libhiredis0.14="${HIREDIS_VERSION}" \
  && apt-get clean \
  && rm -rf /var/lib/apt/lists/* \
  && groupadd --system --gid 10001 topchrome \

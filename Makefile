@@ -19,11 +19,18 @@ test:
 	scripts/install-deps.sh --test
 	$(SWIFT) build --build-tests -Xswiftc -warnings-as-errors
 	$(SWIFT) test --skip-build
-	$(MAKE) test-tsan test-asan check-spec check-readme check-metrics check-conformance fuzz check-demo check-binary test-container test-deploy
+	$(MAKE) test-live-redis test-tsan test-asan check-spec check-readme check-metrics check-conformance fuzz check-demo check-binary test-container test-deploy
 
 ## The fast loop: core and API unit tests, no sockets.
 test-quick:
 	$(SWIFT) test --filter 'TopChromeCoreTests|MicroHTTPDTests|TopChromeAPITests|TopChromeAppTests'
+
+## The v1 live tests once more, every server keeping its sessions in a Redis
+## the tests start (tests that need the memory store use it still).
+.PHONY: test-live-redis
+test-live-redis:
+	TOPCHROME_TEST_STORE=redis $(SWIFT) test --skip-build --filter LiveServerTests \
+	  --skip 'PersistenceDrillTests|ProcessLifecycleTests|ReplicaLiveTests|RedisOutageLiveTests|RedisClusterFailoverLiveTests'
 
 ## The whole suite under the thread sanitizer (its own build folder).
 test-tsan:

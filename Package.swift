@@ -55,7 +55,7 @@ let package = Package(
         // shared vectors in its tests.
         .target(
             name: "RedisSessionStore",
-            dependencies: ["TopChromeCore", "Redis"],
+            dependencies: ["TopChromeCore", "Redis", "Locking"],
             exclude: ["topchrome.lua"],
             plugins: ["EmbedFunctionLibrary"]
         ),
@@ -72,7 +72,8 @@ let package = Package(
         // set up, the state file, logs, and what runs periodically.
         .target(
             name: "TopChromeApp",
-            dependencies: ["TopChromeAPI", "TopChromeCore", "MicroHTTPD", "StrictJSON", "SessionSnapshots", "Locking"]
+            dependencies: ["TopChromeAPI", "TopChromeCore", "MicroHTTPD", "StrictJSON", "SessionSnapshots", "Locking",
+                           "Redis", "RedisSessionStore"]
         ),
 
         // `make bench`: the core's cost per scroll report, without HTTP.
@@ -119,7 +120,7 @@ let package = Package(
         .testTarget(name: "TopChromeAppTests", dependencies: ["TopChromeApp", "TopChromeAPI", "StrictJSON"]),
         .testTarget(
             name: "LiveServerTests",
-            dependencies: ["TopChromeApp", "MicroHTTPD", "topchrome"]
+            dependencies: ["TopChromeApp", "MicroHTTPD", "topchrome", "Redis", "RedisTestSupport"]
         ),
         .testTarget(
             name: "TopChromeClientTests",

@@ -110,6 +110,8 @@ private func queueWhenAnswered(
     guard let answer = pending.answerOrSuspend(connection) else { return .YES }
     dispatcher.suspensions.remove(pending)
     context.pointee.pending = nil
+    // An answer found later may know more (e.g. the id of a session it created).
+    if let endpoint = answer.endpoint { context.pointee.endpoint = endpoint }
     return queue(answer, on: connection, context: context, dispatcher: dispatcher)
 }
 

@@ -56,6 +56,21 @@ public final class RedisClient: @unchecked Sendable {
         }
     }
 
+    /// Why commands cannot be served now, in an operator's words; nil when they can.
+    public var unavailableReason: String? {
+        lock.withLock {
+            let nodes = slots.map { Array($0.nodes) } ?? [home]
+            if currentTopology == .unknown {
+                let failure = connections[home]?.lastFailureReason
+                return "no answer from \(seeds.map(\.description).joined(separator: ", "))" + (failure.map { ": \($0)" } ?? "")
+            }
+            for node in nodes where connections[node]?.isConnected != true {
+                return "\(node) is not connected" + (connections[node]?.lastFailureReason.map { ": \($0)" } ?? "")
+            }
+            return nil
+        }
+    }
+
     /// Sends a command to the node serving `key` (by default the command's
     /// first key: see `routingKey(of:)`).
     public func send(_ arguments: [[UInt8]], key: [UInt8]? = nil, deadline: ContinuousClock.Instant? = nil,

@@ -19,20 +19,47 @@ public final class SessionAPI: HTTPResponder {
     /// Seconds a client is told to wait when there are too many watchers.
     static let retryAfterWhenWatched = 5
 
-    private let store: any SessionStore
+    /// Where sessions live: in this process, answering at once, or in
+    /// another (Redis), answering later while the request waits.
+    private enum Backend {
+        case local(any SessionStore & SessionChangeFeed)
+        case remote(any RemoteSessionStore & RemoteChangeFeed)
+    }
+
+    private let backend: Backend
     private let watchers: WatcherHub
+    /// Families of `/metrics` that the store's wiring adds (e.g. Redis round trips).
+    private let storeMetrics: (any MetricsFamilies)?
     private let maxBodyBytes: Int
     private let authToken: BearerToken?
     private let metrics: ServiceMetrics
     private let statistics: ChromeStatistics
     private let ready = Atomic<Bool>(true)
 
-    public init(store: any SessionStore & SessionChangeFeed, maxBodyBytes: Int, authToken: String? = nil,
-         maxWaitSeconds: Int = 60, metrics: ServiceMetrics = ServiceMetrics(),
-         statistics: ChromeStatistics = ChromeStatistics()) {
+    public convenience init(store: any SessionStore & SessionChangeFeed, maxBodyBytes: Int, authToken: String? = nil,
+                            maxWaitSeconds: Int = 60, metrics: ServiceMetrics = ServiceMetrics(),
+                            statistics: ChromeStatistics = ChromeStatistics()) {
+        self.init(backend: .local(store), maxBodyBytes: maxBodyBytes, authToken: authToken, maxWaitSeconds: maxWaitSeconds,
+                  metrics: metrics, statistics: statistics, storeMetrics: nil)
+    }
+
+    /// The API over a store in another process, shared by every replica.
+    public convenience init(remoteStore: any RemoteSessionStore & RemoteChangeFeed, maxBodyBytes: Int,
+                            authToken: String? = nil, maxWaitSeconds: Int = 60, metrics: ServiceMetrics = ServiceMetrics(),
+                            statistics: ChromeStatistics = ChromeStatistics(), storeMetrics: (any MetricsFamilies)? = nil) {
+        self.init(backend: .remote(remoteStore), maxBodyBytes: maxBodyBytes, authToken: authToken,
+                  maxWaitSeconds: maxWaitSeconds, metrics: metrics, statistics: statistics, storeMetrics: storeMetrics)
+    }
+
+    private init(backend: Backend, maxBodyBytes: Int, authToken: String?, maxWaitSeconds: Int, metrics: ServiceMetrics,
+                 statistics: ChromeStatistics, storeMetrics: (any MetricsFamilies)?) {
         self.maxWaitSeconds = maxWaitSeconds
-        self.store = store
-        self.watchers = WatcherHub(feed: store)
+        self.backend = backend
+        self.watchers = switch backend {
+        case let .local(store): WatcherHub(feed: .local(store))
+        case let .remote(store): WatcherHub(feed: .remote(store))
+        }
+        self.storeMetrics = storeMetrics
         self.maxBodyBytes = maxBodyBytes
         self.authToken = authToken.map(BearerToken.init)
         self.metrics = metrics
@@ -94,12 +121,19 @@ public final class SessionAPI: HTTPResponder {
             return Self.json(200, ["status": "ok"])
         case .readiness:
             guard isReady else { throw Self.shuttingDown }
+            if case let .remote(store) = backend, case let .unavailable(reason) = store.readiness {
+                throw Problem(status: 503, detail: "The session store cannot be reached: \(reason)",
+                              headers: [("Retry-After", "1")])
+            }
             return Self.json(200, ["status": "ready"])
         case .openAPI:
             return HTTPResponse(status: 200, headers: HTTPHeaders([("Content-Type", "application/yaml")]),
                                 body: Array(openAPIDocument.utf8))
         case .metrics:
-            let text = metrics.render(sessions: store.count, watchers: watchers.count, statistics: statistics)
+            var sessions: Int?
+            if case let .local(store) = backend { sessions = store.count }
+            var text = metrics.render(sessions: sessions, watchers: watchers.count, statistics: statistics)
+            if let storeMetrics { text += storeMetrics.render() }
             return HTTPResponse(status: 200, headers: HTTPHeaders([("Content-Type", "text/plain; version=0.0.4; charset=utf-8")]),
                                 body: Array(text.utf8))
         case .demo:
@@ -108,18 +142,20 @@ public final class SessionAPI: HTTPResponder {
                                 body: Array(demoPage.utf8))
         case .sessions:
             let inset = try body(of: request, RequestBodies.newSession)
-            do {
-                let session = try store.create(inset: inset)
-                var response = Self.stateResponse(session, status: 201)
-                response.headers.add(name: "Location", value: "/v1/sessions/\(session.id)")
-                // The access log ties the session's later lines to its creation.
-                response.endpoint = ExchangeEndpoint(template: .sessions, session: session.id).rawValue
-                return response
-            } catch {
-                switch error {
-                case let .full(capacity):
-                    throw Problem(status: 503, detail: "The server holds its maximum of \(capacity) sessions; try again later.",
-                                  headers: [("Retry-After", String(Self.retryAfterWhenFull))])
+            switch backend {
+            case let .local(store):
+                do {
+                    return Self.created(try store.create(inset: inset))
+                } catch {
+                    switch error {
+                    case let .full(capacity):
+                        throw Problem(status: 503, detail: "The server holds its maximum of \(capacity) sessions; try again later.",
+                                      headers: [("Retry-After", String(Self.retryAfterWhenFull))])
+                    }
+                }
+            case let .remote(store):
+                return Self.later { answer in
+                    store.create(inset: inset) { result in answer(Self.answer(result, Self.created)) }
                 }
             }
         case .session(nil), .events(nil), .inset(nil), .scroll(nil), .disappear(nil):
@@ -127,35 +163,53 @@ public final class SessionAPI: HTTPResponder {
             throw Self.unknownSession
         case let .session(id?):
             let preconditions = Self.preconditions(of: request)
-            if request.method == "DELETE" {
-                switch store.remove(id, if: preconditions.forChange) {
-                case .done: return HTTPResponse(status: 204)
-                case .conditionFailed: throw Self.preconditionFailed
-                case .notFound: throw Self.unknownSession
+            switch (backend, request.method == "DELETE") {
+            case let (.local(store), true):
+                return try Self.removed(store.remove(id, if: preconditions.forChange))
+            case let (.remote(store), true):
+                return Self.later { answer in
+                    store.remove(id, if: preconditions.forChange) { result in answer(Self.answer(result, Self.removed)) }
                 }
-            }
-            guard let session = store.session(id) else { throw Self.unknownSession }
-            let version = session.state.version
-            guard preconditions.matchCondition.holds(for: version) else { throw Self.preconditionFailed }
-            var response = Self.stateResponse(session)
-            if !preconditions.noneMatchCondition.holds(for: version) {
-                if let wait = Self.preferredWait(request, cap: maxWaitSeconds) {
+            case let (.local(store), false):
+                guard let session = store.session(id) else { throw Self.unknownSession }
+                let version = session.state.version
+                guard preconditions.matchCondition.holds(for: version) else { throw Self.preconditionFailed }
+                if !preconditions.noneMatchCondition.holds(for: version), let wait = Self.preferredWait(request, cap: maxWaitSeconds) {
                     return try waitForChange(of: id, isNew: preconditions.noneMatchCondition, seconds: wait)
                 }
-                // Not modified: the headers of the 200 it stands for. The server
-                // sends no body with a 304 but states this body's length, as RFC 9110 wants.
-                response.status = 304
+                return try Self.read(session, preconditions)
+            case let (.remote(store), false):
+                if let wait = Self.preferredWait(request, cap: maxWaitSeconds) {
+                    // The wait starts from the state the feed reads once it
+                    // listens to the session: no change can fall between.
+                    return try waitForChange(of: id, preconditions, seconds: wait, in: store)
+                }
+                return Self.later { answer in
+                    store.session(id) { result in
+                        answer(Self.answer(result) { (session: Session?) throws(Problem) in
+                            guard let session else { throw Self.unknownSession }
+                            return try Self.read(session, preconditions)
+                        })
+                    }
+                }
             }
-            return response
         case let .events(id?):
             guard request.method == "GET" else {
                 // HEAD: the stream's headers without a stream or a watcher.
-                // An endless body has no length to state (RFC 9110 §8.6): a
-                // stream, ended before it began.
-                guard store.session(id) != nil else { throw Self.unknownSession }
-                let stream = ResponseStream()
-                stream.finish()
-                return .streaming(status: 200, headers: Self.eventStreamHeaders, stream: stream)
+                switch backend {
+                case let .local(store):
+                    guard store.session(id) != nil else { throw Self.unknownSession }
+                    return Self.emptyEventStream()
+                case let .remote(store):
+                    return Self.later { answer in
+                        store.session(id) { result in
+                            answer(Self.answer(result) { (session: Session?) throws(Problem) in
+                                guard session != nil else { throw Self.unknownSession }
+                                return Self.emptyEventStream()
+                            })
+                        }
+                    }
+                }
             }
             return try eventStream(of: id, lastEventID: request.headers["Last-Event-ID"])
         case let .inset(id?):
@@ -215,15 +269,65 @@ public final class SessionAPI: HTTPResponder {
         return .later(watcher.pending)
     }
 
+    /// A long-poll on a store in another process: subscribed first, then
+    /// the preconditions are checked against the state the feed read.
+    private func waitForChange(of id: SessionID, _ preconditions: Preconditions, seconds: Int,
+                               in feed: any RemoteChangeFeed) throws(Problem) -> HTTPResponse {
+        let watcher = LongPollWatcher(id: id, isNew: preconditions.noneMatchCondition, waitSeconds: seconds)
+        try watch(id, by: watcher, in: feed) { [watchers] result in
+            let current: Session
+            do throws(Problem) {
+                guard let session = try Self.value(result) else { throw Self.unknownSession }
+                guard preconditions.matchCondition.holds(for: session.state.version) else { throw Self.preconditionFailed }
+                current = session
+            } catch {
+                watchers.remove(watcher, for: id)
+                watcher.pending.complete(with: error.response)
+                return
+            }
+            watcher.start(with: current, hub: watchers)
+        }
+        return .later(watcher.pending)
+    }
+
     /// Server-Sent Events: the current state at once, then every change.
     private func eventStream(of id: SessionID, lastEventID: String?) throws(Problem) -> HTTPResponse {
-        guard store.session(id) != nil else { throw Self.unknownSession }
+        let lastEventID = lastEventID.flatMap { UInt64($0.trimmingOWS) }
         let stream = ResponseStream()
         let watcher = EventStreamWatcher(id: id, stream: stream)
-        guard let current = try watch(id, by: watcher) else { throw Self.unknownSession }
         stream.onClose { [watchers] in watchers.remove(watcher, for: id) }
-        watcher.start(with: current, lastEventID: lastEventID.flatMap { UInt64($0.trimmingOWS) })
-        return .streaming(status: 200, headers: Self.eventStreamHeaders, stream: stream)
+        let response = HTTPResponse.streaming(status: 200, headers: Self.eventStreamHeaders, stream: stream)
+        switch backend {
+        case let .local(store):
+            guard let current = try watch(id, by: watcher, in: store) else {
+                stream.finish()
+                throw Self.unknownSession
+            }
+            watcher.start(with: current, lastEventID: lastEventID)
+            return response
+        case let .remote(feed):
+            let pending = PendingResponse()
+            try watch(id, by: watcher, in: feed) { [watchers] result in
+                do throws(Problem) {
+                    guard let current = try Self.value(result) else { throw Self.unknownSession }
+                    watcher.start(with: current, lastEventID: lastEventID)
+                    pending.complete(with: response)
+                } catch {
+                    watchers.remove(watcher, for: id)
+                    stream.finish()
+                    pending.complete(with: error.response)
+                }
+            }
+            return .later(pending)
+        }
+    }
+
+    /// An event stream's answer to HEAD. An endless body has no length to
+    /// state (RFC 9110 §8.6): a stream, ended before it began.
+    private static func emptyEventStream() -> HTTPResponse {
+        let stream = ResponseStream()
+        stream.finish()
+        return .streaming(status: 200, headers: eventStreamHeaders, stream: stream)
     }
 
     /// `X-Accel-Buffering: no` keeps reverse proxies (nginx) from holding events back.
@@ -233,17 +337,37 @@ public final class SessionAPI: HTTPResponder {
 
     /// Subscribes the watcher; the session as it is then, or nil if there is none.
     private func watch(_ id: SessionID, by watcher: any SessionWatcher) throws(Problem) -> Session? {
+        guard case let .local(store) = backend else { preconditionFailure("a long-poll's first read is local only here") }
+        return try watch(id, by: watcher, in: store)
+    }
+
+    private func watch(_ id: SessionID, by watcher: any SessionWatcher, in feed: any SessionChangeFeed) throws(Problem) -> Session? {
         // Stopping: watchers are being closed; a new one would be cut off at once.
         guard isReady else { throw Self.shuttingDown }
         do {
-            return try watchers.add(watcher, for: id)
+            return try feed.subscribe(watcher, to: id)
         } catch {
-            let detail = switch error {
-            case let .tooManySubscribers(limit): "The server has its maximum of \(limit) watchers; try again later."
-            case let .tooManyForSession(limit): "This session has its maximum of \(limit) watchers; try again later."
-            }
-            throw Problem(status: 503, detail: detail, headers: [("Retry-After", String(Self.retryAfterWhenWatched))])
+            throw Self.refused(error)
         }
+    }
+
+    /// Subscribes the watcher to a remote feed; `then` gets the session once the feed listens to it.
+    private func watch(_ id: SessionID, by watcher: any SessionWatcher, in feed: any RemoteChangeFeed,
+                       then: @escaping RemoteReply<Session?>) throws(Problem) {
+        guard isReady else { throw Self.shuttingDown }
+        do {
+            try feed.subscribe(watcher, to: id, reply: then)
+        } catch {
+            throw Self.refused(error)
+        }
+    }
+
+    private static func refused(_ refusal: SubscriptionRefusal) -> Problem {
+        let detail = switch refusal {
+        case let .tooManySubscribers(limit): "The server has its maximum of \(limit) watchers; try again later."
+        case let .tooManyForSession(limit): "This session has its maximum of \(limit) watchers; try again later."
+        }
+        return Problem(status: 503, detail: detail, headers: [("Retry-After", String(Self.retryAfterWhenWatched))])
     }
 
     private static let preconditionFailed = Problem(
@@ -251,15 +375,89 @@ public final class SessionAPI: HTTPResponder {
 
     /// One input, the usual change: no array is built for it.
     private func apply(_ input: ChromeInput, to id: SessionID, _ request: HTTPRequest) throws(Problem) -> HTTPResponse {
-        try answer(store.apply(input, to: id, if: Self.preconditions(of: request).forChange))
+        switch backend {
+        case let .local(store): try Self.changed(store.apply(input, to: id, if: Self.preconditions(of: request).forChange))
+        case .remote: try apply([input], to: id, request)
+        }
     }
 
     private func apply(_ inputs: [ChromeInput], to id: SessionID, _ request: HTTPRequest) throws(Problem) -> HTTPResponse {
-        try answer(store.apply(inputs, to: id, if: Self.preconditions(of: request).forChange))
+        let condition = Self.preconditions(of: request).forChange
+        switch backend {
+        case let .local(store):
+            return try Self.changed(store.apply(inputs, to: id, if: condition))
+        case let .remote(store):
+            return Self.later { answer in
+                store.apply(inputs, to: id, if: condition) { result in answer(Self.answer(result, Self.changed)) }
+            }
+        }
+    }
+
+    // MARK: Answers
+
+    /// A request that waits, holding no thread, for a store in another
+    /// process: `start` asks it and calls `answer` with the response.
+    private static func later(_ start: (@escaping @Sendable (HTTPResponse) -> Void) -> Void) -> HTTPResponse {
+        let pending = PendingResponse()
+        start { pending.complete(with: $0) }
+        return .later(pending)
+    }
+
+    /// The response to a remote store's reply: `respond` of its value, or the problem.
+    private static func answer<Value>(_ result: Result<Value, RemoteStoreError>,
+                                      _ respond: (Value) throws(Problem) -> HTTPResponse) -> HTTPResponse {
+        do throws(Problem) {
+            return try respond(value(result))
+        } catch {
+            return error.response
+        }
+    }
+
+    private static func value<Value>(_ result: Result<Value, RemoteStoreError>) throws(Problem) -> Value {
+        switch result {
+        case let .success(value):
+            return value
+        case .failure(.full):
+            throw Problem(status: 503, detail: "The session store is full (Redis is at its memory limit); nothing was changed. Try again later.",
+                          headers: [("Retry-After", String(retryAfterWhenFull))])
+        case let .failure(.unavailable(reason, mayHaveApplied)):
+            let outcome = mayHaveApplied ? " The change may have been made: read the session to know." : " Nothing was changed."
+            throw Problem(status: 503, detail: "The session store did not answer (\(reason)); try again." + outcome,
+                          headers: [("Retry-After", "1")])
+        }
+    }
+
+    private static func created(_ session: Session) -> HTTPResponse {
+        var response = stateResponse(session, status: 201)
+        response.headers.add(name: "Location", value: "/v1/sessions/\(session.id)")
+        // The access log ties the session's later lines to its creation.
+        response.endpoint = ExchangeEndpoint(template: .sessions, session: session.id).rawValue
+        return response
+    }
+
+    private static func removed(_ outcome: StoreOutcome) throws(Problem) -> HTTPResponse {
+        switch outcome {
+        case .done: return HTTPResponse(status: 204)
+        case .conditionFailed: throw preconditionFailed
+        case .notFound: throw unknownSession
+        }
+    }
+
+    /// A read's answer: 412 if `If-Match` fails, 304 if the client has this version.
+    private static func read(_ session: Session, _ preconditions: Preconditions) throws(Problem) -> HTTPResponse {
+        let version = session.state.version
+        guard preconditions.matchCondition.holds(for: version) else { throw preconditionFailed }
+        var response = stateResponse(session)
+        if !preconditions.noneMatchCondition.holds(for: version) {
+            // Not modified: the headers of the 200 it stands for. The server
+            // sends no body with a 304 but states this body's length, as RFC 9110 wants.
+            response.status = 304
+        }
+        return response
     }
 
     /// The answer to a change: the state it left, or why it was not made.
-    private func answer(_ outcome: StoreOutcome) throws(Problem) -> HTTPResponse {
+    private static func changed(_ outcome: StoreOutcome) throws(Problem) -> HTTPResponse {
         switch outcome {
         case let .done(session): return Self.stateResponse(session)
         case .conditionFailed: throw Self.preconditionFailed

@@ -1,6 +1,16 @@
 import FoundationEssentials
 import MicroHTTPD
+import Redis
 import TopChromeCore
+
+/// Where sessions live.
+public enum SessionStorage: Sendable, Equatable {
+    /// In this process: fast, and gone with it unless a state file keeps them.
+    case memory
+    /// In Redis, shared by every replica: a single server, or the seed
+    /// nodes of a Redis Cluster (which one is found out at start).
+    case redis([RedisNode])
+}
 
 /// Everything an operator can set, from flags or their `TOPCHROME_*`
 /// environment twins (flags win, so a one-off run can override a container's environment).
@@ -42,6 +52,13 @@ public struct ServiceConfiguration: Sendable, Equatable {
     public var logFormat = LogFormat.text
     /// `info` logs every request; `warn` only problems.
     public var logLevel = LogLevel.info
+    public var store = SessionStorage.memory
+    /// `AUTH` for every Redis connection; read from a file, like the bearer token.
+    public var redisPassword: String?
+    /// Put before every key and channel, so several services can share one Redis.
+    public var redisKeyPrefix = "topchrome:"
+    /// Seconds a request waits for Redis before it gets 503.
+    public var redisTimeout = 1.0
 
     public init() {}
 
@@ -107,6 +124,9 @@ public struct ServiceConfiguration: Sendable, Equatable {
         }
         guard (configuration.tlsCertificatePEM == nil) == (configuration.tlsKeyPEM == nil) else {
             throw UsageError(description: "--tls-cert and --tls-key go together")
+        }
+        if case .redis = configuration.store, configuration.stateFile != nil {
+            throw UsageError(description: "--state-file is for the memory store; Redis keeps sessions itself (RDB or AOF persistence)")
         }
         return .serve(configuration)
     }
@@ -239,10 +259,48 @@ public struct ServiceConfiguration: Sendable, Equatable {
             guard !value.isEmpty else { throw UsageError(description: "\(source) must not be empty") }
             config.stateFile = value
         },
+        Option(name: "store", placeholder: "S", help: "'memory' (default), or redis://HOST:PORT[,HOST:PORT...]: Redis or a Redis Cluster's seeds, shared by replicas.") { value, source, config throws(UsageError) in
+            config.store = try storage(value, source)
+        },
+        Option(name: "redis-password-file", placeholder: "PATH", help: "AUTH to Redis with the password in PATH.") { value, source, config throws(UsageError) in
+            var password = try contents(of: value, source)[...]
+            // An editor's final newline is not part of it.
+            while password.last?.isNewline == true { password.removeLast() }
+            guard !password.isEmpty else { throw UsageError(description: "\(source): '\(value)' holds no password") }
+            config.redisPassword = String(password)
+        },
+        Option(name: "redis-key-prefix", placeholder: "P", help: "Prefix of Redis keys and channels (default topchrome:).") { value, source, config throws(UsageError) in
+            guard !value.isEmpty, !value.contains("{"), !value.contains("}"), value.utf8.allSatisfy({ (0x21...0x7E).contains($0) }) else {
+                throw UsageError(description: "\(source) must be printable ASCII without spaces or braces, not '\(value)'")
+            }
+            config.redisKeyPrefix = value
+        },
+        Option(name: "redis-timeout", placeholder: "S", help: "Seconds a request waits for Redis before 503 (default 1).") { value, source, config throws(UsageError) in
+            guard let number = Double(value), number.isFinite, (0.01...60).contains(number) else {
+                throw UsageError(description: "\(source) must be a number of seconds from 0.01 to 60, not '\(value)'")
+            }
+            config.redisTimeout = number
+        },
         Option(name: "snapshot-interval", placeholder: "S", help: "Seconds between state-file snapshots (default 60).") { value, source, config throws(UsageError) in
             config.snapshotInterval = try integer(value, source, in: 1...86_400)
         },
     ]
+
+    /// `memory`, or `redis://host:port[,host:port…]`: hosts may be names, or
+    /// IPv6 addresses in brackets.
+    static func storage(_ value: String, _ source: String) throws(UsageError) -> SessionStorage {
+        if value == "memory" { return .memory }
+        let usage = UsageError(description: "\(source) must be memory or redis://HOST:PORT[,HOST:PORT...], not '\(value)'")
+        guard value.hasPrefix("redis://") else { throw usage }
+        var nodes: [RedisNode] = []
+        for address in value.dropFirst("redis://".count).split(separator: ",", omittingEmptySubsequences: false) {
+            guard var node = RedisNode(address), !node.host.contains("/"), !node.host.contains("@") else { throw usage }
+            if node.host.hasPrefix("[") && node.host.hasSuffix("]") { node.host = String(node.host.dropFirst().dropLast()) }
+            guard !node.host.isEmpty, !node.host.contains("[") else { throw usage }
+            nodes.append(node)
+        }
+        return .redis(nodes)
+    }
 
     /// A file's text, or a usage error naming the option and the cause.
     static func contents(of path: String, _ source: String) throws(UsageError) -> String {

@@ -1,6 +1,8 @@
 import Dispatch
 import Locking
 import MicroHTTPD
+import Redis
+import RedisSessionStore
 import SessionSnapshots
 import TopChromeAPI
 import TopChromeCore
@@ -34,7 +36,10 @@ public final class TopChromeService: Sendable {
     public static let version = SessionAPI.version
 
     public let configuration: ServiceConfiguration
-    public let store: InMemorySessionStore
+    /// The sessions, when they live in this process (`--store memory`).
+    public let memoryStore: InMemorySessionStore?
+    /// The sessions, when they live in Redis (`--store redis://…`).
+    public let redisStore: RedisSessionStore?
     public let api: SessionAPI
     public let logger: Logger
     private let server: HTTPServer
@@ -44,21 +49,36 @@ public final class TopChromeService: Sendable {
     public init(configuration: ServiceConfiguration) {
         self.configuration = configuration
         let ttl = configuration.sessionTTL
-        store = InMemorySessionStore(
-            rules: ChromeRules(revealThreshold: configuration.revealThreshold),
-            capacity: configuration.maxSessions,
-            idleTimeout: ttl > 0 ? .seconds(ttl) : nil,
-            subscriptions: SessionSubscriptions(limits: .init(total: configuration.maxWatchers,
-                                                              perSession: configuration.maxWatchersPerSession)))
+        let rules = ChromeRules(revealThreshold: configuration.revealThreshold)
+        let idleTimeout: Duration? = ttl > 0 ? .seconds(ttl) : nil
+        let subscriptions = SessionSubscriptions(limits: .init(total: configuration.maxWatchers,
+                                                               perSession: configuration.maxWatchersPerSession))
         let metrics = ServiceMetrics()
         logger = Logger(format: configuration.logFormat, level: configuration.logLevel)
-        api = SessionAPI(store: store, maxBodyBytes: configuration.maxBodyBytes,
-                         authToken: configuration.authToken, maxWaitSeconds: configuration.maxWaitSeconds,
-                         metrics: metrics, statistics: store.statistics)
+        switch configuration.store {
+        case .memory:
+            let store = InMemorySessionStore(rules: rules, capacity: configuration.maxSessions, idleTimeout: idleTimeout,
+                                             subscriptions: subscriptions)
+            memoryStore = store
+            redisStore = nil
+            api = SessionAPI(store: store, maxBodyBytes: configuration.maxBodyBytes,
+                             authToken: configuration.authToken, maxWaitSeconds: configuration.maxWaitSeconds,
+                             metrics: metrics, statistics: store.statistics)
+            snapshots = configuration.stateFile.map { SnapshotWriter(file: SnapshotFile(path: $0), collect: store.snapshot) }
+        case let .redis(seeds):
+            let redisMetrics = RedisStoreMetrics()
+            let store = RedisStoreSetup(configuration: configuration, seeds: seeds, metrics: redisMetrics.hooks)
+                .store(rules: rules, idleTimeout: idleTimeout, subscriptions: subscriptions)
+            redisMetrics.countChannels { store.channelsHeld }
+            memoryStore = nil
+            redisStore = store
+            api = SessionAPI(remoteStore: store, maxBodyBytes: configuration.maxBodyBytes,
+                             authToken: configuration.authToken, maxWaitSeconds: configuration.maxWaitSeconds,
+                             metrics: metrics, statistics: store.statistics, storeMetrics: redisMetrics)
+            snapshots = nil
+        }
         server = HTTPServer(configuration: configuration.httpServer, responder: api,
                             observer: ExchangeRecorder(metrics: metrics, logger: logger))
-        let sessions = store
-        snapshots = configuration.stateFile.map { SnapshotWriter(file: SnapshotFile(path: $0), collect: sessions.snapshot) }
     }
 
     /// The port listened on; the real one when configured with 0.
@@ -75,7 +95,7 @@ public final class TopChromeService: Sendable {
 
     /// Loads the state file (if any), then starts serving.
     public func start() throws(StartupError) {
-        if let snapshots {
+        if let snapshots, let store = memoryStore {
             do {
                 try store.restore(try snapshots.file.read())
             } catch let failure as SnapshotFile.Failure {
@@ -94,12 +114,18 @@ public final class TopChromeService: Sendable {
         chores.every(.seconds(configuration.heartbeatSeconds)) { [api] in api.heartbeat() }
         // Request logs are written in batches; this bounds how late a line can be.
         chores.every(.milliseconds(250)) { [logger] in logger.flush() }
-        if let ttl = store.idleTimeout {
+        if let store = memoryStore, let ttl = store.idleTimeout {
             // Expired sessions also vanish when touched; the sweep frees the
             // ones no client will ever touch again.
             let interval = min(ttl / 4, .seconds(60))
-            let store = self.store
             chores.every(interval) { store.removeExpired() }
+        }
+        if let store = redisStore {
+            // Redis drops idle sessions silently; their watchers learn of it
+            // here. Channels that came back while Redis could not be read
+            // are read again here too.
+            let interval = min(store.functions.idleTimeout.map { $0 / 4 } ?? .seconds(5), .seconds(5))
+            chores.every(interval) { store.checkWatchedSessionsExist() }
         }
     }
 
@@ -117,6 +143,7 @@ public final class TopChromeService: Sendable {
         // it. A periodic snapshot still running is waited for, and none
         // can land after this one.
         save(isLast: true)
+        redisStore?.close()
         logger.flush()
         return finished
     }

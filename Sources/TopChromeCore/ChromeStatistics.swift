@@ -17,7 +17,7 @@ public final class ChromeStatistics: Sendable {
     /// Changes of `isRevealed`, either way.
     public var revealFlips: Int { counters.value(at: Count.flips.rawValue) }
 
-    func record(_ outcome: ReportOutcome?, flipped: Bool) {
+    public func record(_ outcome: ReportOutcome?, flipped: Bool) {
         switch outcome {
         case .applied: counters.add(1, at: Count.applied.rawValue)
         case .horizontal: counters.add(1, at: Count.horizontal.rawValue)

@@ -35,7 +35,7 @@ final class Harness: Sendable {
         strictTags = getenv("TOPCHROME_FUZZ_LENIENT_ETAGS").map { String(cString: $0) } != "1"
     }
 
-    var store: InMemorySessionStore { service.store }
+    var store: InMemorySessionStore { service.memoryStore! }
 }
 
 /// What a request came to.

@@ -10,7 +10,7 @@ import TopChromeApp
     let server: LiveServer
 
     init() throws {
-        server = try LiveServer { $0.maxWaitSeconds = 1 }
+        server = try LiveServer(memoryOnly: true) { $0.maxWaitSeconds = 1 }
     }
 
     static let zero = SessionID(high: 0, low: 0)
@@ -18,10 +18,10 @@ import TopChromeApp
     /// The all-zero id is refused by every parser, but a store can be made
     /// to hold it; a malformed id must not reach it (or anything else).
     func plantZeroSession() throws {
-        try server.service.store.restore([Session(id: Self.zero, state: ChromeState(inset: 59))])
+        try server.service.memoryStore!.restore([Session(id: Self.zero, state: ChromeState(inset: 59))])
     }
 
-    var zeroState: ChromeState? { server.service.store.session(Self.zero)?.state }
+    var zeroState: ChromeState? { server.service.memoryStore!.session(Self.zero)?.state }
 
     func expectNotFound(_ response: WireResponse, _ what: String, sourceLocation: SourceLocation = #_sourceLocation) {
         #expect(response.status == 404, "\(what): \(response.status) \(response.text)", sourceLocation: sourceLocation)
@@ -63,7 +63,7 @@ import TopChromeApp
 
         #expect(zeroState == ChromeState(inset: 59))
         #expect(try client.request("GET", "/v1/sessions/\(known)").header("ETag") == "\"1\"")
-        #expect(server.service.store.count == 2)
+        #expect(server.service.memoryStore!.count == 2)
         #expect(server.service.watcherCount == 0)
     }
 
@@ -104,7 +104,7 @@ import TopChromeApp
         let client = try server.client()
         #expect(try client.json("PUT", "/v1/sessions/\(id)/inset", #"{"inset": 5, "inset": 50}"#).status == 400)
         #expect(try client.json("POST", "/v1/sessions", #"{"inset": 5, "inset": 50}"#).status == 400)
-        #expect(server.service.store.count == 1)
+        #expect(server.service.memoryStore!.count == 1)
     }
 
     /// An endless stream has no length: HEAD states none (RFC 9110 §8.6),
@@ -133,7 +133,7 @@ import TopChromeApp
     }
 
     @Test func bearerSchemeTakesOneOrMoreSpacesAndTrailingWhiteSpace() throws {
-        let guarded = try LiveServer { $0.authToken = "s3cret-token" }
+        let guarded = try LiveServer(memoryOnly: true) { $0.authToken = "s3cret-token" }
         let client = try guarded.client()
         for field in ["Bearer  s3cret-token", "Bearer s3cret-token ", "Bearer s3cret-token\t", "bearer   s3cret-token \t "] {
             let response = try client.request("POST", "/v1/sessions", headers: [("Authorization", field)])
@@ -143,6 +143,6 @@ import TopChromeApp
             let response = try client.request("POST", "/v1/sessions", headers: [("Authorization", field)])
             #expect(response.status == 401, "\(field.debugDescription)")
         }
-        #expect(guarded.service.store.count == 4)
+        #expect(guarded.service.memoryStore!.count == 4)
     }
 }

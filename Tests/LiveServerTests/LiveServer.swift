@@ -1,21 +1,53 @@
 import Foundation
+import Redis
+import RedisTestSupport
 import TopChromeApp
 
 /// A real TopChrome server on a free loopback port, stopped when released.
+///
+/// With `TOPCHROME_TEST_STORE=redis` in the environment, servers whose
+/// test does not need the memory store keep their sessions in a Redis the
+/// tests start (one for the run, a key prefix per server): the v1 live
+/// tests then hold for the Redis store as well.
 final class LiveServer: Sendable {
     let service: TopChromeService
     var port: Int { service.port }
 
-    init(_ configure: (inout ServiceConfiguration) -> Void = { _ in }) throws {
+    /// - Parameter memoryOnly: the test reaches into the memory store, or
+    ///   needs what only it has (a state file, a session count).
+    init(memoryOnly: Bool = false, _ configure: (inout ServiceConfiguration) -> Void = { _ in }) throws {
         var configuration = ServiceConfiguration()
         configuration.port = 0
         configuration.threads = 2
+        if !memoryOnly, ProcessInfo.processInfo.environment["TOPCHROME_TEST_STORE"] == "redis" {
+            configuration.store = .redis([try Self.sharedRedis.get().node])
+            configuration.redisKeyPrefix = "live\(UInt64.random(in: 0...UInt64.max)):"
+        }
         configure(&configuration)
         service = TopChromeService(configuration: configuration)
         try service.start()
+        if case .redis = configuration.store, !memoryOnly, ProcessInfo.processInfo.environment["TOPCHROME_TEST_STORE"] == "redis" {
+            guard waitUntilReady() else { throw TestClientError.malformed("the Redis-backed server did not become ready") }
+        }
     }
 
+    /// A server on Redis at `store`, with its own key prefix (replicas of one service share one).
+    convenience init(store: SessionStorage, keyPrefix: String, _ configure: (inout ServiceConfiguration) -> Void = { _ in }) throws {
+        try self.init(memoryOnly: true) { configuration in
+            configuration.store = store
+            configuration.redisKeyPrefix = keyPrefix
+            configure(&configuration)
+        }
+    }
+
+    private static let sharedRedis = Result { try RedisServer() }
+
     deinit { service.stop() }
+
+    /// Waits until `/readyz` says 200: a Redis-backed server is ready once it reaches Redis.
+    func waitUntilReady(within seconds: Double = 15) -> Bool {
+        eventually(within: seconds) { (try? client().request("GET", "/readyz").status) == 200 }
+    }
 
     func client() throws -> TestHTTPClient {
         try TestHTTPClient(port: port)

@@ -10,7 +10,7 @@ import Testing
     }
 
     @Test func countersMoveAsRequestsAreMade() throws {
-        let server = try LiveServer()
+        let server = try LiveServer(memoryOnly: true)
         let client = try server.client()
         let before = try client.request("GET", "/metrics")
         #expect(before.status == 200)

@@ -354,7 +354,7 @@ import Testing
     }
 
     @Test func sessionCapIs503WithRetryAfter() throws {
-        let small = try LiveServer { $0.maxSessions = 2 }
+        let small = try LiveServer(memoryOnly: true) { $0.maxSessions = 2 }
         _ = try small.createSession()
         let kept = try small.createSession()
         let client = try small.client()

@@ -19,6 +19,13 @@ public final class RedisClusterFixture: Sendable {
         try startedPrimariesOnly.get()
     }
 
+    /// A cluster of its own (3 primaries, 3 replicas), for a drill that
+    /// must not disturb the tests sharing `shared()` while they run; its
+    /// servers stop when it is released.
+    public static func dedicated() throws -> RedisClusterFixture {
+        try RedisClusterFixture(replicasPerPrimary: 1)
+    }
+
     private static let started = Result { try RedisClusterFixture(replicasPerPrimary: 1) }
     private static let startedPrimariesOnly = Result { try RedisClusterFixture(replicasPerPrimary: 0) }
 

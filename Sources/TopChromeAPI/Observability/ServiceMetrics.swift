@@ -103,7 +103,9 @@ public final class ServiceMetrics: Sendable {
     }
 
     /// The Prometheus text exposition (format 0.0.4).
-    func render(sessions: Int, watchers: Int, statistics: ChromeStatistics) -> String {
+    /// - Parameter sessions: nil when the store is shared with other
+    ///   replicas: counting it would cost a scan of Redis.
+    func render(sessions: Int?, watchers: Int, statistics: ChromeStatistics) -> String {
         var text = ""
         func family(_ name: String, _ type: String, _ help: String) {
             text += "# HELP \(name) \(help)\n# TYPE \(name) \(type)\n"
@@ -135,8 +137,10 @@ public final class ServiceMetrics: Sendable {
             text += "topchrome_http_request_duration_seconds_sum{route=\"\(route.name)\"} \(sum)\n"
             text += "topchrome_http_request_duration_seconds_count{route=\"\(route.name)\"} \(total)\n"
         }
-        family("topchrome_sessions", "gauge", "Sessions held now.")
-        text += "topchrome_sessions \(sessions)\n"
+        if let sessions {
+            family("topchrome_sessions", "gauge", "Sessions held now.")
+            text += "topchrome_sessions \(sessions)\n"
+        }
         family("topchrome_watchers", "gauge", "Event streams and long-polls open now.")
         text += "topchrome_watchers \(watchers)\n"
         family("topchrome_reveal_flips_total", "counter", "Changes of isRevealed, either way.")
@@ -163,4 +167,10 @@ public final class ServiceMetrics: Sendable {
         guard fields.count > 1, let pages = Int(fields[1]) else { return nil }
         return pages * Int(sysconf(Int32(_SC_PAGESIZE)))
     }
+}
+
+/// Families a part of the service adds to `/metrics` in the Prometheus text
+/// format (e.g. the Redis store's round trips), each with its HELP and TYPE.
+public protocol MetricsFamilies: Sendable {
+    func render() -> String
 }

@@ -1,0 +1,240 @@
+import Locking
+import Redis
+import TopChromeCore
+
+/// Changes of sessions in Redis, for this replica's watchers, whichever
+/// replica made them: the function library publishes each new state on
+/// the session's channel, and this feed listens (`SSUBSCRIBE`) to the
+/// channel of every session watched here, and to no other.
+///
+/// A watcher starts from a state read once the channel is live, so no
+/// change falls between; changes that arrive while that read is out are
+/// kept and handed on after it, if newer. A lost channel (a dropped
+/// connection, a slot that moved, a failover) comes back on its own; then
+/// the session is read again and published as a resynchronization, since
+/// changes in the gap were not heard.
+final class RedisChangeFeed: @unchecked Sendable {
+    let functions: ChromeFunctions
+    let subscriber: RedisSubscriber
+    let subscriptions: SessionSubscriptions
+    private let lock = PthreadLock()
+    /// Guarded by `lock`.
+    private var channels: [SessionID: Channel] = [:]
+
+    private final class Channel {
+        var subscription: RedisSubscriber.Subscription?
+        var isLive = false
+        /// Subscribers waiting for their first state, by identity.
+        var joining: [ObjectIdentifier: Joining] = [:]
+        /// Reads started; a read may start a subscriber only if it started after the subscriber joined.
+        var readsStarted = 0
+        /// Messages heard; a resynchronizing read overtaken by one is stale.
+        var messagesHeard = 0
+        /// The channel came back and the state could not be read yet.
+        var needsResynchronization = false
+        var hasBeenLive = false
+    }
+
+    private struct Joining {
+        let subscriber: any SessionSubscriber
+        let reply: RemoteReply<Session?>
+        /// `readsStarted` when it joined.
+        let joinedAt: Int
+        /// What the channel carried meanwhile, in order.
+        var heard: [SessionEvent] = []
+    }
+
+    init(functions: ChromeFunctions, subscriber: RedisSubscriber, subscriptions: SessionSubscriptions) {
+        self.functions = functions
+        self.subscriber = subscriber
+        self.subscriptions = subscriptions
+    }
+
+    var channelsHeld: Int {
+        lock.withLock { channels.count }
+    }
+
+    func subscribe(_ subscriber: any SessionSubscriber, to id: SessionID,
+                   reply: @escaping RemoteReply<Session?>) throws(SubscriptionRefusal) {
+        // The limits are checked again when the subscriber is added; this
+        // refuses at once in the usual case.
+        guard subscriptions.count < subscriptions.limits.total else {
+            throw .tooManySubscribers(limit: subscriptions.limits.total)
+        }
+        enum Next { case listen, read(Int), wait }
+        let next: Next = lock.withLock {
+            let channel = channels[id] ?? Channel()
+            channels[id] = channel
+            channel.joining[ObjectIdentifier(subscriber)] = Joining(
+                subscriber: subscriber, reply: reply, joinedAt: channel.readsStarted)
+            if channel.subscription == nil && !channel.isLive && channel.joining.count == 1
+                && !subscriptions.isWatched(id) { return .listen }
+            guard channel.isLive else { return .wait }
+            channel.readsStarted += 1
+            return .read(channel.readsStarted)
+        }
+        switch next {
+        case .listen: listen(to: id)
+        case let .read(number): read(id, number: number, resynchronizing: false)
+        case .wait: break
+        }
+    }
+
+    func unsubscribe(_ subscriber: any SessionSubscriber, from id: SessionID) {
+        subscriptions.remove(subscriber, from: id)
+        let ended = lock.withLock { () -> RedisSubscriber.Subscription? in
+            channels[id]?.joining[ObjectIdentifier(subscriber)] = nil
+            return endIfUnwatched(id)
+        }
+        if let ended { self.subscriber.unsubscribe(ended) }
+    }
+
+    // MARK: Listening
+
+    private func listen(to id: SessionID) {
+        let subscription = subscriber.subscribe(
+            functions.channel(for: id),
+            onSubscribed: { [weak self] in self?.channelIsLive(id) },
+            onMessage: { [weak self] message in self?.heard(message, on: id) })
+        let unwanted = lock.withLock { () -> Bool in
+            guard let channel = channels[id] else { return true }
+            channel.subscription = subscription
+            return false
+        }
+        if unwanted { subscriber.unsubscribe(subscription) }
+    }
+
+    /// The channel is live: the first time, or again after it was lost.
+    private func channelIsLive(_ id: SessionID) {
+        print("DEBUG live \(id)")
+        let number: Int? = lock.withLock {
+            guard let channel = channels[id] else { return nil }
+            channel.isLive = true
+            channel.needsResynchronization = channel.hasBeenLive
+            channel.hasBeenLive = true
+            channel.readsStarted += 1
+            return channel.readsStarted
+        }
+        if let number { read(id, number: number, resynchronizing: true) }
+    }
+
+    private func heard(_ message: [UInt8], on id: SessionID) {
+        guard let event = ChromeFunctions.event(message, of: id) else { return }
+        let ended = lock.withLock { () -> RedisSubscriber.Subscription? in
+            guard let channel = channels[id] else { return nil }
+            channel.messagesHeard += 1
+            for key in channel.joining.keys { channel.joining[key]?.heard.append(event) }
+            // Under the lock: a subscriber being started meanwhile gets
+            // what it missed first, then this.
+            subscriptions.publish(event)
+            return endIfUnwatched(id)
+        }
+        if let ended { subscriber.unsubscribe(ended) }
+    }
+
+    /// Reads the session. Starts the subscribers that joined before this
+    /// read began; when `resynchronizing`, also publishes the state to
+    /// those already started, unless a message overtook the read.
+    private func read(_ id: SessionID, number: Int, resynchronizing: Bool) {
+        let heardBefore = lock.withLock { channels[id]?.messagesHeard ?? 0 }
+        functions.session(id) { [self] result in
+            print("DEBUG read \(result)")
+            var replies: [(RemoteReply<Session?>, Result<Session?, RemoteStoreError>)] = []
+            let ended = lock.withLock { () -> RedisSubscriber.Subscription? in
+                guard let channel = channels[id] else { return nil }
+                let ready = channel.joining.filter { $0.value.joinedAt < number }
+                for (key, joining) in ready {
+                    channel.joining[key] = nil
+                    replies.append((joining.reply, start(joining, on: id, with: result.mapError(RedisSessionStore.storeError))))
+                }
+                if resynchronizing, channel.needsResynchronization {
+                    switch result {
+                    case let .success(session):
+                        channel.needsResynchronization = false
+                        if channel.messagesHeard == heardBefore {
+                            subscriptions.publishResynchronized(session.map { .changed($0) } ?? .removed(id))
+                        }
+                    case .failure:
+                        break  // read again by the next check (`checkWatchedSessionsExist`)
+                    }
+                }
+                return endIfUnwatched(id)
+            }
+            if let ended { subscriber.unsubscribe(ended) }
+            for (reply, result) in replies { reply(result) }
+        }
+    }
+
+    /// Adds a joining subscriber and hands it what it missed after `result`'s
+    /// state; under the lock. What to reply.
+    private func start(_ joining: Joining, on id: SessionID,
+                       with result: Result<Session?, RemoteStoreError>) -> Result<Session?, RemoteStoreError> {
+        guard case let .success(session?) = result else { return result }
+        do {
+            try subscriptions.add(joining.subscriber, for: id)
+        } catch {
+            let detail = switch error {
+            case let .tooManySubscribers(limit): "the server has its maximum of \(limit) watchers"
+            case let .tooManyForSession(limit): "this session has its maximum of \(limit) watchers"
+            }
+            return .failure(.unavailable(reason: detail, mayHaveApplied: false))
+        }
+        for event in joining.heard {
+            switch event {
+            case let .changed(later) where later.state.version > session.state.version:
+                if !joining.subscriber.sessionChanged(SessionChange(later)) {
+                    subscriptions.remove(joining.subscriber, from: id)
+                    return result
+                }
+            case .changed:
+                break
+            case .removed:
+                subscriptions.remove(joining.subscriber, from: id)
+                joining.subscriber.sessionRemoved(id)
+                return result
+            }
+        }
+        return result
+    }
+
+    /// Forgets the channel once nobody here watches the session; under the lock.
+    private func endIfUnwatched(_ id: SessionID) -> RedisSubscriber.Subscription? {
+        guard let channel = channels[id], channel.joining.isEmpty, !subscriptions.isWatched(id) else { return nil }
+        channels[id] = nil
+        return channel.subscription
+    }
+
+    // MARK: Expiry
+
+    /// Asks Redis whether each watched session still exists, and tells the
+    /// watchers of those that expired; reads again those whose channel came
+    /// back while Redis could not be read.
+    func checkWatchedSessionsExist() {
+        let watched: [(SessionID, Int?)] = lock.withLock {
+            channels.compactMap { id, channel in
+                guard channel.isLive else { return nil }
+                if channel.needsResynchronization {
+                    channel.readsStarted += 1
+                    return (id, channel.readsStarted)
+                }
+                return (id, nil)
+            }
+        }
+        for (id, resynchronization) in watched {
+            if let number = resynchronization {
+                read(id, number: number, resynchronizing: true)
+                continue
+            }
+            let key = functions.key(for: id)
+            functions.client.send([Array("EXISTS".utf8), key], key: key) { [self] result in
+                guard case .success(.integer(0)) = result else { return }
+                let ended = lock.withLock { () -> RedisSubscriber.Subscription? in
+                    guard channels[id] != nil else { return nil }
+                    subscriptions.publish(.removed(id))
+                    return endIfUnwatched(id)
+                }
+                if let ended { subscriber.unsubscribe(ended) }
+            }
+        }
+    }
+}

@@ -1,0 +1,124 @@
+import Redis
+import TopChromeCore
+
+/// Sessions in Redis or a Redis Cluster, shared by every replica of the
+/// service: each change is one `FCALL` of the function library, atomic in
+/// Redis, so no replica holds state of its own and any replica can serve
+/// any session. Changes reach watchers on every replica through sharded
+/// pub/sub (see ``RedisChangeFeed``).
+public final class RedisSessionStore: RemoteSessionStore, RemoteChangeFeed {
+    public let functions: ChromeFunctions
+    /// What the rules did, counted from each batch's reply.
+    public let statistics = ChromeStatistics()
+    private let feed: RedisChangeFeed
+
+    /// - Parameters:
+    ///   - client: its configuration must load the library on every
+    ///     connection (`ChromeFunctions.loadCommand` among the setup commands).
+    ///   - subscriber: listens to the sessions' channels for watchers.
+    public init(functions: ChromeFunctions, subscriber: RedisSubscriber,
+                subscriptions: SessionSubscriptions = SessionSubscriptions()) {
+        self.functions = functions
+        feed = RedisChangeFeed(functions: functions, subscriber: subscriber, subscriptions: subscriptions)
+    }
+
+    public var subscriptions: SessionSubscriptions { feed.subscriptions }
+
+    public var readiness: RemoteStoreReadiness {
+        if functions.client.isConnected { return .ready }
+        // A client connects when asked something: one that has given up
+        // on every seed tries them again, so readiness comes back on its own.
+        functions.client.send([Array("PING".utf8)]) { _ in }
+        return .unavailable(reason: functions.client.unavailableReason ?? "connecting to Redis")
+    }
+
+    /// Ids are drawn here, so a replica never needs another's consent; a
+    /// taken id (a one-in-2^128 event) is drawn again.
+    public func create(inset: Double, reply: @escaping RemoteReply<Session>) {
+        create(inset: inset, attemptsLeft: 3, reply: reply)
+    }
+
+    private func create(inset: Double, attemptsLeft: Int, reply: @escaping RemoteReply<Session>) {
+        functions.create(SessionID.random(), inset: inset) { [self] result in
+            switch result {
+            case let .success(session?):
+                reply(.success(session))
+            case .success(nil) where attemptsLeft > 1:
+                create(inset: inset, attemptsLeft: attemptsLeft - 1, reply: reply)
+            case .success(nil):
+                reply(.failure(.unavailable(reason: "no fresh session id could be drawn", mayHaveApplied: false)))
+            case let .failure(error):
+                reply(.failure(Self.storeError(error)))
+            }
+        }
+    }
+
+    public func session(_ id: SessionID, reply: @escaping RemoteReply<Session?>) {
+        functions.session(id) { reply($0.mapError(Self.storeError)) }
+    }
+
+    public func apply(_ inputs: [ChromeInput], to id: SessionID, if condition: VersionCondition,
+                      reply: @escaping RemoteReply<StoreOutcome>) {
+        functions.apply(inputs, to: id, if: condition) { [statistics] result in
+            reply(result.map { applied in
+                for report in applied.reports { statistics.record(report, flipped: false) }
+                return applied.outcome
+            }.mapError(Self.storeError))
+        }
+    }
+
+    public func remove(_ id: SessionID, if condition: VersionCondition, reply: @escaping RemoteReply<StoreOutcome>) {
+        functions.remove(id, if: condition) { reply($0.mapError(Self.storeError)) }
+    }
+
+    public func subscribe(_ subscriber: any SessionSubscriber, to id: SessionID,
+                          reply: @escaping RemoteReply<Session?>) throws(SubscriptionRefusal) {
+        try feed.subscribe(subscriber, to: id, reply: reply)
+    }
+
+    public func unsubscribe(_ subscriber: any SessionSubscriber, from id: SessionID) {
+        feed.unsubscribe(subscriber, from: id)
+    }
+
+    /// Tells watchers of sessions that expired in Redis that they are gone:
+    /// Redis drops an idle key without a word on the session's channel.
+    /// The service calls this periodically, as the memory store sweeps.
+    public func checkWatchedSessionsExist() {
+        feed.checkWatchedSessionsExist()
+    }
+
+    /// Closes the connections to Redis: the service has stopped.
+    public func close() {
+        feed.subscriber.close()
+        functions.client.close()
+    }
+
+    /// Channels listened to now, one per watched session.
+    public var channelsHeld: Int { feed.channelsHeld }
+
+    /// What a client is told of a failed call.
+    static func storeError(_ error: ChromeFunctionError) -> RemoteStoreError {
+        switch error {
+        case let .redis(error):
+            return storeError(error)
+        case let .refused(message) where message.hasPrefix("OOM"):
+            // `maxmemory` reached under `noeviction`: no room, nothing written.
+            return .full
+        case let .refused(message):
+            return .unavailable(reason: "Redis refused the call: \(message.prefix(120))", mayHaveApplied: false)
+        case .unexpectedReply:
+            return .unavailable(reason: "Redis answered in a way the function library never does", mayHaveApplied: false)
+        }
+    }
+
+    static func storeError(_ error: RedisError) -> RemoteStoreError {
+        switch error {
+        case .unavailable: .unavailable(reason: "no connection to Redis", mayHaveApplied: false)
+        case .timeout: .unavailable(reason: "Redis did not answer in time", mayHaveApplied: true)
+        case .connectionLost: .unavailable(reason: "the connection to Redis was lost", mayHaveApplied: true)
+        case .tryAgain: .unavailable(reason: "the session's slot is moving between Redis nodes", mayHaveApplied: false)
+        case .clusterDown: .unavailable(reason: "the Redis cluster cannot serve the session's slot", mayHaveApplied: false)
+        case .tooManyRedirects: .unavailable(reason: "the Redis cluster's layout is changing", mayHaveApplied: false)
+        }
+    }
+}

@@ -1,0 +1,92 @@
+import Locking
+import Redis
+import TopChromeAPI
+
+/// `/metrics` families of the Redis store: how long Redis takes to answer,
+/// what went wrong and how often, and how many channels this replica
+/// listens to. An operator sees from them whether a slow API is Redis.
+final class RedisStoreMetrics: MetricsFamilies, @unchecked Sendable {
+    /// Upper bounds of the round-trip histogram, in seconds: a healthy
+    /// Redis on the same network answers well under a millisecond.
+    static let buckets: [Double] = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1]
+
+    private static let errorKinds = ["timeout", "connection_lost", "unavailable", "try_again", "cluster_down", "too_many_redirects"]
+
+    /// Counted on the connections' I/O threads, a few at a time: a lock is cheap enough.
+    private let lock = PthreadLock()
+    // Guarded by `lock`.
+    private var bucketCounts = [Int](repeating: 0, count: RedisStoreMetrics.buckets.count + 1)
+    private var roundTripNanoseconds = 0
+    private var errors = [Int](repeating: 0, count: RedisStoreMetrics.errorKinds.count)
+    private var reconnects = 0
+    private var redirects = 0
+    /// Channels listened to now; set once the store exists, which needs these metrics first.
+    private var channels: (@Sendable () -> Int)?
+
+    func countChannels(with count: @escaping @Sendable () -> Int) {
+        lock.withLock { channels = count }
+    }
+
+    /// The client's hooks, counting into this.
+    var hooks: RedisMetrics {
+        var hooks = RedisMetrics()
+        hooks.roundTrip = { [self] _, duration in record(roundTrip: duration) }
+        hooks.failed = { [self] _, error in lock.withLock { errors[Self.index(of: error)] += 1 } }
+        hooks.reconnected = { [self] _ in lock.withLock { reconnects += 1 } }
+        hooks.redirected = { [self] _ in lock.withLock { redirects += 1 } }
+        return hooks
+    }
+
+    func record(roundTrip: Duration) {
+        let (seconds, attoseconds) = roundTrip.components
+        let nanoseconds = Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000)
+        let bucket = Self.buckets.firstIndex { Double(nanoseconds) / 1e9 <= $0 } ?? Self.buckets.count
+        lock.withLock {
+            bucketCounts[bucket] += 1
+            roundTripNanoseconds += nanoseconds
+        }
+    }
+
+    private static func index(of error: RedisError) -> Int {
+        switch error {
+        case .timeout: 0
+        case .connectionLost: 1
+        case .unavailable: 2
+        case .tryAgain: 3
+        case .clusterDown: 4
+        case .tooManyRedirects: 5
+        }
+    }
+
+    func render() -> String {
+        let (bucketCounts, roundTripNanoseconds, errors, reconnects, redirects, channels) = lock.withLock {
+            (self.bucketCounts, self.roundTripNanoseconds, self.errors, self.reconnects, self.redirects, self.channels)
+        }
+        var text = "# HELP topchrome_redis_round_trip_seconds Time from sending a command to Redis to reading its reply.\n"
+        text += "# TYPE topchrome_redis_round_trip_seconds histogram\n"
+        var cumulative = 0
+        for (index, bound) in Self.buckets.enumerated() {
+            cumulative += bucketCounts[index]
+            text += "topchrome_redis_round_trip_seconds_bucket{le=\"\(bound)\"} \(cumulative)\n"
+        }
+        cumulative += bucketCounts[Self.buckets.count]
+        text += "topchrome_redis_round_trip_seconds_bucket{le=\"+Inf\"} \(cumulative)\n"
+        text += "topchrome_redis_round_trip_seconds_sum \(Double(roundTripNanoseconds) / 1e9)\n"
+        text += "topchrome_redis_round_trip_seconds_count \(cumulative)\n"
+        text += "# HELP topchrome_redis_errors_total Redis commands that got no reply, by why.\n"
+        text += "# TYPE topchrome_redis_errors_total counter\n"
+        for (index, kind) in Self.errorKinds.enumerated() {
+            text += "topchrome_redis_errors_total{kind=\"\(kind)\"} \(errors[index])\n"
+        }
+        text += "# HELP topchrome_redis_reconnects_total Connections to Redis that came back after being lost.\n"
+        text += "# TYPE topchrome_redis_reconnects_total counter\n"
+        text += "topchrome_redis_reconnects_total \(reconnects)\n"
+        text += "# HELP topchrome_redis_redirects_total Commands a Redis Cluster redirected (MOVED or ASK).\n"
+        text += "# TYPE topchrome_redis_redirects_total counter\n"
+        text += "topchrome_redis_redirects_total \(redirects)\n"
+        text += "# HELP topchrome_redis_subscriptions Session channels this replica listens to, one per watched session.\n"
+        text += "# TYPE topchrome_redis_subscriptions gauge\n"
+        text += "topchrome_redis_subscriptions \(channels?() ?? 0)\n"
+        return text
+    }
+}

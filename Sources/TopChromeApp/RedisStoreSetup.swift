@@ -1,0 +1,27 @@
+import Redis
+import RedisSessionStore
+import TopChromeCore
+
+/// How a Redis store is put together from the service's configuration:
+/// one client for the function calls, pipelined per node, and one for the
+/// sessions' channels, both finding their nodes from the same seeds.
+struct RedisStoreSetup {
+    let configuration: ServiceConfiguration
+    let seeds: [RedisNode]
+    let metrics: RedisMetrics
+
+    func store(rules: ChromeRules, idleTimeout: Duration?, subscriptions: SessionSubscriptions) -> RedisSessionStore {
+        var redis = RedisConfiguration()
+        redis.password = configuration.redisPassword
+        redis.commandTimeout = .milliseconds(Int((configuration.redisTimeout * 1000).rounded(.up)))
+        redis.metrics = metrics
+        var calls = redis
+        // A restarted or promoted primary gets the library before it serves a call.
+        calls.setupCommands = [ChromeFunctions.loadCommand]
+        let client = RedisClient(seeds: seeds, configuration: calls)
+        let functions = ChromeFunctions(client: client, keyPrefix: configuration.redisKeyPrefix, rules: rules,
+                                        idleTimeout: idleTimeout)
+        let subscriber = RedisSubscriber(client: client)
+        return RedisSessionStore(functions: functions, subscriber: subscriber, subscriptions: subscriptions)
+    }
+}
