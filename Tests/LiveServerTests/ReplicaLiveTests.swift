@@ -197,6 +197,23 @@ import TopChromeApp
         #expect(try server.client().json("POST", "/v1/sessions", "").status == 201)
     }
 
+    @Test func aNewWatcherGets503WithinTheTimeoutWhileRedisIsGone() throws {
+        let redis = try RedisServer()
+        let server = try LiveServer(store: .redis([redis.node]), keyPrefix: "watchless:") { $0.redisTimeout = 0.5 }
+        #expect(server.waitUntilReady())
+        let id = try server.createSession()
+        redis.stop()
+        for headers in [[], [("If-None-Match", "\"1\""), ("Prefer", "wait=30")]] {
+            let started = Date()
+            let answer = try server.client().request(
+                "GET", headers.isEmpty ? "/v1/sessions/\(id)/events" : "/v1/sessions/\(id)", headers: headers)
+            #expect(answer.status == 503)
+            #expect(answer.header("Retry-After") != nil)
+            #expect(Date().timeIntervalSince(started) < 3, "not held until Redis comes back")
+        }
+        #expect(eventually { server.service.watcherCount == 0 })
+    }
+
     @Test func aFullRedisRefusesChangesWith503AndLosesNothing() throws {
         let redis = try RedisServer(["--maxmemory-policy", "noeviction"])
         let server = try LiveServer(store: .redis([redis.node]), keyPrefix: "full:")
