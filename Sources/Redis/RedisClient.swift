@@ -26,6 +26,8 @@ public final class RedisClient: @unchecked Sendable {
     private var slots: SlotMap?
     private var discovering = false
     private var refreshing = false
+    /// Run when the refresh in flight ends.
+    private var afterRefresh: [@Sendable () -> Void] = []
     private var closed = false
 
     private struct Command: Sendable {
@@ -185,14 +187,23 @@ public final class RedisClient: @unchecked Sendable {
         refreshSlots()
     }
 
-    /// Reloads the slot map (or finds the topology, if still unknown): a
-    /// subscriber lost a node or a subscription, and the map may be why.
-    func refreshTopology() {
-        switch topology {
-        case .unknown: discover()
-        case .cluster: refreshSlots()
-        case .single: break
+    /// Reloads a cluster's slot map, then runs `then` (also when no node
+    /// answered); for a subscriber that lost a subscription and must not
+    /// subscribe again through a stale map.
+    func refreshTopology(then: @escaping @Sendable () -> Void) {
+        let (wait, unknown) = lock.withLock {
+            guard currentTopology == .cluster, !closed else { return (false, currentTopology == .unknown) }
+            afterRefresh.append(then)
+            return (true, false)
         }
+        if wait { return refreshSlots() }
+        if unknown { discover() }
+        then()
+    }
+
+    /// The primary of `slot` by the slot map; nil without one (not a cluster, or not known yet).
+    func mappedPrimary(of slot: Int) -> RedisNode? {
+        lock.withLock { slots?[slot] }
     }
 
     /// Asks the seeds, in turn, whether they are part of a cluster.
@@ -236,7 +247,12 @@ public final class RedisClient: @unchecked Sendable {
 
     private func askForSlots(_ candidates: ArraySlice<RedisNode>) {
         guard let node = candidates.first, let connection = lock.withLock({ closed ? nil : connectionLocked(to: node) }) else {
-            lock.withLock { refreshing = false }
+            let waiting = lock.withLock {
+                refreshing = false
+                defer { afterRefresh = [] }
+                return afterRefresh
+            }
+            for then in waiting { then() }
             return
         }
         connection.send(["CLUSTER", "SLOTS"], deadline: nil) { result in
@@ -251,7 +267,7 @@ public final class RedisClient: @unchecked Sendable {
     /// the setup commands, and readiness means all of them), and closes
     /// connections to nodes that left it.
     private func install(_ map: SlotMap) {
-        let gone: [RedisConnection] = lock.withLock {
+        let (gone, waiting): ([RedisConnection], [@Sendable () -> Void]) = lock.withLock {
             slots = map
             currentTopology = .cluster
             refreshing = false
@@ -259,8 +275,10 @@ public final class RedisClient: @unchecked Sendable {
             let keep = map.nodes.union(seeds)
             let gone = connections.filter { !keep.contains($0.key) }
             for node in gone.keys { connections[node] = nil }
-            return Array(gone.values)
+            defer { afterRefresh = [] }
+            return (Array(gone.values), afterRefresh)
         }
         for connection in gone { connection.close() }
+        for then in waiting { then() }
     }
 }

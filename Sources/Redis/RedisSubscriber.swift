@@ -11,7 +11,11 @@ import Locking
 /// the channel is subscribed again wherever its slot is served now, after a
 /// jittered backoff when attempts fail, and `onSubscribed` runs again.
 /// Messages published while a channel was not subscribed are lost: whoever
-/// mirrors state from a channel re-reads it in `onSubscribed`.
+/// mirrors state from a channel re-reads it in `onSubscribed`. After a loss
+/// the client's slot map is refreshed before subscribing again: a replica
+/// accepts `SSUBSCRIBE` for its primary's slots, and the old primary, asked
+/// through a stale map after a failover, would take the subscription without
+/// getting the new primary's messages.
 ///
 /// A channel is subscribed once however many subscriptions ask for it; each
 /// subscription has its own callbacks and gets messages only after its own
@@ -212,13 +216,16 @@ public final class RedisSubscriber: @unchecked Sendable {
             case undo
         }
         let isConfirmation = if case .success(.array(let parts)) = result, parts.first?.string == "ssubscribe" { true } else { false }
+        // A node the map no longer names, though it confirmed: a replica of
+        // the slot's new primary (the map was refreshed meanwhile).
+        let elsewhere = isConfirmation && client.mappedPrimary(of: HashSlot.of(sent.channel)).map { $0 != node } ?? false
         let next: Next = lock.withLock {
             guard let entry = channels[sent.channel], case .subscribing(_, sent.id, _) = entry.state else {
                 // Unsubscribed meanwhile, and the two commands may have
                 // crossed on their way to the connection.
                 return isConfirmation && channels[sent.channel] == nil ? .undo : .nothing
             }
-            if isConfirmation {
+            if isConfirmation && !elsewhere {
                 setLocked(.subscribed(node), of: sent.channel)
                 for id in entry.listeners.keys { channels[sent.channel]?.listeners[id]?.live = true }
                 channels[sent.channel]?.everSubscribed = true
@@ -232,7 +239,7 @@ public final class RedisSubscriber: @unchecked Sendable {
             }
             setLocked(.waiting, of: sent.channel)
             // A late confirmation would leave a subscription nobody reads.
-            return .retry(undo: result == .failure(.timeout))
+            return .retry(undo: elsewhere || result == .failure(.timeout))
         }
         switch next {
         case .nothing:
@@ -245,8 +252,7 @@ public final class RedisSubscriber: @unchecked Sendable {
             if let attempt { send(attempt) }
         case .retry(let undo):
             if undo { sent.connection.sendUnanswered(RESPRequest([Self.sunsubscribe, sent.channel])) }
-            client.refreshTopology()
-            scheduleRetry()
+            client.refreshTopology { self.scheduleRetry() }
         case .undo:
             sent.connection.sendUnanswered(RESPRequest([Self.sunsubscribe, sent.channel]))
         }
@@ -313,8 +319,8 @@ public final class RedisSubscriber: @unchecked Sendable {
                 if case .lost = channels[channel]?.state { setLocked(.waiting, of: channel) }
             }
         }
-        client.refreshTopology()
-        scheduleRetry()
+        // After the map is refreshed: the loss may mean the slot moved.
+        client.refreshTopology { self.scheduleRetry() }
     }
 
     private func scheduleRetry() {
