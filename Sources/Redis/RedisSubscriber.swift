@@ -135,8 +135,9 @@ public final class RedisSubscriber: @unchecked Sendable {
         return Subscription(channel: channel, id: id)
     }
 
-    /// Stops the subscription's callbacks (one already running may finish);
-    /// the channel is unsubscribed once no subscription holds it.
+    /// Stops the subscription's callbacks (one already on its way on an I/O
+    /// thread may still run); the channel is unsubscribed once no
+    /// subscription holds it. May be called from a callback.
     public func unsubscribe(_ subscription: Subscription) {
         let connection: RedisConnection? = lock.withLock {
             guard var entry = channels[subscription.channel],
@@ -152,7 +153,7 @@ public final class RedisSubscriber: @unchecked Sendable {
         connection?.sendUnanswered(RESPRequest([Self.sunsubscribe, subscription.channel]))
     }
 
-    /// Closes every subscribed connection; no callback runs after those already running.
+    /// Closes every subscribed connection; only callbacks already on their way still run.
     public func close() {
         let open: [RedisConnection] = lock.withLock {
             closed = true
