@@ -28,6 +28,8 @@ public final class RedisClient: @unchecked Sendable {
     private var refreshing = false
     /// Run when the refresh in flight ends.
     private var afterRefresh: [@Sendable () -> Void] = []
+    /// A node to ask first in one more refresh, after the one in flight.
+    private var askNext: RedisNode?
     private var closed = false
 
     private struct Command: Sendable {
@@ -187,23 +189,21 @@ public final class RedisClient: @unchecked Sendable {
         refreshSlots()
     }
 
-    /// Reloads a cluster's slot map, then runs `then` (also when no node
-    /// answered); for a subscriber that lost a subscription and must not
-    /// subscribe again through a stale map.
-    func refreshTopology(then: @escaping @Sendable () -> Void) {
+    /// Reloads a cluster's slot map, asking `node` first, then runs `then`
+    /// (also when no node answered); for a subscriber that lost a
+    /// subscription and must not subscribe again through a stale map. The
+    /// node that dropped a subscription because it lost the slot knows who
+    /// has it now; others may not have heard yet.
+    func refreshTopology(askingFirst node: RedisNode?, then: @escaping @Sendable () -> Void) {
         let (wait, unknown) = lock.withLock {
             guard currentTopology == .cluster, !closed else { return (false, currentTopology == .unknown) }
             afterRefresh.append(then)
+            if refreshing, let node { askNext = node }
             return (true, false)
         }
-        if wait { return refreshSlots() }
+        if wait { return refreshSlots(askingFirst: node) }
         if unknown { discover() }
         then()
-    }
-
-    /// The primary of `slot` by the slot map; nil without one (not a cluster, or not known yet).
-    func mappedPrimary(of slot: Int) -> RedisNode? {
-        lock.withLock { slots?[slot] }
     }
 
     /// Asks the seeds, in turn, whether they are part of a cluster.
@@ -235,25 +235,35 @@ public final class RedisClient: @unchecked Sendable {
 
     /// Reloads the slot map from the first node that answers, the map's
     /// own nodes first; one refresh at a time.
-    private func refreshSlots() {
+    private func refreshSlots(askingFirst first: RedisNode? = nil) {
         let candidates: [RedisNode]? = lock.withLock {
             guard !refreshing, !closed else { return nil }
             refreshing = true
-            let known = slots.map { Array($0.nodes) } ?? []
-            return known + seeds.filter { !known.contains($0) }
+            let known = (first.map { [$0] } ?? []) + (slots.map { Array($0.nodes) } ?? []) + seeds
+            return known.enumerated().filter { index, node in known.firstIndex(of: node) == index }.map(\.element)
         }
         if let candidates { askForSlots(candidates[...]) }
     }
 
+    /// Ends a refresh: starts the one asked for meanwhile, or runs what
+    /// waited for this one.
+    private func refreshEnded() {
+        let (again, waiting): (RedisNode?, [@Sendable () -> Void]) = lock.withLock {
+            refreshing = false
+            if let node = askNext {
+                askNext = nil
+                return (node, [])
+            }
+            defer { afterRefresh = [] }
+            return (nil, afterRefresh)
+        }
+        if let again { refreshSlots(askingFirst: again) }
+        for then in waiting { then() }
+    }
+
     private func askForSlots(_ candidates: ArraySlice<RedisNode>) {
         guard let node = candidates.first, let connection = lock.withLock({ closed ? nil : connectionLocked(to: node) }) else {
-            let waiting = lock.withLock {
-                refreshing = false
-                defer { afterRefresh = [] }
-                return afterRefresh
-            }
-            for then in waiting { then() }
-            return
+            return refreshEnded()
         }
         connection.send(["CLUSTER", "SLOTS"], deadline: nil) { result in
             guard case .success(let reply) = result, let map = SlotMap(reply, answeredBy: node) else {
@@ -267,18 +277,16 @@ public final class RedisClient: @unchecked Sendable {
     /// the setup commands, and readiness means all of them), and closes
     /// connections to nodes that left it.
     private func install(_ map: SlotMap) {
-        let (gone, waiting): ([RedisConnection], [@Sendable () -> Void]) = lock.withLock {
+        let gone: [RedisConnection] = lock.withLock {
             slots = map
             currentTopology = .cluster
-            refreshing = false
             for node in map.nodes { _ = connectionLocked(to: node) }
             let keep = map.nodes.union(seeds)
             let gone = connections.filter { !keep.contains($0.key) }
             for node in gone.keys { connections[node] = nil }
-            defer { afterRefresh = [] }
-            return (Array(gone.values), afterRefresh)
+            return Array(gone.values)
         }
         for connection in gone { connection.close() }
-        for then in waiting { then() }
+        refreshEnded()
     }
 }

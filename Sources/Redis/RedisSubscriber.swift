@@ -217,16 +217,13 @@ public final class RedisSubscriber: @unchecked Sendable {
             case undo
         }
         let isConfirmation = if case .success(.array(let parts)) = result, parts.first?.string == "ssubscribe" { true } else { false }
-        // A node the map no longer names, though it confirmed: a replica of
-        // the slot's new primary (the map was refreshed meanwhile).
-        let elsewhere = isConfirmation && client.mappedPrimary(of: HashSlot.of(sent.channel)).map { $0 != node } ?? false
         let next: Next = lock.withLock {
             guard let entry = channels[sent.channel], case .subscribing(_, sent.id, _) = entry.state else {
                 // Unsubscribed meanwhile, and the two commands may have
                 // crossed on their way to the connection.
                 return isConfirmation && channels[sent.channel] == nil ? .undo : .nothing
             }
-            if isConfirmation && !elsewhere {
+            if isConfirmation {
                 setLocked(.subscribed(node), of: sent.channel)
                 for id in entry.listeners.keys { channels[sent.channel]?.listeners[id]?.live = true }
                 channels[sent.channel]?.everSubscribed = true
@@ -240,7 +237,7 @@ public final class RedisSubscriber: @unchecked Sendable {
             }
             setLocked(.waiting, of: sent.channel)
             // A late confirmation would leave a subscription nobody reads.
-            return .retry(undo: elsewhere || result == .failure(.timeout))
+            return .retry(undo: result == .failure(.timeout))
         }
         switch next {
         case .nothing:
@@ -253,7 +250,7 @@ public final class RedisSubscriber: @unchecked Sendable {
             if let attempt { send(attempt) }
         case .retry(let undo):
             if undo { sent.connection.sendUnanswered(RESPRequest([Self.sunsubscribe, sent.channel])) }
-            client.refreshTopology { self.scheduleRetry() }
+            client.refreshTopology(askingFirst: nil) { self.scheduleRetry() }
         case .undo:
             sent.connection.sendUnanswered(RESPRequest([Self.sunsubscribe, sent.channel]))
         }
@@ -320,8 +317,9 @@ public final class RedisSubscriber: @unchecked Sendable {
                 if case .lost = channels[channel]?.state { setLocked(.waiting, of: channel) }
             }
         }
-        // After the map is refreshed: the loss may mean the slot moved.
-        client.refreshTopology { self.scheduleRetry() }
+        // After the map is refreshed: the loss may mean the slot moved. A
+        // node that dropped the channel itself knows where its slot went.
+        client.refreshTopology(askingFirst: lostChannels == nil ? nil : node) { self.scheduleRetry() }
     }
 
     private func scheduleRetry() {
