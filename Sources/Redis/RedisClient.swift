@@ -26,6 +26,10 @@ public final class RedisClient: @unchecked Sendable {
     private var slots: SlotMap?
     private var discovering = false
     private var refreshing = false
+    /// Run when the refresh in flight ends.
+    private var afterRefresh: [@Sendable () -> Void] = []
+    /// A node to ask first in one more refresh, after the one in flight.
+    private var askNext: RedisNode?
     private var closed = false
 
     private struct Command: Sendable {
@@ -200,14 +204,21 @@ public final class RedisClient: @unchecked Sendable {
         refreshSlots()
     }
 
-    /// Reloads the slot map (or finds the topology, if still unknown): a
-    /// subscriber lost a node or a subscription, and the map may be why.
-    func refreshTopology() {
-        switch topology {
-        case .unknown: discover()
-        case .cluster: refreshSlots()
-        case .single: break
+    /// Reloads a cluster's slot map, asking `node` first, then runs `then`
+    /// (also when no node answered); for a subscriber that lost a
+    /// subscription and must not subscribe again through a stale map. The
+    /// node that dropped a subscription because it lost the slot knows who
+    /// has it now; others may not have heard yet.
+    func refreshTopology(askingFirst node: RedisNode?, then: @escaping @Sendable () -> Void) {
+        let (wait, unknown) = lock.withLock {
+            guard currentTopology == .cluster, !closed else { return (false, currentTopology == .unknown) }
+            afterRefresh.append(then)
+            if refreshing, let node { askNext = node }
+            return (true, false)
         }
+        if wait { return refreshSlots(askingFirst: node) }
+        if unknown { discover() }
+        then()
     }
 
     /// Asks the seeds, in turn, whether they are part of a cluster.
@@ -239,20 +250,35 @@ public final class RedisClient: @unchecked Sendable {
 
     /// Reloads the slot map from the first node that answers, the map's
     /// own nodes first; one refresh at a time.
-    private func refreshSlots() {
+    private func refreshSlots(askingFirst first: RedisNode? = nil) {
         let candidates: [RedisNode]? = lock.withLock {
             guard !refreshing, !closed else { return nil }
             refreshing = true
-            let known = slots.map { Array($0.nodes) } ?? []
-            return known + seeds.filter { !known.contains($0) }
+            let known = (first.map { [$0] } ?? []) + (slots.map { Array($0.nodes) } ?? []) + seeds
+            return known.enumerated().filter { index, node in known.firstIndex(of: node) == index }.map(\.element)
         }
         if let candidates { askForSlots(candidates[...]) }
     }
 
+    /// Ends a refresh: starts the one asked for meanwhile, or runs what
+    /// waited for this one.
+    private func refreshEnded() {
+        let (again, waiting): (RedisNode?, [@Sendable () -> Void]) = lock.withLock {
+            refreshing = false
+            if let node = askNext {
+                askNext = nil
+                return (node, [])
+            }
+            defer { afterRefresh = [] }
+            return (nil, afterRefresh)
+        }
+        if let again { refreshSlots(askingFirst: again) }
+        for then in waiting { then() }
+    }
+
     private func askForSlots(_ candidates: ArraySlice<RedisNode>) {
         guard let node = candidates.first, let connection = lock.withLock({ closed ? nil : connectionLocked(to: node) }) else {
-            lock.withLock { refreshing = false }
-            return
+            return refreshEnded()
         }
         connection.send(["CLUSTER", "SLOTS"], deadline: nil) { result in
             guard case .success(let reply) = result, let map = SlotMap(reply, answeredBy: node) else {
@@ -269,7 +295,6 @@ public final class RedisClient: @unchecked Sendable {
         let gone: [RedisConnection] = lock.withLock {
             slots = map
             currentTopology = .cluster
-            refreshing = false
             for node in map.nodes { _ = connectionLocked(to: node) }
             let keep = map.nodes.union(seeds)
             let gone = connections.filter { !keep.contains($0.key) }
@@ -277,5 +302,6 @@ public final class RedisClient: @unchecked Sendable {
             return Array(gone.values)
         }
         for connection in gone { connection.close() }
+        refreshEnded()
     }
 }

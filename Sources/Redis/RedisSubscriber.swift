@@ -11,7 +11,11 @@ import Locking
 /// the channel is subscribed again wherever its slot is served now, after a
 /// jittered backoff when attempts fail, and `onSubscribed` runs again.
 /// Messages published while a channel was not subscribed are lost: whoever
-/// mirrors state from a channel re-reads it in `onSubscribed`.
+/// mirrors state from a channel re-reads it in `onSubscribed`. After a loss
+/// the client's slot map is refreshed before subscribing again: a replica
+/// accepts `SSUBSCRIBE` for its primary's slots, and the old primary, asked
+/// through a stale map after a failover, would take the subscription without
+/// getting the new primary's messages.
 ///
 /// A channel is subscribed once however many subscriptions ask for it; each
 /// subscription has its own callbacks and gets messages only after its own
@@ -131,8 +135,9 @@ public final class RedisSubscriber: @unchecked Sendable {
         return Subscription(channel: channel, id: id)
     }
 
-    /// Stops the subscription's callbacks (one already running may finish);
-    /// the channel is unsubscribed once no subscription holds it.
+    /// Stops the subscription's callbacks (one already on its way on an I/O
+    /// thread may still run); the channel is unsubscribed once no
+    /// subscription holds it. May be called from a callback.
     public func unsubscribe(_ subscription: Subscription) {
         let connection: RedisConnection? = lock.withLock {
             guard var entry = channels[subscription.channel],
@@ -148,7 +153,7 @@ public final class RedisSubscriber: @unchecked Sendable {
         connection?.sendUnanswered(RESPRequest([Self.sunsubscribe, subscription.channel]))
     }
 
-    /// Closes every subscribed connection; no callback runs after those already running.
+    /// Closes every subscribed connection; only callbacks already on their way still run.
     public func close() {
         let open: [RedisConnection] = lock.withLock {
             closed = true
@@ -245,8 +250,7 @@ public final class RedisSubscriber: @unchecked Sendable {
             if let attempt { send(attempt) }
         case .retry(let undo):
             if undo { sent.connection.sendUnanswered(RESPRequest([Self.sunsubscribe, sent.channel])) }
-            client.refreshTopology()
-            scheduleRetry()
+            client.refreshTopology(askingFirst: nil) { self.scheduleRetry() }
         case .undo:
             sent.connection.sendUnanswered(RESPRequest([Self.sunsubscribe, sent.channel]))
         }
@@ -313,8 +317,9 @@ public final class RedisSubscriber: @unchecked Sendable {
                 if case .lost = channels[channel]?.state { setLocked(.waiting, of: channel) }
             }
         }
-        client.refreshTopology()
-        scheduleRetry()
+        // After the map is refreshed: the loss may mean the slot moved. A
+        // node that dropped the channel itself knows where its slot went.
+        client.refreshTopology(askingFirst: lostChannels == nil ? nil : node) { self.scheduleRetry() }
     }
 
     private func scheduleRetry() {

@@ -190,11 +190,19 @@ public struct ChromeFunctions: Sendable {
     // MARK: Replies
 
     private func call<Value>(_ function: String, _ id: SessionID, _ arguments: [[UInt8]],
-                             _ completion: @escaping Completion<Value>,
+                             _ completion: @escaping Completion<Value>, reloading: Bool = true,
                              decode: @escaping @Sendable (RESPValue) throws -> Value) {
         let key = key(for: id)
         let command = [Array("FCALL".utf8), Array(function.utf8), Array("1".utf8), key] + arguments
-        client.send(command, key: key) { result in
+        client.send(command, key: key) { [self] result in
+            if reloading, case let .success(.error(message)) = result, message.hasPrefix("ERR Function not found") {
+                // The node lost the library while connected (`FUNCTION FLUSH`, a
+                // restore without it): load it there again, and call once more.
+                client.send(Self.loadCommand, key: key) { _ in
+                    call(function, id, arguments, completion, reloading: false, decode: decode)
+                }
+                return
+            }
             switch result {
             case let .failure(error):
                 completion(.failure(.redis(error)))

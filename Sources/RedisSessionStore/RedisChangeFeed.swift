@@ -1,3 +1,4 @@
+import Dispatch
 import Locking
 import Redis
 import TopChromeCore
@@ -17,6 +18,9 @@ final class RedisChangeFeed: @unchecked Sendable {
     let functions: ChromeFunctions
     let subscriber: RedisSubscriber
     let subscriptions: SessionSubscriptions
+    /// How long a subscriber waits for its first state: the channel may not
+    /// come while Redis is away, and a request must not hang.
+    let joinTimeout: Duration
     private let lock = PthreadLock()
     /// Guarded by `lock`.
     private var channels: [SessionID: Channel] = [:]
@@ -44,8 +48,10 @@ final class RedisChangeFeed: @unchecked Sendable {
         var heard: [SessionEvent] = []
     }
 
-    init(functions: ChromeFunctions, subscriber: RedisSubscriber, subscriptions: SessionSubscriptions) {
+    init(functions: ChromeFunctions, subscriber: RedisSubscriber, subscriptions: SessionSubscriptions,
+         joinTimeout: Duration) {
         self.functions = functions
+        self.joinTimeout = joinTimeout
         self.subscriber = subscriber
         self.subscriptions = subscriptions
     }
@@ -73,11 +79,25 @@ final class RedisChangeFeed: @unchecked Sendable {
             channel.readsStarted += 1
             return .read(channel.readsStarted)
         }
+        let (seconds, attoseconds) = joinTimeout.components
+        DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000))) {
+            [weak self] in self?.giveUp(on: subscriber, of: id)
+        }
         switch next {
         case .listen: listen(to: id)
         case let .read(number): read(id, number: number, resynchronizing: false)
         case .wait: break
         }
+    }
+
+    /// A subscriber still waiting for its first state is told Redis did not answer.
+    private func giveUp(on subscriber: any SessionSubscriber, of id: SessionID) {
+        let (late, ended) = lock.withLock { () -> (Joining?, RedisSubscriber.Subscription?) in
+            guard let late = channels[id]?.joining.removeValue(forKey: ObjectIdentifier(subscriber)) else { return (nil, nil) }
+            return (late, endIfUnwatched(id))
+        }
+        if let ended { self.subscriber.unsubscribe(ended) }
+        late?.reply(.failure(.unavailable(reason: "Redis did not confirm the session's channel in time", mayHaveApplied: false)))
     }
 
     func unsubscribe(_ subscriber: any SessionSubscriber, from id: SessionID) {

@@ -16,10 +16,13 @@ public final class RedisSessionStore: RemoteSessionStore, RemoteChangeFeed {
     ///   - client: its configuration must load the library on every
     ///     connection (`ChromeFunctions.loadCommand` among the setup commands).
     ///   - subscriber: listens to the sessions' channels for watchers.
+    ///   - timeout: how long a watcher waits for its session's channel
+    ///     before it is told Redis is unavailable; the client's command timeout.
     public init(functions: ChromeFunctions, subscriber: RedisSubscriber,
-                subscriptions: SessionSubscriptions = SessionSubscriptions()) {
+                subscriptions: SessionSubscriptions = SessionSubscriptions(), timeout: Duration = .seconds(1)) {
         self.functions = functions
-        feed = RedisChangeFeed(functions: functions, subscriber: subscriber, subscriptions: subscriptions)
+        feed = RedisChangeFeed(functions: functions, subscriber: subscriber, subscriptions: subscriptions,
+                               joinTimeout: timeout)
     }
 
     public var subscriptions: SessionSubscriptions { feed.subscriptions }

@@ -22,6 +22,7 @@ struct RedisStoreSetup {
         let functions = ChromeFunctions(client: client, keyPrefix: configuration.redisKeyPrefix, rules: rules,
                                         idleTimeout: idleTimeout)
         let subscriber = RedisSubscriber(client: client)
-        return RedisSessionStore(functions: functions, subscriber: subscriber, subscriptions: subscriptions)
+        return RedisSessionStore(functions: functions, subscriber: subscriber, subscriptions: subscriptions,
+                                 timeout: redis.commandTimeout)
     }
 }

@@ -109,6 +109,32 @@ import TopChromeApp
         #expect(try stream.nextState()?.id == "4")
     }
 
+    @Test func aReplicaLoadsTheLibraryAgainWhenRedisLostIt() throws {
+        let id = try first.createSession()
+        try redisCLI(port: redis.port, "FUNCTION", "FLUSH")
+        let scrolled = try first.client().json("POST", "/v1/sessions/\(id)/scroll", #"{"contentOffsetY": 300}"#)
+        #expect(scrolled.status == 200)
+        #expect(try scrolled.json["version"] as? Int == 2)
+    }
+
+    @Test func aStreamCutByAStoppingReplicaResumesOnTheOtherWithLastEventID() throws {
+        let doomed = try LiveServer(store: .redis([redis.node]), keyPrefix: prefix)
+        let id = try first.createSession()
+        let stream = try EventStreamClient(port: doomed.port, sessionID: id)
+        #expect(try stream.nextState()?.id == "1")
+        try first.client().json("POST", "/v1/sessions/\(id)/scroll", #"{"contentOffsetY": 300}"#)
+        #expect(try stream.nextState()?.id == "2")
+        doomed.service.stop()
+        while try stream.next() != nil {}
+        #expect(stream.ended, "a stopping replica ends its streams")
+
+        let resumed = try EventStreamClient(port: second.port, sessionID: id, headers: [("Last-Event-ID", "2")])
+        #expect(resumed.head.status == 200)
+        try first.client().json("POST", "/v1/sessions/\(id)/scroll", #"{"contentOffsetY": 0}"#)
+        let next = try #require(try resumed.nextState())
+        #expect(next.id == "3", "nothing the client had is sent again; the next change is")
+    }
+
     @Test func metricsNameTheRedisStore() throws {
         let id = try first.createSession()
         let stream = try EventStreamClient(port: first.port, sessionID: id)
@@ -117,6 +143,36 @@ import TopChromeApp
         #expect(metrics.contains("topchrome_redis_round_trip_seconds_count"))
         #expect(metrics.contains("topchrome_redis_subscriptions 1"))
         #expect(!metrics.contains("topchrome_sessions "), "no replica can count Redis's sessions cheaply")
+    }
+}
+
+/// Two replicas on a Redis Cluster: sessions spread over its shards, and
+/// each change reaches the other replica's watchers through its shard.
+@Suite struct ClusterReplicaLiveTests {
+    @Test func streamsOnOneReplicaFollowSessionsOnEveryShard() throws {
+        let cluster = try RedisClusterFixture.primariesOnly()
+        let prefix = "shards\(UInt32.random(in: 0...UInt32.max)):"
+        let first = try LiveServer(store: .redis(cluster.seeds), keyPrefix: prefix)
+        let second = try LiveServer(store: .redis(cluster.seeds), keyPrefix: prefix)
+        #expect(first.waitUntilReady() && second.waitUntilReady())
+        var ids: [String] = []
+        var shards = Set<Int>()
+        while shards.count < 3 {
+            let id = try first.createSession()
+            let slot = HashSlot.of(Array("\(prefix){\(id)}".utf8))
+            shards.insert(try cluster.primary(of: slot).port)
+            ids.append(id)
+        }
+        let streams = try ids.map { try EventStreamClient(port: second.port, sessionID: $0) }
+        for stream in streams { #expect(try stream.nextState()?.id == "1") }
+        for id in ids {
+            #expect(try first.client().json("POST", "/v1/sessions/\(id)/scroll", #"{"contentOffsetY": 300}"#).status == 200)
+        }
+        for stream in streams {
+            let event = try #require(try stream.nextState())
+            #expect(event.id == "2")
+            #expect(event.state["isRevealed"] as? Bool == false)
+        }
     }
 }
 
@@ -139,6 +195,23 @@ import TopChromeApp
         try redis.restart()
         #expect(server.waitUntilReady())
         #expect(try server.client().json("POST", "/v1/sessions", "").status == 201)
+    }
+
+    @Test func aNewWatcherGets503WithinTheTimeoutWhileRedisIsGone() throws {
+        let redis = try RedisServer()
+        let server = try LiveServer(store: .redis([redis.node]), keyPrefix: "watchless:") { $0.redisTimeout = 0.5 }
+        #expect(server.waitUntilReady())
+        let id = try server.createSession()
+        redis.stop()
+        for headers in [[], [("If-None-Match", "\"1\""), ("Prefer", "wait=30")]] {
+            let started = Date()
+            let answer = try server.client().request(
+                "GET", headers.isEmpty ? "/v1/sessions/\(id)/events" : "/v1/sessions/\(id)", headers: headers)
+            #expect(answer.status == 503)
+            #expect(answer.header("Retry-After") != nil)
+            #expect(Date().timeIntervalSince(started) < 3, "not held until Redis comes back")
+        }
+        #expect(eventually { server.service.watcherCount == 0 })
     }
 
     @Test func aFullRedisRefusesChangesWith503AndLosesNothing() throws {

@@ -94,9 +94,16 @@ struct RedisClusterTests {
         #expect(try await client.send(["MGET", resident, key]) == .array([.bulk(Array("here".utf8)), .bulk(Array("moved".utf8))]))
     }
 
+    /// Also a subscription to a channel of the killed primary's: it is
+    /// subscribed again on the promoted replica.
     @Test func writesResumeAfterAPrimaryIsKilledAndItsReplicaTakesOver() async throws {
-        defer { client.close() }
-        let key = "failover:\(UUID().uuidString)"
+        let subscriber = RedisSubscriber(client: client)
+        defer { subscriber.close(); client.close() }
+        let key = "failover:{\(UUID().uuidString)}"
+        let channel = key + ":changes"
+        let (subscribed, lost) = (Counter(), Counter())
+        _ = subscriber.subscribe(Array(channel.utf8), onSubscribed: { subscribed.increment() }, onLost: { lost.increment() }, onMessage: { _ in })
+        #expect(await eventually { subscribed.value == 1 })
         #expect(try await client.send(["SET", key, "before"]) == .simple("OK"))
         let victim = try cluster.primary(of: HashSlot.of(key))
         victim.stop()
@@ -113,6 +120,8 @@ struct RedisClusterTests {
         }
         #expect(recovered, "errors seen: \(Set(errors))")
         #expect(try await client.send(["GET", key]) == .bulk(Array("after".utf8)))
+        #expect(await eventually { lost.value == 1 && subscribed.value == 2 })
+        #expect(try await client.send(["SPUBLISH", channel, "after"]) == .integer(1))
         try cluster.waitUntilHealthy()
     }
 }
