@@ -175,7 +175,7 @@ public final class SessionAPI: HTTPResponder {
                 let version = session.state.version
                 guard preconditions.matchCondition.holds(for: version) else { throw Self.preconditionFailed }
                 if !preconditions.noneMatchCondition.holds(for: version), let wait = Self.preferredWait(request, cap: maxWaitSeconds) {
-                    return try waitForChange(of: id, isNew: preconditions.noneMatchCondition, seconds: wait)
+                    return try waitForChange(of: id, isNew: preconditions.noneMatchCondition, seconds: wait, in: store)
                 }
                 return try Self.read(session, preconditions)
             case let (.remote(store), false):
@@ -262,9 +262,10 @@ public final class SessionAPI: HTTPResponder {
 
     /// A long-poll: answers when the session reaches a version the client
     /// does not have, or with 304 when the time is up. Holds no thread meanwhile.
-    private func waitForChange(of id: SessionID, isNew: VersionCondition, seconds: Int) throws(Problem) -> HTTPResponse {
+    private func waitForChange(of id: SessionID, isNew: VersionCondition, seconds: Int,
+                               in feed: any SessionChangeFeed) throws(Problem) -> HTTPResponse {
         let watcher = LongPollWatcher(id: id, isNew: isNew, waitSeconds: seconds)
-        guard let current = try watch(id, by: watcher) else { throw Self.unknownSession }
+        guard let current = try watch(id, by: watcher, in: feed) else { throw Self.unknownSession }
         watcher.start(with: current, hub: watchers)
         return .later(watcher.pending)
     }
@@ -336,11 +337,6 @@ public final class SessionAPI: HTTPResponder {
     ])
 
     /// Subscribes the watcher; the session as it is then, or nil if there is none.
-    private func watch(_ id: SessionID, by watcher: any SessionWatcher) throws(Problem) -> Session? {
-        guard case let .local(store) = backend else { preconditionFailure("a long-poll's first read is local only here") }
-        return try watch(id, by: watcher, in: store)
-    }
-
     private func watch(_ id: SessionID, by watcher: any SessionWatcher, in feed: any SessionChangeFeed) throws(Problem) -> Session? {
         // Stopping: watchers are being closed; a new one would be cut off at once.
         guard isReady else { throw Self.shuttingDown }
