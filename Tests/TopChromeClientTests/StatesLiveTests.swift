@@ -60,7 +60,7 @@ import TopChromeClient
         #expect(events.all == [.connected])
 
         server.stop()
-        #expect(await eventually { events.failedAttempts.count >= 3 }, "\(events.all)")
+        #expect(await eventually(within: 30) { events.failedAttempts.count >= 3 }, "\(events.all)")
         try server.start()
         #expect(await eventually { events.all.last == .connected }, "\(events.all)")
         let attempts = events.failedAttempts
@@ -77,8 +77,8 @@ import TopChromeClient
         let client = TopChromeClient(baseURL: URL(string: "http://127.0.0.1:\(server.port)")!, bearerToken: nil)
         let events = ConnectionEvents()
         let recorder = StateRecorder(client.session(id: String(repeating: "1", count: 32)).states(onConnection: events.append))
-        #expect(await eventually { server.connections >= 3 }, "it reconnects after each clean end")
-        #expect(await eventually { events.all.count >= 3 })
+        #expect(await eventually(within: 30) { server.connections >= 3 }, "it reconnects after each clean end")
+        #expect(await eventually(within: 30) { events.all.count >= 3 })
         #expect(events.failedAttempts.isEmpty, "\(events.all)")
         #expect(recorder.versions == [1], "the same state once")
         recorder.cancel()
@@ -94,7 +94,7 @@ import TopChromeClient
         }())
         let events = ConnectionEvents()
         let recorder = StateRecorder(client.session(id: String(repeating: "1", count: 32)).states(onConnection: events.append))
-        #expect(await eventually { events.failedAttempts.count >= 3 }, "\(events.all)")
+        #expect(await eventually(within: 30) { events.failedAttempts.count >= 3 }, "\(events.all)")
         #expect(events.failedAttempts.prefix(3) == [1, 2, 3])
         guard case let .interrupted(.transport(reason), _)? = events.all.first else {
             Issue.record("not a transport error: \(events.all)")
