@@ -12,14 +12,32 @@ final class RedisStoreMetrics: MetricsFamilies, @unchecked Sendable {
 
     private static let errorKinds = ["timeout", "connection_lost", "unavailable", "try_again", "cluster_down", "too_many_redirects"]
 
-    /// Counted on the connections' I/O threads, a few at a time: a lock is cheap enough.
+    /// What the client's hooks count into. Apart from this object, which
+    /// holds the store (for its channels): the store's client holds the
+    /// hooks, and a hook holding this would make a cycle that never frees.
+    private final class Counts: @unchecked Sendable {
+        /// Counted on the connections' I/O threads, a few at a time: a lock is cheap enough.
+        let lock = PthreadLock()
+        // Guarded by `lock`.
+        var buckets = [Int](repeating: 0, count: RedisStoreMetrics.buckets.count + 1)
+        var roundTripNanoseconds = 0
+        var errors = [Int](repeating: 0, count: RedisStoreMetrics.errorKinds.count)
+        var reconnects = 0
+        var redirects = 0
+
+        func record(roundTrip: Duration) {
+            let (seconds, attoseconds) = roundTrip.components
+            let nanoseconds = Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000)
+            let bucket = RedisStoreMetrics.buckets.firstIndex { Double(nanoseconds) / 1e9 <= $0 } ?? RedisStoreMetrics.buckets.count
+            lock.withLock {
+                buckets[bucket] += 1
+                roundTripNanoseconds += nanoseconds
+            }
+        }
+    }
+
+    private let counts = Counts()
     private let lock = PthreadLock()
-    // Guarded by `lock`.
-    private var bucketCounts = [Int](repeating: 0, count: RedisStoreMetrics.buckets.count + 1)
-    private var roundTripNanoseconds = 0
-    private var errors = [Int](repeating: 0, count: RedisStoreMetrics.errorKinds.count)
-    private var reconnects = 0
-    private var redirects = 0
     /// Channels listened to now; set once the store exists, which needs these metrics first.
     private var channels: (@Sendable () -> Int)?
 
@@ -27,24 +45,15 @@ final class RedisStoreMetrics: MetricsFamilies, @unchecked Sendable {
         lock.withLock { channels = count }
     }
 
-    /// The client's hooks, counting into this.
+    /// The client's hooks.
     var hooks: RedisMetrics {
         var hooks = RedisMetrics()
-        hooks.roundTrip = { [self] _, duration in record(roundTrip: duration) }
-        hooks.failed = { [self] _, error in lock.withLock { errors[Self.index(of: error)] += 1 } }
-        hooks.reconnected = { [self] _ in lock.withLock { reconnects += 1 } }
-        hooks.redirected = { [self] _ in lock.withLock { redirects += 1 } }
+        let counts = counts
+        hooks.roundTrip = { _, duration in counts.record(roundTrip: duration) }
+        hooks.failed = { _, error in counts.lock.withLock { counts.errors[Self.index(of: error)] += 1 } }
+        hooks.reconnected = { _ in counts.lock.withLock { counts.reconnects += 1 } }
+        hooks.redirected = { _ in counts.lock.withLock { counts.redirects += 1 } }
         return hooks
-    }
-
-    func record(roundTrip: Duration) {
-        let (seconds, attoseconds) = roundTrip.components
-        let nanoseconds = Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000)
-        let bucket = Self.buckets.firstIndex { Double(nanoseconds) / 1e9 <= $0 } ?? Self.buckets.count
-        lock.withLock {
-            bucketCounts[bucket] += 1
-            roundTripNanoseconds += nanoseconds
-        }
     }
 
     private static func index(of error: RedisError) -> Int {
@@ -59,9 +68,10 @@ final class RedisStoreMetrics: MetricsFamilies, @unchecked Sendable {
     }
 
     func render() -> String {
-        let (bucketCounts, roundTripNanoseconds, errors, reconnects, redirects, channels) = lock.withLock {
-            (self.bucketCounts, self.roundTripNanoseconds, self.errors, self.reconnects, self.redirects, self.channels)
+        let (bucketCounts, roundTripNanoseconds, errors, reconnects, redirects) = counts.lock.withLock {
+            (counts.buckets, counts.roundTripNanoseconds, counts.errors, counts.reconnects, counts.redirects)
         }
+        let channels = lock.withLock { self.channels }
         var text = "# HELP topchrome_redis_round_trip_seconds Time from sending a command to Redis to reading its reply.\n"
         text += "# TYPE topchrome_redis_round_trip_seconds histogram\n"
         var cumulative = 0
