@@ -130,14 +130,40 @@ public final class Logger: @unchecked Sendable {  // each buffer is guarded by i
         }
     }
 
+    /// The part of a line after its time that repeats from line to line:
+    /// its level, its message and the fields `fields` writes (an access
+    /// line's method and route), written once, here, to be copied whole
+    /// into every line that starts so (``log(_:fields:)``).
+    func lineStart(_ level: LogLevel, _ message: StaticString, fields: (inout LogLine) -> Void) -> LogLineStart {
+        var line = LogLine(format: format, bytes: LogBytes(capacity: 128))
+        defer { line.bytes.free() }
+        message.withUTF8Buffer { line.levelAndMessage(level, $0) }
+        fields(&line)
+        return LogLineStart(level: level, bytes: Array(line.bytes.contents))
+    }
+
+    /// A line that begins with `start` (its time first); `fields` writes the rest.
+    func log(_ start: LogLineStart, fields: (inout LogLine) -> Void) {
+        guard isEnabled(start.level) else { return }
+        if start.level >= .warn {
+            start.bytes.withUnsafeBufferPointer { writeAtOnce(errors, .prepared($0), fields) }
+        } else {
+            start.bytes.withUnsafeBufferPointer { appendBuffered(.prepared($0), fields) }
+        }
+    }
+
     private func appendBuffered(_ level: LogLevel, _ message: UnsafeBufferPointer<UInt8>, _ fields: (inout LogLine) -> Void) {
+        appendBuffered(.message(level, message), fields)
+    }
+
+    private func appendBuffered(_ head: LineHead, _ fields: (inout LogLine) -> Void) {
         let buffer = buffers[Self.bufferIndex()]
         pthread_mutex_lock(buffer.mutex)
         var line = LogLine(format: format, bytes: buffer.bytes)
         // A copy, not `&buffer.timestamps`: an inout access to a class's
         // property is checked for exclusivity at run time, on every line.
         var timestamps = buffer.timestamps
-        line.begin(at: clock(), timestamps: &timestamps, level: level, message: message)
+        line.begin(at: clock(), timestamps: &timestamps, head)
         fields(&line)
         line.end()
         if line.bytes.count >= Self.flushThreshold {
@@ -164,10 +190,14 @@ public final class Logger: @unchecked Sendable {  // each buffer is guarded by i
     /// A line that must not wait behind buffered ones: those are written first.
     private func writeAtOnce(_ fd: Int32, _ level: LogLevel, _ message: UnsafeBufferPointer<UInt8>,
                              _ fields: (inout LogLine) -> Void) {
+        writeAtOnce(fd, .message(level, message), fields)
+    }
+
+    private func writeAtOnce(_ fd: Int32, _ head: LineHead, _ fields: (inout LogLine) -> Void) {
         var line = LogLine(format: format, bytes: LogBytes(capacity: 256))
         defer { line.bytes.free() }
         var timestamps = TimestampCache()
-        line.begin(at: clock(), timestamps: &timestamps, level: level, message: message)
+        line.begin(at: clock(), timestamps: &timestamps, head)
         fields(&line)
         line.end()
         flush()
@@ -190,6 +220,18 @@ public final class Logger: @unchecked Sendable {  // each buffer is guarded by i
     private static func bufferIndex() -> Int {
         Int(truncatingIfNeeded: (UInt64(pthread_self()) &* 0x9E37_79B9_7F4A_7C15) >> 32) & (bufferCount - 1)
     }
+}
+
+/// What ``Logger/lineStart(_:_:fields:)`` made: the bytes that follow a line's time.
+struct LogLineStart {
+    let level: LogLevel
+    let bytes: [UInt8]
+}
+
+/// What follows a line's time: its level and message, or a start made before.
+enum LineHead {
+    case message(LogLevel, UnsafeBufferPointer<UInt8>)
+    case prepared(UnsafeBufferPointer<UInt8>)
 }
 
 /// Lines not yet written, and the second they were last stamped with.
@@ -232,6 +274,17 @@ struct LogLine {
     mutating func field(_ name: StaticString, _ value: Int) {
         beginField(name)
         bytes.appendDecimal(value)
+    }
+
+    /// An HTTP status: three digits, written without the loop that counts them.
+    @inline(__always)
+    mutating func field(_ name: StaticString, status: Int) {
+        beginField(name)
+        if (100...999).contains(status) {
+            bytes.appendThreeDigits(UInt(status))
+        } else {
+            bytes.appendDecimal(status)
+        }
     }
 
     /// Milliseconds with three decimals: microseconds are all a request log needs.
@@ -286,18 +339,25 @@ struct LogLine {
         }
     }
 
-    mutating func begin(at time: timespec, timestamps: inout TimestampCache, level: LogLevel,
-                        message: UnsafeBufferPointer<UInt8>) {
+    @inline(__always)
+    mutating func begin(at time: timespec, timestamps: inout TimestampCache, _ head: LineHead) {
+        if format == .json { bytes.append(#"{"time":""#) }
+        timestamps.append(time, to: &bytes)
+        switch head {
+        case let .message(level, message): levelAndMessage(level, message)
+        case let .prepared(start): bytes.append(start)
+        }
+    }
+
+    /// What follows the time in every line.
+    mutating func levelAndMessage(_ level: LogLevel, _ message: UnsafeBufferPointer<UInt8>) {
         switch format {
         case .json:
-            bytes.append(#"{"time":""#)
-            timestamps.append(time, to: &bytes)
             bytes.append(#"","level":""#)
             bytes.append(level.staticName)
             bytes.append(#"","msg":"#)
             bytes.appendJSONString(message)
         case .text:
-            timestamps.append(time, to: &bytes)
             bytes.append(UInt8(ascii: " "))
             bytes.append(level.staticName)
             bytes.append(UInt8(ascii: " "))
@@ -454,7 +514,17 @@ struct LogBytes {
     }
 
     /// With leading zeros up to `minimumDigits`.
+    @inline(__always)
     mutating func appendDecimal(_ value: UInt, minimumDigits: Int = 1) {
+        if value < 10, minimumDigits <= 1 {
+            // A request's milliseconds, most often: one digit, no loop.
+            append(UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: value))
+        } else {
+            appendDecimalDigits(value, minimumDigits: minimumDigits)
+        }
+    }
+
+    private mutating func appendDecimalDigits(_ value: UInt, minimumDigits: Int) {
         var digits = 1, bound: UInt = 10
         while digits < 20, value >= bound {
             digits += 1
