@@ -92,22 +92,24 @@ final class CapturedLog {
         let made = CapturedLog(format, clock: clock), reference = CapturedLog(format, clock: clock)
         let recorder = ExchangeRecorder(metrics: ServiceMetrics(), logger: made.logger)
         let methods = ["GET", "POST", "PUT", "DELETE", "HEAD", "PATCH", "OPTIONS", "GETS", "PUTS", "G T", #"P"T\"#]
-        let statuses = [200, 304, 404, 99, 1000, -1]
+        // The longest numbers too: the fields after the start are written with room made once.
+        let statuses = [200, 304, 404, 99, 1000, -1, Int.min]
         let session = try #require(SessionID("3b6b1e62" + String(repeating: "0", count: 24)))
         var count = 0
         for template in Route.Template.allCases {
             for (index, method) in methods.enumerated() {
                 let status = statuses[(index + template.rawValue) % statuses.count]
                 let endpoint = ExchangeEndpoint(template: template, session: index.isMultiple(of: 2) ? session : nil)
-                let duration = Duration.microseconds(61 * index)
+                let duration = index == 1 ? Duration.seconds(86_400 * 365 * 100) : .microseconds(61 * index)
+                let bodyBytes = index == 2 ? Int.max : 83 * index
                 recorder.completed(HTTPExchange(method: method, path: "", endpoint: endpoint.rawValue, status: status,
-                                                bodyBytes: 83 * index, duration: duration, isStream: false))
+                                                bodyBytes: bodyBytes, duration: duration, isStream: false))
                 reference.logger.log(.info, "request") { line in
                     line.field("method", method)
                     line.field("route", verbatim: template.name)
                     line.field("status", status)
                     line.field("duration_ms", milliseconds: duration)
-                    line.field("bytes", 83 * index)
+                    line.field("bytes", bodyBytes)
                     if let prefix = endpoint.sessionPrefix {
                         line.field("session", hexDigits: prefix)
                     } else {
