@@ -275,12 +275,6 @@ struct LogLine {
         bounded(name) { $0.field(name, value) }
     }
 
-    /// An HTTP status: three digits, written without the loop that counts them.
-    @inline(__always)
-    mutating func field(_ name: StaticString, status: Int) {
-        bounded(name) { $0.field(name, status: status) }
-    }
-
     /// Milliseconds with three decimals: microseconds are all a request log needs.
     @inline(__always)
     mutating func field(_ name: StaticString, milliseconds duration: Duration) {
@@ -420,6 +414,7 @@ struct BoundedFields {
         cursor.putDecimal(value)
     }
 
+    /// An HTTP status: three digits, written without the loop that counts them.
     @inline(__always)
     mutating func field(_ name: StaticString, status: Int) {
         open(name)
