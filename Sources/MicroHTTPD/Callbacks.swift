@@ -11,8 +11,18 @@ let accessHandler: MHD_AccessHandlerCallback = {
     guard let cls, let connection, let url, let method, let version, let uploadDataSize, let requestContext else {
         return .NO
     }
-    let dispatcher = Unmanaged<RequestDispatcher>.fromOpaque(cls).takeUnretainedValue()
+    // The server holds the dispatcher until its daemon has stopped, so it is
+    // used without a retain and a release on each of a request's calls.
+    return Unmanaged<RequestDispatcher>.fromOpaque(cls)._withUnsafeGuaranteedRef { dispatcher in
+        handle(connection, url, method, version, uploadData, uploadDataSize, requestContext, dispatcher: dispatcher)
+    }
+}
 
+private func handle(
+    _ connection: OpaquePointer, _ url: UnsafePointer<CChar>, _ method: UnsafePointer<CChar>,
+    _ version: UnsafePointer<CChar>, _ uploadData: UnsafePointer<CChar>?, _ uploadDataSize: UnsafeMutablePointer<Int>,
+    _ requestContext: UnsafeMutablePointer<UnsafeMutableRawPointer?>, dispatcher: RequestDispatcher
+) -> MHD_Result {
     guard let existing = requestContext.pointee else {
         let context = contextForNewRequest(on: connection)
         context.pointee.begin(method: HTTPTokens.method(method), target: url,
@@ -120,7 +130,9 @@ let requestCompleted: MHD_RequestCompletedCallback = { cls, _, requestContext, _
     let context = existing.assumingMemoryBound(to: RequestContext.self)
     requestContext.pointee = nil
     if context.pointee.countsInFlight {
-        Unmanaged<RequestDispatcher>.fromOpaque(cls).takeUnretainedValue().inFlight.subtract(1, ordering: .releasing)
+        _ = Unmanaged<RequestDispatcher>.fromOpaque(cls)._withUnsafeGuaranteedRef {
+            $0.inFlight.subtract(1, ordering: .releasing)
+        }
     }
     if context.pointee.isForOneRequest || context.pointee.isOrphaned {
         context.free()
@@ -213,13 +225,11 @@ private func queue(
         _ = MHD_add_response_header(created, "Connection", "close")
     }
     let result = MHD_queue_response(connection, UInt32(response.status), created)
-    if let observer = dispatcher.observer {
-        observer.completed(HTTPExchange(
-            method: context.pointee.method, pathBytes: context.pointee.path, endpoint: context.pointee.endpoint,
-            status: response.status,
-            bodyBytes: sentBodyBytes(of: response, method: context.pointee.method),
-            duration: ContinuousClock.now - context.pointee.startedAt, isStream: response.stream != nil))
-    }
+    dispatcher.observer?.completed(HTTPExchange(
+        method: context.pointee.method, pathBytes: context.pointee.path, endpoint: context.pointee.endpoint,
+        status: response.status,
+        bodyBytes: sentBodyBytes(of: response, method: context.pointee.method),
+        duration: ContinuousClock.now - context.pointee.startedAt, isStream: response.stream != nil))
     return result
 }
 

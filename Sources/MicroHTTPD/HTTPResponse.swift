@@ -92,8 +92,9 @@ public struct HTTPExchange: Sendable {
     }
 }
 
-/// Told of every exchange once its response is queued.
-public protocol HTTPExchangeObserver: Sendable {
+/// Told of every exchange once its response is queued. An object, so that
+/// reaching it per request is a retain, not a copy of an opaque existential.
+public protocol HTTPExchangeObserver: AnyObject, Sendable {
     func completed(_ exchange: HTTPExchange)
 }
 

@@ -82,6 +82,52 @@ final class CapturedLog {
         #expect(readme.split(separator: "\n").contains { $0 == line }, "README shows: \(line)")
     }
 
+    /// Access lines whose start (method and route) was made once are the
+    /// lines the fields would make one by one, for every route, usual and
+    /// unusual methods, odd statuses, sessions or none, in both formats.
+    @Test(arguments: LogFormat.allCases)
+    func madeStartsWriteWhatFieldsWould(_ format: LogFormat) throws {
+        let clock = StepClock()
+        clock.set(Self.readmeSecond, milliseconds: 7)
+        let made = CapturedLog(format, clock: clock), reference = CapturedLog(format, clock: clock)
+        let recorder = ExchangeRecorder(metrics: ServiceMetrics(), logger: made.logger)
+        let methods = ["GET", "POST", "PUT", "DELETE", "HEAD", "PATCH", "OPTIONS", "GETS", "PUTS", "G T", #"P"T\"#]
+        // The longest numbers too: the fields after the start are written with room made once.
+        let statuses = [200, 304, 404, 99, 1000, -1, Int.min]
+        let session = try #require(SessionID("3b6b1e62" + String(repeating: "0", count: 24)))
+        var count = 0
+        for template in Route.Template.allCases {
+            for (index, method) in methods.enumerated() {
+                let status = statuses[(index + template.rawValue) % statuses.count]
+                let endpoint = ExchangeEndpoint(template: template, session: index.isMultiple(of: 2) ? session : nil)
+                let duration = index == 1 ? Duration.seconds(86_400 * 365 * 100) : .microseconds(61 * index)
+                let bodyBytes = index == 2 ? Int.max : 83 * index
+                recorder.completed(HTTPExchange(method: method, path: "", endpoint: endpoint.rawValue, status: status,
+                                                bodyBytes: bodyBytes, duration: duration, isStream: false))
+                reference.logger.log(.info, "request") { line in
+                    line.field("method", method)
+                    line.field("route", verbatim: template.name)
+                    line.field("status", status)
+                    line.field("duration_ms", milliseconds: duration)
+                    line.field("bytes", bodyBytes)
+                    if let prefix = endpoint.sessionPrefix {
+                        line.field("session", hexDigits: prefix)
+                    } else {
+                        line.field("session", "-")
+                    }
+                }
+                count += 1
+            }
+        }
+        made.logger.flush()
+        reference.logger.flush()
+        #expect(made.outputLines.count == count)
+        #expect(reference.outputLines.count == count)
+        for (line, expected) in zip(made.outputLines, reference.outputLines) {
+            #expect(line == expected)
+        }
+    }
+
     /// The date and time up to the second are kept while the second lasts;
     /// a new second (a new day, year, leap day, or the clock stepped back)
     /// gets its own.

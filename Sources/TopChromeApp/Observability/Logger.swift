@@ -130,14 +130,40 @@ public final class Logger: @unchecked Sendable {  // each buffer is guarded by i
         }
     }
 
+    /// The part of a line after its time that repeats from line to line:
+    /// its level, its message and the fields `fields` writes (an access
+    /// line's method and route), written once, here, to be copied whole
+    /// into every line that starts so (``log(_:fields:)``).
+    func lineStart(_ level: LogLevel, _ message: StaticString, fields: (inout LogLine) -> Void) -> LogLineStart {
+        var line = LogLine(format: format, bytes: LogBytes(capacity: 128))
+        defer { line.bytes.free() }
+        message.withUTF8Buffer { line.levelAndMessage(level, $0) }
+        fields(&line)
+        return LogLineStart(level: level, bytes: Array(line.bytes.contents))
+    }
+
+    /// A line that begins with `start` (its time first); `fields` writes the rest.
+    func log(_ start: LogLineStart, fields: (inout LogLine) -> Void) {
+        guard isEnabled(start.level) else { return }
+        if start.level >= .warn {
+            start.bytes.withUnsafeBufferPointer { writeAtOnce(errors, .prepared($0), fields) }
+        } else {
+            start.bytes.withUnsafeBufferPointer { appendBuffered(.prepared($0), fields) }
+        }
+    }
+
     private func appendBuffered(_ level: LogLevel, _ message: UnsafeBufferPointer<UInt8>, _ fields: (inout LogLine) -> Void) {
+        appendBuffered(.message(level, message), fields)
+    }
+
+    private func appendBuffered(_ head: LineHead, _ fields: (inout LogLine) -> Void) {
         let buffer = buffers[Self.bufferIndex()]
         pthread_mutex_lock(buffer.mutex)
         var line = LogLine(format: format, bytes: buffer.bytes)
         // A copy, not `&buffer.timestamps`: an inout access to a class's
         // property is checked for exclusivity at run time, on every line.
         var timestamps = buffer.timestamps
-        line.begin(at: clock(), timestamps: &timestamps, level: level, message: message)
+        line.begin(at: clock(), timestamps: &timestamps, head)
         fields(&line)
         line.end()
         if line.bytes.count >= Self.flushThreshold {
@@ -164,10 +190,14 @@ public final class Logger: @unchecked Sendable {  // each buffer is guarded by i
     /// A line that must not wait behind buffered ones: those are written first.
     private func writeAtOnce(_ fd: Int32, _ level: LogLevel, _ message: UnsafeBufferPointer<UInt8>,
                              _ fields: (inout LogLine) -> Void) {
+        writeAtOnce(fd, .message(level, message), fields)
+    }
+
+    private func writeAtOnce(_ fd: Int32, _ head: LineHead, _ fields: (inout LogLine) -> Void) {
         var line = LogLine(format: format, bytes: LogBytes(capacity: 256))
         defer { line.bytes.free() }
         var timestamps = TimestampCache()
-        line.begin(at: clock(), timestamps: &timestamps, level: level, message: message)
+        line.begin(at: clock(), timestamps: &timestamps, head)
         fields(&line)
         line.end()
         flush()
@@ -190,6 +220,18 @@ public final class Logger: @unchecked Sendable {  // each buffer is guarded by i
     private static func bufferIndex() -> Int {
         Int(truncatingIfNeeded: (UInt64(pthread_self()) &* 0x9E37_79B9_7F4A_7C15) >> 32) & (bufferCount - 1)
     }
+}
+
+/// What ``Logger/lineStart(_:_:fields:)`` made: the bytes that follow a line's time.
+struct LogLineStart {
+    let level: LogLevel
+    let bytes: [UInt8]
+}
+
+/// What follows a line's time: its level and message, or a start made before.
+enum LineHead {
+    case message(LogLevel, UnsafeBufferPointer<UInt8>)
+    case prepared(UnsafeBufferPointer<UInt8>)
 }
 
 /// Lines not yet written, and the second they were last stamped with.
@@ -230,42 +272,50 @@ struct LogLine {
 
     @inline(__always)
     mutating func field(_ name: StaticString, _ value: Int) {
-        beginField(name)
-        bytes.appendDecimal(value)
+        bounded(name) { $0.field(name, value) }
     }
 
     /// Milliseconds with three decimals: microseconds are all a request log needs.
     @inline(__always)
     mutating func field(_ name: StaticString, milliseconds duration: Duration) {
-        beginField(name)
-        // A request's duration fits in 64 bits of attoseconds (up to 9 s),
-        // where dividing is one instruction; `components` divides 128 bits.
-        let attoseconds = duration.attoseconds
-        if let short = Int64(exactly: attoseconds), short >= 0 {
-            milliseconds(microseconds: Int((short + 500_000_000_000) / 1_000_000_000_000))
-        } else {
-            let (seconds, attoseconds) = duration.components
-            milliseconds(microseconds: Int(seconds) * 1_000_000 + Int((attoseconds + 500_000_000_000) / 1_000_000_000_000))
-        }
+        bounded(name) { $0.field(name, milliseconds: duration) }
     }
 
     /// A constant the caller knows needs neither quotes (text) nor escapes
     /// (JSON): no space, quote, backslash or control byte.
     @inline(__always)
     mutating func field(_ name: StaticString, verbatim value: StaticString) {
-        beginField(name)
-        if format == .json { bytes.append(UInt8(ascii: "\"")) }
-        bytes.append(value)
-        if format == .json { bytes.append(UInt8(ascii: "\"")) }
+        let format = format
+        bytes.append(atMost: name.utf8CodeUnitCount + value.utf8CodeUnitCount + BoundedFields.roomPerField) { cursor in
+            var fields = BoundedFields(format: format, cursor: cursor)
+            fields.field(name, verbatim: value)
+            cursor = fields.cursor
+        }
     }
 
     /// Eight lowercase hex digits, e.g. the first 32 bits of a session id.
     @inline(__always)
     mutating func field(_ name: StaticString, hexDigits value: UInt32) {
-        beginField(name)
-        if format == .json { bytes.append(UInt8(ascii: "\"")) }
-        bytes.appendEightHexDigits(value)
-        if format == .json { bytes.append(UInt8(ascii: "\"")) }
+        bounded(name) { $0.field(name, hexDigits: value) }
+    }
+
+    /// Fields whose values have a short bound (numbers, short ids, short
+    /// constants), written with one check for room instead of one per
+    /// piece: `maxCount` bytes at most in all, names included, and each
+    /// field's value and punctuation within ``BoundedFields/roomPerField``.
+    @inline(__always)
+    mutating func boundedFields(atMost maxCount: Int, _ body: (inout BoundedFields) -> Void) {
+        let format = format
+        bytes.append(atMost: maxCount) { cursor in
+            var fields = BoundedFields(format: format, cursor: cursor)
+            body(&fields)
+            cursor = fields.cursor
+        }
+    }
+
+    @inline(__always)
+    private mutating func bounded(_ name: StaticString, _ body: (inout BoundedFields) -> Void) {
+        boundedFields(atMost: name.utf8CodeUnitCount + BoundedFields.roomPerField, body)
     }
 
     mutating func field(_ name: String, _ value: LogValue) {
@@ -282,22 +332,30 @@ struct LogLine {
         switch value {
         case let .string(text): string(text)
         case let .int(number): bytes.appendDecimal(number)
-        case let .milliseconds(value): milliseconds(microseconds: Int((value * 1000).rounded()))
+        case let .milliseconds(value):
+            bytes.append(atMost: BoundedFields.roomPerField) { $0.putMilliseconds(microseconds: Int((value * 1000).rounded())) }
         }
     }
 
-    mutating func begin(at time: timespec, timestamps: inout TimestampCache, level: LogLevel,
-                        message: UnsafeBufferPointer<UInt8>) {
+    @inline(__always)
+    mutating func begin(at time: timespec, timestamps: inout TimestampCache, _ head: LineHead) {
+        if format == .json { bytes.append(#"{"time":""#) }
+        timestamps.append(time, to: &bytes)
+        switch head {
+        case let .message(level, message): levelAndMessage(level, message)
+        case let .prepared(start): bytes.append(start)
+        }
+    }
+
+    /// What follows the time in every line.
+    mutating func levelAndMessage(_ level: LogLevel, _ message: UnsafeBufferPointer<UInt8>) {
         switch format {
         case .json:
-            bytes.append(#"{"time":""#)
-            timestamps.append(time, to: &bytes)
             bytes.append(#"","level":""#)
             bytes.append(level.staticName)
             bytes.append(#"","msg":"#)
             bytes.appendJSONString(message)
         case .text:
-            timestamps.append(time, to: &bytes)
             bytes.append(UInt8(ascii: " "))
             bytes.append(level.staticName)
             bytes.append(UInt8(ascii: " "))
@@ -339,13 +397,79 @@ struct LogLine {
             }
         }
     }
+}
+
+/// The fields of ``LogLine/boundedFields(atMost:_:)``, written where room was made.
+struct BoundedFields {
+    let format: LogFormat
+    var cursor: ByteCursor
+    /// Room each field takes besides its name (and a constant value's own
+    /// bytes): punctuation (`,"":` and two quotes) and the longest value,
+    /// a 20-character `Int` or a duration (sign, 17 digits, point, 3).
+    static let roomPerField = 32
 
     @inline(__always)
-    private mutating func milliseconds(microseconds: Int) {
-        if microseconds < 0 { bytes.append(UInt8(ascii: "-")) }
-        bytes.appendDecimal(microseconds.magnitude / 1000)
-        bytes.append(UInt8(ascii: "."))
-        bytes.appendThreeDigits(microseconds.magnitude % 1000)
+    mutating func field(_ name: StaticString, _ value: Int) {
+        open(name)
+        cursor.putDecimal(value)
+    }
+
+    /// An HTTP status: three digits, written without the loop that counts them.
+    @inline(__always)
+    mutating func field(_ name: StaticString, status: Int) {
+        open(name)
+        if (100...999).contains(status) {
+            cursor.putThreeDigits(UInt(status))
+        } else {
+            cursor.putDecimal(status)
+        }
+    }
+
+    @inline(__always)
+    mutating func field(_ name: StaticString, milliseconds duration: Duration) {
+        open(name)
+        // A request's duration fits in 64 bits of attoseconds (up to 9 s),
+        // where dividing is one instruction; `components` divides 128 bits.
+        let attoseconds = duration.attoseconds
+        if let short = Int64(exactly: attoseconds), short >= 0 {
+            cursor.putMilliseconds(microseconds: Int((short + 500_000_000_000) / 1_000_000_000_000))
+        } else {
+            let (seconds, attoseconds) = duration.components
+            cursor.putMilliseconds(
+                microseconds: Int(seconds) * 1_000_000 + Int((attoseconds + 500_000_000_000) / 1_000_000_000_000))
+        }
+    }
+
+    /// See ``LogLine/field(_:verbatim:)``; here the value must be short
+    /// (its bytes count against ``roomPerField``).
+    @inline(__always)
+    mutating func field(_ name: StaticString, verbatim value: StaticString) {
+        open(name)
+        if format == .json { cursor.put(UInt8(ascii: "\"")) }
+        cursor.put(value)
+        if format == .json { cursor.put(UInt8(ascii: "\"")) }
+    }
+
+    @inline(__always)
+    mutating func field(_ name: StaticString, hexDigits value: UInt32) {
+        open(name)
+        if format == .json { cursor.put(UInt8(ascii: "\"")) }
+        cursor.putEightHexDigits(value)
+        if format == .json { cursor.put(UInt8(ascii: "\"")) }
+    }
+
+    @inline(__always)
+    private mutating func open(_ name: StaticString) {
+        switch format {
+        case .json:
+            cursor.put(#",""#)
+            cursor.put(name)
+            cursor.put(#"":"#)
+        case .text:
+            cursor.put(UInt8(ascii: " "))
+            cursor.put(name)
+            cursor.put(UInt8(ascii: "="))
+        }
     }
 }
 
@@ -366,12 +490,12 @@ struct TimestampCache {
             prefixCount = text.count
             second = time.tv_sec
         }
-        withUnsafeBytes(of: prefix) { prefix in
-            bytes.append(UnsafeBufferPointer(start: prefix.baseAddress!.assumingMemoryBound(to: UInt8.self),
-                                             count: prefixCount))
+        let prefix = prefix, prefixCount = prefixCount
+        bytes.append(atMost: MemoryLayout.size(ofValue: prefix) + 4) { cursor in
+            cursor.put(words: prefix, count: prefixCount)
+            cursor.putThreeDigits(UInt(min(max(time.tv_nsec / 1_000_000, 0), 999)))
+            cursor.put(UInt8(ascii: "Z"))
         }
-        bytes.appendThreeDigits(UInt(min(max(time.tv_nsec / 1_000_000, 0), 999)))
-        bytes.append(UInt8(ascii: "Z"))
     }
 
     private static func prefix(of second: time_t) -> [UInt8] {
@@ -447,40 +571,36 @@ struct LogBytes {
         text.withUTF8 { append($0) }
     }
 
+    /// Up to `maxCount` bytes written through `body`, with one check for
+    /// room instead of one per piece.
+    @inline(__always)
+    mutating func append(atMost maxCount: Int, _ body: (inout ByteCursor) -> Void) {
+        reserve(maxCount)
+        var cursor = ByteCursor(next: start + count)
+        body(&cursor)
+        precondition(cursor.next - start <= count + maxCount, "a bounded write outgrew its bound")
+        count = cursor.next - start
+    }
+
     @inline(__always)
     mutating func appendDecimal(_ value: Int) {
-        if value < 0 { append(UInt8(ascii: "-")) }
-        appendDecimal(value.magnitude)
+        append(atMost: 20) { $0.putDecimal(value) }
     }
 
     /// With leading zeros up to `minimumDigits`.
+    @inline(__always)
     mutating func appendDecimal(_ value: UInt, minimumDigits: Int = 1) {
-        var digits = 1, bound: UInt = 10
-        while digits < 20, value >= bound {
-            digits += 1
-            bound &*= 10
-        }
-        digits = max(digits, minimumDigits)
-        reserve(digits)
-        var rest = value, index = count + digits
-        while index > count {
-            index -= 1
-            start[index] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: rest % 10)
-            rest /= 10
-        }
-        count += digits
+        append(atMost: max(20, minimumDigits)) { $0.putDecimal(value, minimumDigits: minimumDigits) }
     }
 
-    /// `value` (below 1000) as three digits with leading zeros: the
-    /// milliseconds of every timestamp and duration, without the general
-    /// loop that first counts the digits.
     @inline(__always)
     mutating func appendThreeDigits(_ value: UInt) {
-        reserve(3)
-        start[count] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: value / 100)
-        start[count + 1] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: value / 10 % 10)
-        start[count + 2] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: value % 10)
-        count += 3
+        append(atMost: 3) { $0.putThreeDigits(value) }
+    }
+
+    @inline(__always)
+    mutating func appendEightHexDigits(_ value: UInt32) {
+        append(atMost: 8) { $0.putEightHexDigits(value) }
     }
 
     /// The low `digits` hex digits of `value`, lowercase.
@@ -492,24 +612,6 @@ struct LogBytes {
             start[count + index] = table.utf8Start[Int(truncatingIfNeeded: value >> UInt64(4 * (digits - 1 - index)) & 0xF)]
         }
         count += digits
-    }
-
-    /// `value` as eight lowercase hex digits, all at once in one 64-bit
-    /// word (a byte per nibble, then each nibble made a digit), stored with
-    /// one write: a session's short id is on every access-log line.
-    @inline(__always)
-    mutating func appendEightHexDigits(_ value: UInt32) {
-        reserve(8)
-        var nibbles = UInt64(value)
-        nibbles = (nibbles & 0xFFFF) | (nibbles & 0xFFFF_0000) << 16
-        nibbles = (nibbles & 0x0000_00FF_0000_00FF) | (nibbles & 0x0000_FF00_0000_FF00) << 8
-        nibbles = (nibbles & 0x000F_000F_000F_000F) | (nibbles & 0x00F0_00F0_00F0_00F0) << 4
-        // 1 in each byte whose nibble is 10 or more: those become a–f, 39 past '0'…'9'.
-        let letters = (nibbles &+ 0x0606_0606_0606_0606) >> 4 & 0x0101_0101_0101_0101
-        let digits = nibbles &+ 0x3030_3030_3030_3030 &+ letters &* 39
-        // The first nibble's digit comes first in memory.
-        UnsafeMutableRawPointer(start + count).storeBytes(of: digits.bigEndian, as: UInt64.self)
-        count += 8
     }
 
     /// `text` as a JSON string, escaped as `JSONWriter` escapes it.
@@ -552,5 +654,109 @@ struct LogBytes {
         start.deallocate()
         start = larger
         capacity = max(needed, capacity * 2)
+    }
+}
+
+/// Writes bytes where ``LogBytes/append(atMost:_:)`` made room, with no
+/// check per byte: the short pieces of a log line (names, numbers, ids).
+struct ByteCursor {
+    private(set) var next: UnsafeMutablePointer<UInt8>
+
+    init(next: UnsafeMutablePointer<UInt8>) {
+        self.next = next
+    }
+
+    @inline(__always)
+    mutating func put(_ byte: UInt8) {
+        next.pointee = byte
+        next += 1
+    }
+
+    @inline(__always)
+    mutating func put(_ text: StaticString) {
+        let source = text.utf8Start, count = text.utf8CodeUnitCount
+        for index in 0..<count { next[index] = source[index] }
+        next += count
+    }
+
+    /// The first `count` bytes of `words`; all 32 are stored, so 32 bytes of room are needed.
+    @inline(__always)
+    mutating func put(words: (UInt64, UInt64, UInt64, UInt64), count: Int) {
+        let raw = UnsafeMutableRawPointer(next)
+        raw.storeBytes(of: words.0, toByteOffset: 0, as: UInt64.self)
+        raw.storeBytes(of: words.1, toByteOffset: 8, as: UInt64.self)
+        raw.storeBytes(of: words.2, toByteOffset: 16, as: UInt64.self)
+        raw.storeBytes(of: words.3, toByteOffset: 24, as: UInt64.self)
+        next += count
+    }
+
+    @inline(__always)
+    mutating func putDecimal(_ value: Int) {
+        if value < 0 { put(UInt8(ascii: "-")) }
+        putDecimal(value.magnitude)
+    }
+
+    /// With leading zeros up to `minimumDigits`.
+    @inline(__always)
+    mutating func putDecimal(_ value: UInt, minimumDigits: Int = 1) {
+        if value < 10, minimumDigits <= 1 {
+            // A request's milliseconds, most often: one digit, no loop.
+            put(UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: value))
+        } else {
+            putDecimalDigits(value, minimumDigits: minimumDigits)
+        }
+    }
+
+    private mutating func putDecimalDigits(_ value: UInt, minimumDigits: Int) {
+        var digits = 1, bound: UInt = 10
+        while digits < 20, value >= bound {
+            digits += 1
+            bound &*= 10
+        }
+        digits = max(digits, minimumDigits)
+        var rest = value, index = digits
+        while index > 0 {
+            index -= 1
+            next[index] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: rest % 10)
+            rest /= 10
+        }
+        next += digits
+    }
+
+    /// `value` (below 1000) as three digits with leading zeros: the
+    /// milliseconds of every timestamp and duration, without the general
+    /// loop that first counts the digits.
+    @inline(__always)
+    mutating func putThreeDigits(_ value: UInt) {
+        next[0] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: value / 100)
+        next[1] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: value / 10 % 10)
+        next[2] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: value % 10)
+        next += 3
+    }
+
+    /// `value` as eight lowercase hex digits, all at once in one 64-bit
+    /// word (a byte per nibble, then each nibble made a digit), stored with
+    /// one write: a session's short id is on every access-log line.
+    @inline(__always)
+    mutating func putEightHexDigits(_ value: UInt32) {
+        var nibbles = UInt64(value)
+        nibbles = (nibbles & 0xFFFF) | (nibbles & 0xFFFF_0000) << 16
+        nibbles = (nibbles & 0x0000_00FF_0000_00FF) | (nibbles & 0x0000_FF00_0000_FF00) << 8
+        nibbles = (nibbles & 0x000F_000F_000F_000F) | (nibbles & 0x00F0_00F0_00F0_00F0) << 4
+        // 1 in each byte whose nibble is 10 or more: those become a–f, 39 past '0'…'9'.
+        let letters = (nibbles &+ 0x0606_0606_0606_0606) >> 4 & 0x0101_0101_0101_0101
+        let digits = nibbles &+ 0x3030_3030_3030_3030 &+ letters &* 39
+        // The first nibble's digit comes first in memory.
+        UnsafeMutableRawPointer(next).storeBytes(of: digits.bigEndian, as: UInt64.self)
+        next += 8
+    }
+
+    /// Milliseconds with three decimals, from microseconds.
+    @inline(__always)
+    mutating func putMilliseconds(microseconds: Int) {
+        if microseconds < 0 { put(UInt8(ascii: "-")) }
+        putDecimal(microseconds.magnitude / 1000)
+        put(UInt8(ascii: "."))
+        putThreeDigits(microseconds.magnitude % 1000)
     }
 }
