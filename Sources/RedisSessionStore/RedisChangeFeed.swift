@@ -81,7 +81,7 @@ final class RedisChangeFeed: @unchecked Sendable {
         }
         let (seconds, attoseconds) = joinTimeout.components
         DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000))) {
-            [weak self] in self?.giveUp(on: subscriber, of: id)
+            self.giveUp(on: subscriber, of: id)
         }
         switch next {
         case .listen: listen(to: id)
@@ -114,8 +114,11 @@ final class RedisChangeFeed: @unchecked Sendable {
     private func listen(to id: SessionID) {
         let subscription = subscriber.subscribe(
             functions.channel(for: id),
-            onSubscribed: { [weak self] in self?.channelIsLive(id) },
-            onMessage: { [weak self] message in self?.heard(message, on: id) })
+            // Held strongly (LeakSanitizer takes weak references' tables left
+            // at exit for leaks): the subscription is ended when the session
+            // is no longer watched, and every one at `close()`.
+            onSubscribed: { self.channelIsLive(id) },
+            onMessage: { message in self.heard(message, on: id) })
         let unwanted = lock.withLock { () -> Bool in
             guard let channel = channels[id] else { return true }
             channel.subscription = subscription
