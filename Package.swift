@@ -101,7 +101,8 @@ let package = Package(
         // a plain build replays inputs through the same checks.
         .executableTarget(
             name: "TopChromeFuzz",
-            dependencies: ["TopChromeApp", "TopChromeAPI", "TopChromeCore", "MicroHTTPD", "StrictJSON", "SessionSnapshots", "TopChromeClient"]
+            dependencies: ["TopChromeApp", "TopChromeAPI", "TopChromeCore", "MicroHTTPD", "StrictJSON", "SessionSnapshots", "TopChromeClient",
+                           "Redis", "RedisSessionStore"]
         ),
 
         .testTarget(name: "TopChromeCoreTests", dependencies: ["TopChromeCore"]),

@@ -1,18 +1,21 @@
-/// Which node serves each slot, as `CLUSTER SLOTS` reports it.
-struct SlotMap {
+/// Which node serves each slot, as `CLUSTER SLOTS` reports it. Package-wide
+/// so the fuzz target can read arbitrary replies with it.
+package struct SlotMap {
     /// The primary of each slot; nil for a slot no node serves.
     private(set) var owners: [RedisNode?]
 
-    var nodes: Set<RedisNode> { Set(owners.compactMap { $0 }) }
+    package var nodes: Set<RedisNode> { Set(owners.compactMap { $0 }) }
 
-    subscript(slot: Int) -> RedisNode? {
+    package subscript(slot: Int) -> RedisNode? {
         get { owners[slot] }
         set { owners[slot] = newValue }
     }
 
     /// Reads a `CLUSTER SLOTS` reply: `[start, end, [host, port, id…], replicas…]`
-    /// per range. An empty host means the node that answered.
-    init?(_ reply: RESPValue, answeredBy answering: RedisNode) {
+    /// per range. An empty host means the node that answered. A port that is
+    /// not a TCP port refuses the whole reply: no node could be reached
+    /// there, and one past Int32 would trap when the client connects.
+    package init?(_ reply: RESPValue, answeredBy answering: RedisNode) {
         guard case .array(let ranges) = reply else { return nil }
         owners = Array(repeating: nil, count: HashSlot.count)
         for range in ranges {
@@ -20,7 +23,7 @@ struct SlotMap {
                   case .integer(let start) = fields[0], case .integer(let end) = fields[1],
                   0 <= start, start <= end, end < HashSlot.count,
                   case .array(let primary) = fields[2], primary.count >= 2,
-                  let host = primary[0].string, case .integer(let port) = primary[1]
+                  let host = primary[0].string, case .integer(let port) = primary[1], (1...65535).contains(port)
             else { return nil }
             let node = RedisNode(host: host.isEmpty ? answering.host : host, port: Int(port))
             for slot in Int(start)...Int(end) { owners[slot] = node }

@@ -9,9 +9,9 @@ import Musl
 // The one door to hiredis: contexts, buffers and reply objects are touched
 // here and nowhere else.
 
-/// What hiredis said when a connection failed.
-struct HiredisFailure: Error {
-    let reason: String
+/// What hiredis said when a connection failed, or its reader met bytes that are not RESP.
+package struct HiredisFailure: Error {
+    package let reason: String
 }
 
 /// One non-blocking hiredis context. Not thread-safe: its connection uses it
@@ -103,19 +103,50 @@ extension RESPValue {
     /// order, or nil when the bytes are not RESP. For tests and fuzzing of the
     /// conversion, without a socket.
     public static func parse(_ bytes: [UInt8]) -> [RESPValue]? {
-        guard let reader = redisReaderCreate() else { return nil }
-        defer { redisReaderFree(reader) }
-        let fed = bytes.withUnsafeBufferPointer { buffer in
-            buffer.withMemoryRebound(to: CChar.self) { redisReaderFeed(reader, $0.baseAddress, $0.count) }
-        }
-        guard fed == REDIS_OK else { return nil }
+        let reader = RESPReader()
+        guard reader.feed(bytes[...]) else { return nil }
         var values: [RESPValue] = []
-        while true {
-            var reply: UnsafeMutableRawPointer?
-            guard redisReaderGetReply(reader, &reply) == REDIS_OK else { return nil }
-            guard let reply else { return values }
-            values.append(RESPValue(reply.assumingMemoryBound(to: redisReply.self)))
-            freeReplyObject(reply)
+        do {
+            while let value = try reader.next() { values.append(value) }
+        } catch {
+            return nil
         }
+        return values
+    }
+}
+
+/// hiredis's reply reader without a socket, for the wire tests and the
+/// fuzz targets: a connection's context holds the same reader (made by
+/// `redisReaderCreate`), `fill()` feeds it what the socket gave, and
+/// `nextReply()` takes replies out as `next()` does, so bytes cut anywhere
+/// by the network can be replayed here piece by piece.
+package final class RESPReader {
+    private let reader: UnsafeMutablePointer<redisReader>
+
+    package init() {
+        guard let reader = redisReaderCreate() else { fatalError("hiredis: out of memory") }
+        self.reader = reader
+    }
+
+    deinit { redisReaderFree(reader) }
+
+    /// Appends bytes as they came; false once the reader has refused the stream.
+    package func feed(_ bytes: ArraySlice<UInt8>) -> Bool {
+        bytes.withUnsafeBufferPointer { buffer in
+            buffer.withMemoryRebound(to: CChar.self) { redisReaderFeed(reader, $0.baseAddress, $0.count) }
+        } == REDIS_OK
+    }
+
+    /// The next complete reply, nil until more bytes come; throws for bytes that are not RESP.
+    package func next() throws(HiredisFailure) -> RESPValue? {
+        var reply: UnsafeMutableRawPointer?
+        guard redisReaderGetReply(reader, &reply) == REDIS_OK else {
+            throw HiredisFailure(reason: withUnsafeBytes(of: reader.pointee.errstr) {
+                String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self)
+            })
+        }
+        guard let reply else { return nil }
+        defer { freeReplyObject(reply) }
+        return RESPValue(reply.assumingMemoryBound(to: redisReply.self))
     }
 }

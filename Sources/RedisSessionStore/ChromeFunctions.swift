@@ -88,22 +88,7 @@ public struct ChromeFunctions: Sendable {
                       completion: @escaping Completion<AppliedInputs>) {
         var arguments = [ttlArgument, Self.text(rules.revealThreshold)] + Self.words(condition)
         for input in inputs { Self.append(input, to: &arguments) }
-        call("topchrome_apply", id, arguments, completion) { reply in
-            guard let outcome = try Self.outcome(id, from: reply) else { return AppliedInputs(outcome: .notFound, reports: []) }
-            guard case .done = outcome else { return AppliedInputs(outcome: outcome, reports: []) }
-            guard case let .array(values) = reply, values.count == 6, case let .bulk(letters) = values[5] else {
-                throw ChromeFunctionError.unexpectedReply(reply)
-            }
-            let reports = try letters.map { letter -> ReportOutcome in
-                switch letter {
-                case UInt8(ascii: "a"): .applied
-                case UInt8(ascii: "h"): .horizontal
-                case UInt8(ascii: "s"): .stale
-                default: throw ChromeFunctionError.unexpectedReply(reply)
-                }
-            }
-            return AppliedInputs(outcome: outcome, reports: reports)
-        }
+        call("topchrome_apply", id, arguments, completion) { reply in try Self.applied(id, from: reply) }
     }
 
     /// `SessionStore.remove` in one `FCALL`.
@@ -113,12 +98,14 @@ public struct ChromeFunctions: Sendable {
         }
     }
 
-    /// Reads a message of the session's channel.
+    /// Reads a message of the session's channel. A non-finite inset (which
+    /// the library never writes, but anyone may publish) is refused, as in
+    /// a reply: watchers write the state as JSON, which has no NaN.
     public static func event(_ message: [UInt8], of id: SessionID) -> SessionEvent? {
         if message == Array("gone".utf8) { return .removed(id) }
         let fields = message.split(separator: UInt8(ascii: " "), omittingEmptySubsequences: false).map { String(decoding: $0, as: UTF8.self) }
         guard fields.count == 3 || fields.count == 4,
-              let version = UInt64(fields[0]), let inset = Double(fields[1]), let revealed = revealed(fields[2])
+              let version = UInt64(fields[0]), let inset = Double(fields[1]), inset.isFinite, let revealed = revealed(fields[2])
         else { return nil }
         var seq: UInt64?
         if fields.count == 4 {
@@ -220,15 +207,35 @@ public struct ChromeFunctions: Sendable {
         }
     }
 
+    // The decoders are package-wide so the fuzz target can give them any reply.
+
+    /// What `topchrome_apply` answered.
+    package static func applied(_ id: SessionID, from reply: RESPValue) throws -> AppliedInputs {
+        guard let outcome = try outcome(id, from: reply) else { return AppliedInputs(outcome: .notFound, reports: []) }
+        guard case .done = outcome else { return AppliedInputs(outcome: outcome, reports: []) }
+        guard case let .array(values) = reply, values.count == 6, case let .bulk(letters) = values[5] else {
+            throw ChromeFunctionError.unexpectedReply(reply)
+        }
+        let reports = try letters.map { letter -> ReportOutcome in
+            switch letter {
+            case UInt8(ascii: "a"): .applied
+            case UInt8(ascii: "h"): .horizontal
+            case UInt8(ascii: "s"): .stale
+            default: throw ChromeFunctionError.unexpectedReply(reply)
+            }
+        }
+        return AppliedInputs(outcome: outcome, reports: reports)
+    }
+
     /// nil for a null reply (no such session); else the session, if the status is `status`.
-    private static func session(_ id: SessionID, from reply: RESPValue, status: String) throws -> Session? {
+    package static func session(_ id: SessionID, from reply: RESPValue, status: String) throws -> Session? {
         if reply == .null { return nil }
         guard case let .array(values) = reply, values.count >= 5, values[0].string == status,
               let state = state(values[1...4]) else { throw ChromeFunctionError.unexpectedReply(reply) }
         return Session(id: id, state: state)
     }
 
-    private static func outcome(_ id: SessionID, from reply: RESPValue) throws -> StoreOutcome? {
+    package static func outcome(_ id: SessionID, from reply: RESPValue) throws -> StoreOutcome? {
         if reply == .null { return nil }
         guard case let .array(values) = reply, values.count >= 5, let state = state(values[1...4]) else {
             throw ChromeFunctionError.unexpectedReply(reply)

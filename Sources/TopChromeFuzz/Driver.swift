@@ -15,7 +15,8 @@ struct FuzzTarget: Sendable {
 /// (built with `-DFUZZING`) or, in a plain build, replays the given files so
 /// the seed corpora double as a quick regression check.
 enum FuzzDriver {
-    static let targets: [FuzzTarget] = [JSONTarget.target, RequestTarget.target, BodyTarget.target, SnapshotTarget.target, EventStreamTarget.target]
+    static let targets: [FuzzTarget] = [JSONTarget.target, RequestTarget.target, BodyTarget.target, SnapshotTarget.target, EventStreamTarget.target,
+                                           RESPTarget.target, ClusterTarget.target, FunctionsTarget.target]
 
     /// Set from the first argument and exported, so processes libFuzzer
     /// starts itself (`-fork`, `-jobs`, `-merge`) run the same target.
@@ -42,7 +43,7 @@ enum FuzzDriver {
     private static func usage(_ program: String) -> Never {
         var text = "usage: \(program) TARGET [libFuzzer flags] [CORPUS_DIR | FILE]...\n\ntargets:\n"
         for target in targets {
-            text += "  " + target.name.padding(toLength: 9, withPad: " ", startingAt: 0) + target.summary + "\n"
+            text += "  " + target.name.padding(toLength: 11, withPad: " ", startingAt: 0) + target.summary + "\n"
         }
         #if !FUZZING
         text += "\nThis build has no libFuzzer (build with -DFUZZING, see scripts/fuzz.sh): it replays the given files.\n"

@@ -46,6 +46,40 @@ struct RedisWireTests {
         #expect(ClusterRedirect("ERR MOVED 1 a:1") == nil)
     }
 
+    @Test func clusterSlotsRepliesAreRead() throws {
+        func range(_ start: Int64, _ end: Int64, _ host: String, _ port: Int64) -> RESPValue {
+            .array([.integer(start), .integer(end), .array([.bulk(Array(host.utf8)), .integer(port), .bulk(Array("id".utf8))])])
+        }
+        let answering = RedisNode(host: "10.0.0.9", port: 7009)
+        let map = try #require(SlotMap(.array([range(0, 99, "10.0.0.1", 7000), range(100, 16383, "", 65535)]), answeredBy: answering))
+        #expect(map[0] == RedisNode(host: "10.0.0.1", port: 7000) && map[99] == map[0])
+        #expect(map[100] == RedisNode(host: "10.0.0.9", port: 65535) && map[16383] == map[100])
+        #expect(SlotMap(.array([range(0, 16384, "a", 1)]), answeredBy: answering) == nil)
+    }
+
+    /// Found by the `cluster` fuzz target: a port that is no TCP port was
+    /// taken into the map, and one past Int32 traps when the client connects.
+    @Test(arguments: [0, -1, 65536, 1 << 40] as [Int64])
+    func clusterSlotsWithAPortThatIsNoPortAreRefused(_ port: Int64) {
+        let reply = RESPValue.array([.array([.integer(0), .integer(16383), .array([.bulk(Array("10.0.0.1".utf8)), .integer(port)])])])
+        #expect(SlotMap(reply, answeredBy: RedisNode(host: "10.0.0.9", port: 7009)).map(\.nodes) == nil)
+    }
+
+    @Test func repliesReadInAnyPiecesAreTheSame() throws {
+        let stream = Array("+OK\r\n*2\r\n$3\r\nabc\r\n:-7\r\n$-1\r\n".utf8)
+        let reader = RESPReader()
+        var values: [RESPValue] = []
+        for byte in stream {
+            #expect(reader.feed([byte]))
+            while let value = try reader.next() { values.append(value) }
+        }
+        #expect(values == RESPValue.parse(stream))
+        #expect(values.count == 3)
+        #expect(reader.feed(Array("?".utf8)[...]))
+        #expect(throws: HiredisFailure.self) { try reader.next() }
+        #expect(!reader.feed(Array("+OK\r\n".utf8)[...]), "a refused stream takes no more")
+    }
+
     @Test func commandsAreRoutedByTheirFirstKey() {
         func key(_ words: String...) -> String? {
             RedisClient.routingKey(of: words.map { Array($0.utf8) }).map { String(decoding: $0, as: UTF8.self) }

@@ -1,0 +1,217 @@
+import Foundation
+import Redis
+import RedisSessionStore
+import TopChromeCore
+
+/// `functions`: what the server reads from the `topchrome` function library
+/// (Sources/RedisSessionStore/topchrome.lua): the messages of a session's
+/// change channel (`ChromeFunctions.event`) and the replies of `FCALL`
+/// (`ChromeFunctions.session`, `.outcome`, `.applied`).
+///
+/// The input is read whole as one channel message, and as RESP (hiredis),
+/// each reply then being the reply of each function. A state is also drawn
+/// from the input and written as the library writes it.
+///
+/// Invariants: nothing crashes; a message is `gone` or a state whose inset
+/// is finite (a watcher writes it as JSON, which has no NaN or infinity),
+/// and what is accepted reads back the same once written as the library
+/// writes it; the replies are decoded exactly as `Reference` decodes the
+/// shapes topchrome.lua returns, and what is decoded reads back the same
+/// once written as the library writes it; a state drawn from the input,
+/// written as the library writes messages and replies, is read exactly.
+enum FunctionsTarget {
+    static let target = FuzzTarget(
+        name: "functions",
+        summary: "change-channel messages and FCALL replies of the Redis function library",
+        run: run)
+
+    static let id = SessionID(high: 0x0123_4567_89ab_cdef, low: 0xfedc_ba98_7654_3210)
+
+    static func run(_ bytes: [UInt8]) {
+        let input = printable(bytes)
+        checkMessage(bytes, input: input)
+        let drawn = state(drawnFrom: bytes)
+        check(ChromeFunctions.event(message(drawn), of: id) == .changed(Session(id: id, state: drawn)),
+              "\(printable(message(drawn))) is not read as \(drawn): \(input)")
+        for status in ["done", "failed"] {
+            checkReply(reply(status, drawn, outcomes: status == "done" ? Array("ahs".utf8) : nil), input: input)
+        }
+        guard !RESP2Reading.mayClaimHugeArray(bytes), let replies = RESPValue.parse(bytes) else { return }
+        for value in replies { checkReply(value, input: input) }
+    }
+
+    // MARK: Channel messages
+
+    static func checkMessage(_ bytes: [UInt8], input: String) {
+        switch ChromeFunctions.event(bytes, of: id) {
+        case nil: break
+        case let .removed(removed)?:
+            check(removed == id && bytes == Array("gone".utf8), "read as a removal: \(input)")
+        case let .changed(session)?:
+            check(session.id == id, "a message of one session changed another: \(input)")
+            check(session.state.inset.isFinite, "a message gave the inset \(session.state.inset): \(input)")
+            let written = message(session.state)
+            check(ChromeFunctions.event(written, of: id) == .changed(session),
+                  "\(session.state) written as \(printable(written)) reads back otherwise: \(input)")
+        }
+    }
+
+    /// As topchrome.lua's `message`: "<version> <inset> <r>[ <seq>]".
+    static func message(_ state: ChromeState) -> [UInt8] {
+        var text = integer(state.version) + " " + exact(state.inset) + " " + (state.isRevealed ? "1" : "0")
+        if let seq = state.lastAppliedSeq { text += " " + integer(seq) }
+        return Array(text.utf8)
+    }
+
+    /// As topchrome.lua's `exact`: the shortest of 15 to 17 significant digits that reads back.
+    static func exact(_ number: Double) -> String {
+        for digits in 15...17 {
+            let text = String(format: "%.\(digits)g", number)
+            if Double(text) == number { return text }
+        }
+        return String(format: "%.17g", number)
+    }
+
+    /// As topchrome.lua's `integer` (`%.0f` of a whole double below 2^53).
+    static func integer(_ number: UInt64) -> String { String(number) }
+
+    /// A state the library could hold, from the input's first bytes.
+    static func state(drawnFrom bytes: [UInt8]) -> ChromeState {
+        var words = (0..<4).map { index -> UInt64 in
+            bytes.dropFirst(index * 8).prefix(8).reduce(0) { $0 << 8 | UInt64($1) }
+        }
+        var inset = Double(bitPattern: words[0])
+        if !inset.isFinite { inset = Double(words[0] & 0xFFFF) / 8 }
+        words[1] &= (1 << 53) - 1
+        return ChromeState(inset: inset, isRevealed: words[2] & 1 == 1, version: max(1, words[1]),
+                           lastAppliedSeq: words[2] & 2 == 0 ? nil : words[3] & ((1 << 53) - 1))
+    }
+
+    // MARK: FCALL replies
+
+    enum Decoded<Value: Equatable>: Equatable {
+        case value(Value)
+        case refused
+    }
+
+    static func decoded<Value>(_ body: () throws -> Value) -> Decoded<Value> {
+        do {
+            return .value(try body())
+        } catch ChromeFunctionError.unexpectedReply {
+            return .refused
+        } catch {
+            fail("a decoder threw \(error), not unexpectedReply")
+        }
+    }
+
+    static func checkReply(_ reply: RESPValue, input: String) {
+        let session = decoded { try ChromeFunctions.session(id, from: reply, status: "done") }
+        let outcome = decoded { try ChromeFunctions.outcome(id, from: reply) }
+        let applied = decoded { try ChromeFunctions.applied(id, from: reply) }
+        check(session == Reference.session(reply), "session: \(session), expected \(Reference.session(reply)) for \(reply): \(input)")
+        check(outcome == Reference.outcome(reply), "outcome: \(outcome), expected \(Reference.outcome(reply)) for \(reply): \(input)")
+        check(applied == Reference.applied(reply), "applied: \(applied), expected \(Reference.applied(reply)) for \(reply): \(input)")
+
+        if case let .value(session?) = session {
+            check(session.state.inset.isFinite, "a reply gave the inset \(session.state.inset): \(input)")
+            let written = Self.reply("done", session.state, outcomes: nil)
+            check(decoded { try ChromeFunctions.session(id, from: written, status: "done") } == .value(session),
+                  "\(session.state) written as \(written) reads back otherwise: \(input)")
+        }
+        if case let .value(applied) = applied, case let .done(session) = applied.outcome {
+            let letters = applied.reports.map { outcome -> UInt8 in
+                switch outcome {
+                case .applied: UInt8(ascii: "a")
+                case .horizontal: UInt8(ascii: "h")
+                case .stale: UInt8(ascii: "s")
+                }
+            }
+            let written = Self.reply("done", session.state, outcomes: letters)
+            check(decoded { try ChromeFunctions.applied(id, from: written) } == .value(applied),
+                  "\(applied) written as \(written) reads back otherwise: \(input)")
+        }
+    }
+
+    /// As topchrome.lua's `reply`: Lua strings arrive as bulk strings,
+    /// `false` as a null, and the array ends at the first nil.
+    static func reply(_ status: String, _ state: ChromeState, outcomes: [UInt8]?) -> RESPValue {
+        var values: [RESPValue] = [
+            .bulk(Array(status.utf8)), .bulk(Array(exact(state.inset).utf8)), .bulk(Array((state.isRevealed ? "1" : "0").utf8)),
+            .bulk(Array(integer(state.version).utf8)), state.lastAppliedSeq.map { .bulk(Array(integer($0).utf8)) } ?? .null,
+        ]
+        if let outcomes { values.append(.bulk(outcomes)) }
+        return .array(values)
+    }
+
+    /// The shapes topchrome.lua returns, read from its comments: null for no
+    /// session; else `[status, inset, revealed, version, seq or null]`, texts
+    /// (bulk or status strings), the inset a finite number, revealed `1` or
+    /// `0`, version and seq unsigned decimals; `topchrome_apply`'s `done`
+    /// adds a sixth element, one letter a, h or s per scroll report.
+    enum Reference {
+        static func session(_ reply: RESPValue) -> Decoded<Session?> {
+            guard reply != .null else { return .value(nil) }
+            guard let (status, state) = statusAndState(reply), status == "done" else { return .refused }
+            return .value(Session(id: id, state: state))
+        }
+
+        static func outcome(_ reply: RESPValue) -> Decoded<StoreOutcome?> {
+            guard reply != .null else { return .value(nil) }
+            guard let (status, state) = statusAndState(reply) else { return .refused }
+            switch status {
+            case "done": return .value(.done(Session(id: id, state: state)))
+            case "failed": return .value(.conditionFailed(Session(id: id, state: state)))
+            default: return .refused
+            }
+        }
+
+        static func applied(_ reply: RESPValue) -> Decoded<AppliedInputs> {
+            guard reply != .null else { return .value(AppliedInputs(outcome: .notFound, reports: [])) }
+            guard let (status, state) = statusAndState(reply) else { return .refused }
+            let session = Session(id: id, state: state)
+            switch status {
+            case "failed": return .value(AppliedInputs(outcome: .conditionFailed(session), reports: []))
+            case "done":
+                guard case let .array(values) = reply, values.count == 6, case let .bulk(letters) = values[5] else { return .refused }
+                var reports: [ReportOutcome] = []
+                for letter in letters {
+                    switch Character(Unicode.Scalar(letter)) {
+                    case "a": reports.append(.applied)
+                    case "h": reports.append(.horizontal)
+                    case "s": reports.append(.stale)
+                    default: return .refused
+                    }
+                }
+                return .value(AppliedInputs(outcome: .done(session), reports: reports))
+            default: return .refused
+            }
+        }
+
+        private static func statusAndState(_ reply: RESPValue) -> (String, ChromeState)? {
+            guard case let .array(values) = reply, values.count >= 5 else { return nil }
+            let texts = values.prefix(5).map(text)
+            guard let status = texts[0], let insetText = texts[1], let inset = Double(insetText), inset.isFinite,
+                  let versionText = texts[3], let version = UInt64(versionText) else { return nil }
+            let revealed: Bool
+            switch texts[2] {
+            case "1": revealed = true
+            case "0": revealed = false
+            default: return nil
+            }
+            var seq: UInt64?
+            if values[4] != .null {
+                guard let seqText = texts[4], let number = UInt64(seqText) else { return nil }
+                seq = number
+            }
+            return (status, ChromeState(inset: inset, isRevealed: revealed, version: version, lastAppliedSeq: seq))
+        }
+
+        private static func text(_ value: RESPValue) -> String? {
+            switch value {
+            case let .simple(text): text
+            case let .bulk(bytes): String(decoding: bytes, as: UTF8.self)
+            default: nil
+            }
+        }
+    }
+}
