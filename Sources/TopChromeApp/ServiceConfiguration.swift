@@ -59,6 +59,9 @@ public struct ServiceConfiguration: Sendable, Equatable {
     public var redisKeyPrefix = "topchrome:"
     /// Seconds a request waits for Redis before it gets 503.
     public var redisTimeout = 1.0
+    /// Replicas of a session's primary that must hold each change before it
+    /// is acknowledged (`WAIT`, up to `redisTimeout`); 0 acknowledges at once.
+    public var redisWaitReplicas = 0
 
     public init() {}
 
@@ -280,6 +283,9 @@ public struct ServiceConfiguration: Sendable, Equatable {
                 throw UsageError(description: "\(source) must be a number of seconds from 0.01 to 60, not '\(value)'")
             }
             config.redisTimeout = number
+        },
+        Option(name: "redis-wait-replicas", placeholder: "N", help: "Redis replicas that must have each change before it is acknowledged, else 503 (default 0).") { value, source, config throws(UsageError) in
+            config.redisWaitReplicas = try integer(value, source, in: 0...16)
         },
         Option(name: "snapshot-interval", placeholder: "S", help: "Seconds between state-file snapshots (default 60).") { value, source, config throws(UsageError) in
             config.snapshotInterval = try integer(value, source, in: 1...86_400)

@@ -235,3 +235,91 @@ import TopChromeApp
         #expect(last["inset"] as? Double == 42, "the stream converges on what Redis holds")
     }
 }
+
+/// `--redis-wait-replicas N`: a change is acknowledged once N replicas of
+/// its primary hold it (`WAIT`), else 503 saying it was made but not confirmed.
+@Suite struct RedisWaitReplicasLiveTests {
+    let prefix = "wait\(UInt32.random(in: 0...UInt32.max)):"
+
+    /// A replica of the service on the shared cluster (one Redis replica per
+    /// primary); `timeout` short where every change waits it out.
+    func server(waitingFor replicas: Int, cluster: RedisClusterFixture, timeout: Double = 1) throws -> LiveServer {
+        let server = try LiveServer(store: .redis(cluster.seeds), keyPrefix: prefix) {
+            $0.redisWaitReplicas = replicas
+            $0.redisTimeout = timeout
+        }
+        #expect(server.waitUntilReady())
+        return server
+    }
+
+    @Test func changesConfirmedByTheOneReplicaThereIsSucceed() throws {
+        let cluster = try RedisClusterFixture.shared()
+        let server = try server(waitingFor: 1, cluster: cluster)
+        let id = try server.createSession(inset: 20)
+        #expect(try server.client().json("POST", "/v1/sessions/\(id)/scroll", #"{"contentOffsetY": 300}"#).status == 200)
+        #expect(try server.client().json("PUT", "/v1/sessions/\(id)/inset", #"{"inset": 30}"#).status == 200)
+        #expect(try server.client().request("DELETE", "/v1/sessions/\(id)").status == 204)
+    }
+
+    @Test func aChangeMoreReplicasMustConfirmThanThereAreIs503ButMade() throws {
+        let cluster = try RedisClusterFixture.shared()
+        let plain = try server(waitingFor: 0, cluster: cluster)
+        let waiting = try server(waitingFor: 2, cluster: cluster, timeout: 0.5)
+        let id = try plain.createSession(inset: 20)
+
+        let scrolled = try waiting.client().json("POST", "/v1/sessions/\(id)/scroll", #"{"contentOffsetY": 300}"#)
+        #expect(scrolled.status == 503)
+        #expect(scrolled.header("Content-Type") == "application/problem+json")
+        #expect(scrolled.header("Retry-After") != nil)
+        #expect(scrolled.text.contains("the change was made but not confirmed by 2 Redis replicas"), "\(scrolled.text)")
+        let read = try plain.client().request("GET", "/v1/sessions/\(id)")
+        #expect(try read.json["isRevealed"] as? Bool == false, "the change is in Redis")
+        #expect(read.header("ETag") == "\"2\"")
+
+        let deleted = try waiting.client().request("DELETE", "/v1/sessions/\(id)")
+        #expect(deleted.status == 503)
+        #expect(deleted.text.contains("not confirmed by 2 Redis replicas"))
+        #expect(try plain.client().request("GET", "/v1/sessions/\(id)").status == 404, "the removal is in Redis")
+
+        let created = try waiting.client().json("POST", "/v1/sessions", #"{"inset": 7}"#)
+        #expect(created.status == 503)
+        #expect(created.text.contains("not confirmed by 2 Redis replicas"))
+        let keys = try cluster.primaries().map { try redisCLI(port: $0.port, "--scan", "--pattern", "\(prefix)*") }.joined()
+        #expect(keys.split(separator: "\n").count == 1, "the new session is in Redis: \(keys)")
+    }
+
+    /// Reads, and changes that changed nothing, are answered without waiting.
+    @Test func readsAndStaleReportsDoNotWait() throws {
+        let cluster = try RedisClusterFixture.shared()
+        let plain = try server(waitingFor: 0, cluster: cluster)
+        let waiting = try server(waitingFor: 2, cluster: cluster)
+        let id = try plain.createSession()
+        #expect(try plain.client().json("POST", "/v1/sessions/\(id)/scroll", #"{"contentOffsetY": 0, "seq": 5}"#).status == 200)
+        #expect(try waiting.client().request("GET", "/v1/sessions/\(id)").status == 200)
+        let stale = try waiting.client().json("POST", "/v1/sessions/\(id)/scroll", #"{"contentOffsetY": 300, "seq": 4}"#)
+        #expect(stale.status == 200)
+        #expect(try stale.json["isRevealed"] as? Bool == true)
+    }
+
+    /// WAIT follows the change on the connection that made it: with the
+    /// only replica frozen, no change is confirmed, though older writes were.
+    @Test func aFrozenReplicaConfirmsNothing() throws {
+        let primary = try RedisServer(["--repl-diskless-sync-delay", "0"])
+        let replica = try RedisServer(["--replicaof", "127.0.0.1", String(primary.port)])
+        // Online as the primary sees it: after a diskless sync, only once the replica's first acknowledgement came.
+        #expect(eventually(within: 10) { (try? redisCLI(port: primary.port, "INFO", "replication"))?.contains("state=online") == true })
+        let server = try LiveServer(store: .redis([primary.node]), keyPrefix: prefix) {
+            $0.redisWaitReplicas = 1
+        }
+        #expect(server.waitUntilReady())
+        let id = try server.createSession()
+        replica.signal(SIGSTOP)
+        defer { replica.signal(SIGCONT) }
+        let frozen = try server.client().json("PUT", "/v1/sessions/\(id)/inset", #"{"inset": 40}"#)
+        #expect(frozen.status == 503)
+        #expect(frozen.text.contains("not confirmed by 1 Redis replica"), "\(frozen.text)")
+        #expect(try redisCLI(port: primary.port, "HGET", "\(prefix){\(id)}", "i").hasPrefix("40"))
+        replica.signal(SIGCONT)
+        #expect(try server.client().json("PUT", "/v1/sessions/\(id)/inset", #"{"inset": 50}"#).status == 200)
+    }
+}

@@ -92,6 +92,27 @@ import Testing
         }
     }
 
+    @Test func redisWaitReplicasFromFlagOrEnvironment() throws {
+        #expect(try serve([]).redisWaitReplicas == 0)
+        #expect(try serve(["--redis-wait-replicas", "2"]).redisWaitReplicas == 2)
+        #expect(try serve(["--redis-wait-replicas=16"]).redisWaitReplicas == 16)
+        #expect(try serve([], ["TOPCHROME_REDIS_WAIT_REPLICAS": "1"]).redisWaitReplicas == 1)
+        #expect(try serve(["--redis-wait-replicas", "0"], ["TOPCHROME_REDIS_WAIT_REPLICAS": "3"]).redisWaitReplicas == 0)
+    }
+
+    @Test(arguments: ["17", "-1", "two", "1.5", "", " 1"])
+    func redisWaitReplicasMustBeAWholeNumberUpTo16(_ value: String) {
+        #expect {
+            try serve(["--redis-wait-replicas", value])
+        } throws: { error in
+            let message = (error as? ServiceConfiguration.UsageError)?.description ?? ""
+            return message.contains("--redis-wait-replicas") && message.contains("0 to 16")
+        }
+        #expect(throws: ServiceConfiguration.UsageError.self) {
+            try serve([], ["TOPCHROME_REDIS_WAIT_REPLICAS": value])
+        }
+    }
+
     /// `topchrome help` is `--help`; an unknown word elsewhere is still refused.
     @Test func helpAsAWord() throws {
         #expect(try ServiceConfiguration.parse(arguments: ["help"], environment: [:]) == .help)
