@@ -106,7 +106,6 @@ final class RedisChangeFeed: @unchecked Sendable {
 
     /// The channel is live: the first time, or again after it was lost.
     private func channelIsLive(_ id: SessionID) {
-        print("DEBUG live \(id)")
         let number: Int? = lock.withLock {
             guard let channel = channels[id] else { return nil }
             channel.isLive = true
@@ -138,7 +137,6 @@ final class RedisChangeFeed: @unchecked Sendable {
     private func read(_ id: SessionID, number: Int, resynchronizing: Bool) {
         let heardBefore = lock.withLock { channels[id]?.messagesHeard ?? 0 }
         functions.session(id) { [self] result in
-            print("DEBUG read \(result)")
             var replies: [(RemoteReply<Session?>, Result<Session?, RemoteStoreError>)] = []
             let ended = lock.withLock { () -> RedisSubscriber.Subscription? in
                 guard let channel = channels[id] else { return nil }

@@ -323,3 +323,30 @@ import TopChromeApp
         #expect(try server.client().json("PUT", "/v1/sessions/\(id)/inset", #"{"inset": 50}"#).status == 200)
     }
 }
+
+/// The `topchrome` executable on Redis, as an operator runs it.
+@Suite struct RedisProcessLiveTests {
+    /// Watching a session reads it and listens to its channel; none of that
+    /// may print anything but log lines, or a JSON log stream breaks.
+    @Test func watchingPrintsOnlyLogLines() throws {
+        let redis = try RedisServer()
+        let server = try ProcessLifecycleTests.RunningServer(
+            ["--port", "0", "--threads", "1", "--log-format", "json", "--store", "redis://127.0.0.1:\(redis.port)"])
+        _ = try server.waitUntilListening()
+        let client = try TestHTTPClient(port: server.port)
+        #expect(eventually(within: 10) { (try? client.request("GET", "/readyz").status) == 200 })
+        let created = try client.json("POST", "/v1/sessions", "")
+        let id = try #require(try created.json["id"] as? String)
+        let stream = try EventStreamClient(port: server.port, sessionID: id)
+        #expect(try stream.nextState()?.id == "1")
+        #expect(try client.json("POST", "/v1/sessions/\(id)/scroll", #"{"contentOffsetY": 300}"#).status == 200)
+        #expect(try stream.nextState()?.id == "2")
+        server.signal(SIGTERM)
+        #expect(server.waitForExit(within: 10) == 0)
+        let lines = server.standardOutput.split(separator: "\n")
+        #expect(lines.count >= 3)
+        for line in lines {
+            #expect((try? JSONSerialization.jsonObject(with: Data(line.utf8))) is [String: Any], "not a log line: \(line)")
+        }
+    }
+}
