@@ -293,16 +293,25 @@ public struct ServiceConfiguration: Sendable, Equatable {
     ]
 
     /// `memory`, or `redis://host:port[,host:port…]`: hosts may be names, or
-    /// IPv6 addresses in brackets.
+    /// IPv6 addresses in brackets. Without brackets a colon in the host is
+    /// refused, since `fe80::1` would read as host `fe80:`, port 1.
     static func storage(_ value: String, _ source: String) throws(UsageError) -> SessionStorage {
         if value == "memory" { return .memory }
         let usage = UsageError(description: "\(source) must be memory or redis://HOST:PORT[,HOST:PORT...], not '\(value)'")
         guard value.hasPrefix("redis://") else { throw usage }
         var nodes: [RedisNode] = []
         for address in value.dropFirst("redis://".count).split(separator: ",", omittingEmptySubsequences: false) {
-            guard var node = RedisNode(address), !node.host.contains("/"), !node.host.contains("@") else { throw usage }
-            if node.host.hasPrefix("[") && node.host.hasSuffix("]") { node.host = String(node.host.dropFirst().dropLast()) }
-            guard !node.host.isEmpty, !node.host.contains("[") else { throw usage }
+            guard var node = RedisNode(address), let colon = address.lastIndex(of: ":"),
+                  address[address.index(after: colon)...].allSatisfy({ $0.isASCII && $0.isNumber }),
+                  node.host.unicodeScalars.allSatisfy({ (0x21...0x7E).contains($0.value) && !"/@,".unicodeScalars.contains($0) })
+            else { throw usage }
+            if node.host.hasPrefix("[") && node.host.hasSuffix("]") {
+                node.host = String(node.host.dropFirst().dropLast())
+                guard node.host.contains(":") else { throw usage }
+            } else if node.host.contains(":") {
+                throw usage
+            }
+            guard !node.host.isEmpty, !node.host.contains("["), !node.host.contains("]") else { throw usage }
             nodes.append(node)
         }
         return .redis(nodes)
