@@ -15,7 +15,7 @@ public final class RedisClient: @unchecked Sendable {
     }
 
     private let seeds: [RedisNode]
-    let configuration: RedisConfiguration
+    public let configuration: RedisConfiguration
     private let lock = PthreadLock()
 
     // Guarded by `lock`.

@@ -1,3 +1,4 @@
+import Dispatch
 import Locking
 import Redis
 import TopChromeCore
@@ -12,7 +13,9 @@ import TopChromeCore
 /// kept and handed on after it, if newer. A lost channel (a dropped
 /// connection, a slot that moved, a failover) comes back on its own; then
 /// the session is read again and published as a resynchronization, since
-/// changes in the gap were not heard.
+/// changes in the gap were not heard. A watcher whose first state has not
+/// come within the client's command timeout (Redis away, the channel not
+/// live) is answered with a failure, as a request would be.
 final class RedisChangeFeed: @unchecked Sendable {
     let functions: ChromeFunctions
     let subscriber: RedisSubscriber
@@ -78,6 +81,25 @@ final class RedisChangeFeed: @unchecked Sendable {
         case let .read(number): read(id, number: number, resynchronizing: false)
         case .wait: break
         }
+        let (seconds, attoseconds) = functions.client.configuration.commandTimeout.components
+        let timeout = DispatchTimeInterval.nanoseconds(Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000))
+        DispatchQueue.global().asyncAfter(deadline: .now() + timeout) { [self] in
+            giveUp(on: subscriber, of: id)
+        }
+    }
+
+    /// Answers a subscriber still waiting for its first state with a failure.
+    private func giveUp(on subscriber: any SessionSubscriber, of id: SessionID) {
+        var reply: RemoteReply<Session?>?
+        let ended = lock.withLock { () -> RedisSubscriber.Subscription? in
+            guard let channel = channels[id], let joining = channel.joining.removeValue(forKey: ObjectIdentifier(subscriber)) else {
+                return nil
+            }
+            reply = joining.reply
+            return endIfUnwatched(id)
+        }
+        if let ended { self.subscriber.unsubscribe(ended) }
+        reply?(.failure(.unavailable(reason: "Redis did not let this replica listen to the session in time", mayHaveApplied: false)))
     }
 
     func unsubscribe(_ subscriber: any SessionSubscriber, from id: SessionID) {

@@ -198,6 +198,29 @@ import TopChromeApp
         #expect(last["inset"] as? Double == 77)
         #expect(!stream.ended)
     }
+    /// A watcher's first state comes once the session's channel is live;
+    /// while Redis is away it never is, and the watch gets 503 instead of
+    /// waiting for Redis (a long-poll past its own wait, a stream with no answer at all).
+    @Test func aWatchWhileRedisIsAwayGets503WithinTheTimeout() throws {
+        let redis = try RedisServer()
+        let server = try LiveServer(store: .redis([redis.node]), keyPrefix: "watchless:") { $0.redisTimeout = 0.5 }
+        #expect(server.waitUntilReady())
+        let id = try server.createSession()
+        redis.stop()
+        #expect(eventually { (try? server.client().request("GET", "/readyz").status) == 503 })
+        for headers in [[("Accept", "text/event-stream")], [("If-None-Match", "\"1\""), ("Prefer", "wait=5")]] {
+            let path = headers.count == 1 ? "/v1/sessions/\(id)/events" : "/v1/sessions/\(id)"
+            let started = Date()
+            let refused = try server.client().request("GET", path, headers: headers)
+            let waited = Date().timeIntervalSince(started)
+            #expect(refused.status == 503, "\(path)")
+            #expect(refused.header("Content-Type") == "application/problem+json")
+            #expect(refused.header("Retry-After") != nil)
+            #expect(waited < 3, "answered within the timeout, not when Redis comes back (took \(waited) s)")
+        }
+        #expect(eventually { server.service.watcherCount == 0 })
+        #expect(server.service.redisStore?.channelsHeld == 0)
+    }
 }
 
 /// A Redis Cluster losing a primary: after its replica takes over, the
