@@ -15,7 +15,7 @@ public final class RedisClient: @unchecked Sendable {
     }
 
     private let seeds: [RedisNode]
-    public let configuration: RedisConfiguration
+    let configuration: RedisConfiguration
     private let lock = PthreadLock()
 
     // Guarded by `lock`.
@@ -69,6 +69,9 @@ public final class RedisClient: @unchecked Sendable {
         home = seeds[0]
         discover()
     }
+
+    /// How long a command waits for its reply when its caller gives no deadline.
+    public var commandTimeout: Duration { configuration.commandTimeout }
 
     public var topology: Topology {
         lock.withLock { currentTopology }

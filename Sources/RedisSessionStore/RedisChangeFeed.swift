@@ -81,7 +81,7 @@ final class RedisChangeFeed: @unchecked Sendable {
         case let .read(number): read(id, number: number, resynchronizing: false)
         case .wait: break
         }
-        let (seconds, attoseconds) = functions.client.configuration.commandTimeout.components
+        let (seconds, attoseconds) = functions.client.commandTimeout.components
         let timeout = DispatchTimeInterval.nanoseconds(Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000))
         DispatchQueue.global().asyncAfter(deadline: .now() + timeout) { [self] in
             giveUp(on: subscriber, of: id)
