@@ -36,8 +36,35 @@ public final class RedisClient: @unchecked Sendable {
         let request: RESPRequest
         let slot: Int?
         let deadline: ContinuousClock.Instant
-        let completion: RedisCompletion
+        let reply: Reply
+
+        /// Hands the caller its result, with no follow-up.
+        func finish(_ result: Result<RESPValue, RedisError>) {
+            switch reply {
+            case let .plain(completion): completion(result)
+            case let .followedUp(_, completion): completion(result, nil)
+            }
+        }
     }
+
+    private enum Reply: Sendable {
+        case plain(RedisCompletion)
+        case followedUp(@Sendable (RESPValue) -> FollowUp?, FollowUpCompletion)
+    }
+
+    /// A second command, for the connection that answered the first.
+    public struct FollowUp: Sendable {
+        public let arguments: [[UInt8]]
+        public let deadline: ContinuousClock.Instant
+
+        public init(_ arguments: [[UInt8]], deadline: ContinuousClock.Instant) {
+            self.arguments = arguments
+            self.deadline = deadline
+        }
+    }
+
+    /// The first command's result, and the follow-up's (nil when none was sent).
+    public typealias FollowUpCompletion = @Sendable (Result<RESPValue, RedisError>, Result<RESPValue, RedisError>?) -> Void
 
     public init(seeds: [RedisNode], configuration: RedisConfiguration = RedisConfiguration()) {
         precondition(!seeds.isEmpty, "a Redis client needs at least one seed node")
@@ -46,6 +73,9 @@ public final class RedisClient: @unchecked Sendable {
         home = seeds[0]
         discover()
     }
+
+    /// How long a command waits for its reply when its caller gives no deadline.
+    public var commandTimeout: Duration { configuration.commandTimeout }
 
     public var topology: Topology {
         lock.withLock { currentTopology }
@@ -83,7 +113,28 @@ public final class RedisClient: @unchecked Sendable {
             request: RESPRequest(arguments),
             slot: (key ?? Self.routingKey(of: arguments)).map { HashSlot.of($0) },
             deadline: deadline ?? .now + configuration.commandTimeout,
-            completion: completion)
+            reply: .plain(completion))
+        dispatch(command, to: nil, asking: false, redirects: 0)
+    }
+
+    /// Sends a command and, if `followUp` makes one of its reply, a second
+    /// command on the very connection (socket) that answered the first, or
+    /// none (`.unavailable`) if that connection dropped meanwhile: `WAIT`
+    /// counts the replicas that acknowledged the writes of the connection
+    /// it runs on, so it is only meaningful right behind the write on the
+    /// same socket. The follow-up is appended from the connection's I/O
+    /// thread while it hands out the first reply, before that thread can
+    /// drop or replace the socket; routing it by key instead could send it
+    /// to another node when the slot map changes in between, or to a fresh
+    /// socket that never wrote, whose `WAIT` confirms at once.
+    public func send(_ arguments: [[UInt8]], key: [UInt8]? = nil, deadline: ContinuousClock.Instant? = nil,
+                     followedBy followUp: @escaping @Sendable (RESPValue) -> FollowUp?,
+                     completion: @escaping FollowUpCompletion) {
+        let command = Command(
+            request: RESPRequest(arguments),
+            slot: (key ?? Self.routingKey(of: arguments)).map { HashSlot.of($0) },
+            deadline: deadline ?? .now + configuration.commandTimeout,
+            reply: .followedUp(followUp, completion))
         dispatch(command, to: nil, asking: false, redirects: 0)
     }
 
@@ -135,15 +186,16 @@ public final class RedisClient: @unchecked Sendable {
         }
         if mustDiscover { discover() }
         guard let connection else {
-            command.completion(.failure(.unavailable))
+            command.finish(.failure(.unavailable))
             return
         }
         connection.send(command.request, asking: asking, deadline: command.deadline) { result in
-            self.handle(result, of: command, from: connection.node, redirects: redirects)
+            self.handle(result, of: command, from: connection, redirects: redirects)
         }
     }
 
-    private func handle(_ result: Result<RESPValue, RedisError>, of command: Command, from node: RedisNode, redirects: Int) {
+    private func handle(_ result: Result<RESPValue, RedisError>, of command: Command, from connection: RedisConnection, redirects: Int) {
+        let node = connection.node
         switch result {
         case .success(.error(let message)):
             if let redirect = ClusterRedirect(message) {
@@ -160,19 +212,27 @@ public final class RedisClient: @unchecked Sendable {
                 refreshSlots()
                 fail(command, .clusterDown(message), node)
             } else {
-                command.completion(result)
+                command.finish(result)
             }
         case .failure:
             if topology == .cluster { refreshSlots() }
-            command.completion(result)
-        case .success:
-            command.completion(result)
+            command.finish(result)
+        case .success(let reply):
+            // On the connection's I/O thread, which is handing out this reply
+            // (see `send(_:key:deadline:followedBy:completion:)`).
+            if case let .followedUp(makeFollowUp, completion) = command.reply, let followUp = makeFollowUp(reply) {
+                connection.send(RESPRequest(followUp.arguments), asking: false, deadline: followUp.deadline) { second in
+                    completion(result, second)
+                }
+            } else {
+                command.finish(result)
+            }
         }
     }
 
     private func fail(_ command: Command, _ error: RedisError, _ node: RedisNode) {
         configuration.metrics.failed(node, error)
-        command.completion(.failure(error))
+        command.finish(.failure(error))
     }
 
     private func connectionLocked(to node: RedisNode) -> RedisConnection {

@@ -11,6 +11,24 @@ public enum ChromeFunctionError: Error, Sendable, Hashable {
     case refused(String)
     /// A reply the library does not give: another library under its name.
     case unexpectedReply(RESPValue)
+    /// The change was made, but fewer replicas than `wanted` acknowledged it
+    /// within the wait (`acknowledged` nil: `WAIT` got no answer), so a
+    /// failover could still lose it.
+    case notReplicated(wanted: Int, acknowledged: Int?)
+}
+
+/// How many replicas of a session's primary must hold a change before it
+/// is acknowledged, and how long to wait for them: Redis replicates
+/// asynchronously, and a failover loses what the promoted replica had not
+/// received. Each change is followed by `WAIT`.
+public struct ReplicaAcknowledgement: Sendable, Hashable {
+    public let replicas: Int
+    public let timeout: Duration
+
+    public init(replicas: Int, timeout: Duration) {
+        self.replicas = replicas
+        self.timeout = timeout
+    }
 }
 
 /// What a batch of inputs did: the store's outcome, and what became of each
@@ -49,13 +67,16 @@ public struct ChromeFunctions: Sendable {
     public let rules: ChromeRules
     /// Nil keeps sessions until deleted.
     public let idleTimeout: Duration?
+    /// Nil acknowledges a change once its primary made it.
+    public let replicaAcknowledgement: ReplicaAcknowledgement?
 
     public init(client: RedisClient, keyPrefix: String = "topchrome:", rules: ChromeRules = ChromeRules(),
-                idleTimeout: Duration? = .seconds(3600)) {
+                idleTimeout: Duration? = .seconds(3600), replicaAcknowledgement: ReplicaAcknowledgement? = nil) {
         self.client = client
         self.keyPrefix = keyPrefix
         self.rules = rules
         self.idleTimeout = idleTimeout
+        self.replicaAcknowledgement = replicaAcknowledgement
     }
 
     public func key(for id: SessionID) -> [UInt8] {
@@ -71,7 +92,7 @@ public struct ChromeFunctions: Sendable {
 
     /// Creates the session `id`, revealed at version 1; nil if the id is taken.
     public func create(_ id: SessionID, inset: Double, completion: @escaping Completion<Session?>) {
-        call("topchrome_create", id, [ttlArgument, Self.text(inset)], completion) { reply in
+        call("topchrome_create", id, [ttlArgument, Self.text(inset)], completion, changed: { $0 != .null }) { reply in
             try Self.session(id, from: reply, status: "done")
         }
     }
@@ -88,12 +109,19 @@ public struct ChromeFunctions: Sendable {
                       completion: @escaping Completion<AppliedInputs>) {
         var arguments = [ttlArgument, Self.text(rules.revealThreshold)] + Self.words(condition)
         for input in inputs { Self.append(input, to: &arguments) }
-        call("topchrome_apply", id, arguments, completion) { reply in try Self.applied(id, from: reply) }
+        // A batch of reports that were all stale changed nothing but the expiry.
+        let onlyReports = inputs.allSatisfy { if case .scroll = $0 { true } else { false } }
+        let changed: @Sendable (RESPValue) -> Bool = { reply in
+            guard case let .array(values) = reply, values.count == 6, values[0].string == "done" else { return false }
+            guard onlyReports, case let .bulk(letters) = values[5] else { return true }
+            return letters.contains { $0 != UInt8(ascii: "s") }
+        }
+        call("topchrome_apply", id, arguments, completion, changed: changed) { reply in try Self.applied(id, from: reply) }
     }
 
     /// `SessionStore.remove` in one `FCALL`.
     public func remove(_ id: SessionID, if condition: VersionCondition, completion: @escaping Completion<StoreOutcome>) {
-        call("topchrome_delete", id, Self.words(condition), completion) { reply in
+        call("topchrome_delete", id, Self.words(condition), completion, changed: Self.isDone) { reply in
             try Self.outcome(id, from: reply) ?? .notFound
         }
     }
@@ -176,35 +204,79 @@ public struct ChromeFunctions: Sendable {
 
     // MARK: Replies
 
+    /// - Parameter changed: whether a reply is of a change, which then waits
+    ///   for `replicaAcknowledgement` (reads never do).
     private func call<Value>(_ function: String, _ id: SessionID, _ arguments: [[UInt8]],
                              _ completion: @escaping Completion<Value>, reloading: Bool = true,
+                             changed: (@Sendable (RESPValue) -> Bool)? = nil,
                              decode: @escaping @Sendable (RESPValue) throws -> Value) {
         let key = key(for: id)
         let command = [Array("FCALL".utf8), Array(function.utf8), Array("1".utf8), key] + arguments
-        client.send(command, key: key) { [self] result in
-            if reloading, case let .success(.error(message)) = result, message.hasPrefix("ERR Function not found") {
-                // The node lost the library while connected (`FUNCTION FLUSH`, a
-                // restore without it): load it there again, and call once more.
-                client.send(Self.loadCommand, key: key) { _ in
-                    call(function, id, arguments, completion, reloading: false, decode: decode)
-                }
-                return
+        // The node lost the library while connected (`FUNCTION FLUSH`, a
+        // restore without it): load it there again, and call once more.
+        let reloaded: @Sendable (Result<RESPValue, RedisError>) -> Bool = { [self] result in
+            guard reloading, case let .success(.error(message)) = result, message.hasPrefix("ERR Function not found") else {
+                return false
             }
-            switch result {
-            case let .failure(error):
-                completion(.failure(.redis(error)))
-            case let .success(.error(message)):
-                completion(.failure(.refused(message)))
-            case let .success(reply):
-                do {
-                    completion(.success(try decode(reply)))
-                } catch let error as ChromeFunctionError {
-                    completion(.failure(error))
-                } catch {
-                    completion(.failure(.unexpectedReply(reply)))
-                }
+            client.send(Self.loadCommand, key: key) { _ in
+                call(function, id, arguments, completion, reloading: false, changed: changed, decode: decode)
+            }
+            return true
+        }
+        guard let changed, let acknowledgement = replicaAcknowledgement else {
+            client.send(command, key: key) { result in
+                if !reloaded(result) { Self.finish(result, completion, decode) }
+            }
+            return
+        }
+        let wait = Self.waitCommand(acknowledgement)
+        client.send(command, key: key, followedBy: { reply in
+            // WAIT's own timeout, and as long again for its answer to come back.
+            changed(reply) ? RedisClient.FollowUp(wait, deadline: .now + acknowledgement.timeout * 2) : nil
+        }) { result, confirmation in
+            // An error reply is no change: nothing followed it.
+            if reloaded(result) { return }
+            switch confirmation {
+            case nil:
+                Self.finish(result, completion, decode)
+            case let .success(.integer(count)) where count >= Int64(acknowledgement.replicas):
+                Self.finish(result, completion, decode)
+            case let .success(.integer(count)):
+                completion(.failure(.notReplicated(wanted: acknowledgement.replicas, acknowledged: Int(count))))
+            case .success, .failure:
+                completion(.failure(.notReplicated(wanted: acknowledgement.replicas, acknowledged: nil)))
             }
         }
+    }
+
+    /// `WAIT replicas milliseconds`; never `WAIT n 0`, which waits forever.
+    static func waitCommand(_ acknowledgement: ReplicaAcknowledgement) -> [[UInt8]] {
+        let (seconds, attoseconds) = acknowledgement.timeout.components
+        let milliseconds = max(1, seconds * 1000 + attoseconds / 1_000_000_000_000_000)
+        return [Array("WAIT".utf8), text(UInt64(acknowledgement.replicas)), text(UInt64(milliseconds))]
+    }
+
+    private static func finish<Value>(_ result: Result<RESPValue, RedisError>, _ completion: Completion<Value>,
+                                      _ decode: (RESPValue) throws -> Value) {
+        switch result {
+        case let .failure(error):
+            completion(.failure(.redis(error)))
+        case let .success(.error(message)):
+            completion(.failure(.refused(message)))
+        case let .success(reply):
+            do {
+                completion(.success(try decode(reply)))
+            } catch let error as ChromeFunctionError {
+                completion(.failure(error))
+            } catch {
+                completion(.failure(.unexpectedReply(reply)))
+            }
+        }
+    }
+
+    private static let isDone: @Sendable (RESPValue) -> Bool = { reply in
+        guard case let .array(values) = reply, values.first?.string == "done" else { return false }
+        return true
     }
 
     // The decoders are package-wide so the fuzz target can give them any reply.

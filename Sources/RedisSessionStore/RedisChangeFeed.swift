@@ -13,7 +13,10 @@ import TopChromeCore
 /// kept and handed on after it, if newer. A lost channel (a dropped
 /// connection, a slot that moved, a failover) comes back on its own; then
 /// the session is read again and published as a resynchronization, since
-/// changes in the gap were not heard.
+/// changes in the gap were not heard. A watcher whose first state has not
+/// come within the client's command timeout (Redis away, the channel not
+/// live) is answered with a failure, as a request would be
+/// (`joinTimeout`, the client's command timeout).
 final class RedisChangeFeed: @unchecked Sendable {
     let functions: ChromeFunctions
     let subscriber: RedisSubscriber

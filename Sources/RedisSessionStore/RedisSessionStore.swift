@@ -111,6 +111,11 @@ public final class RedisSessionStore: RemoteSessionStore, RemoteChangeFeed {
             return .unavailable(reason: "Redis refused the call: \(message.prefix(120))", mayHaveApplied: false)
         case .unexpectedReply:
             return .unavailable(reason: "Redis answered in a way the function library never does", mayHaveApplied: false)
+        case let .notReplicated(wanted, acknowledged):
+            let replicas = wanted == 1 ? "1 Redis replica" : "\(wanted) Redis replicas"
+            let heard = acknowledged.map { "only \($0) acknowledged it" } ?? "the wait for them got no answer"
+            return .unavailable(reason: "the change was made but not confirmed by \(replicas): \(heard), so a failover could lose it",
+                                mayHaveApplied: true)
         }
     }
 

@@ -19,8 +19,10 @@ struct RedisStoreSetup {
         // A restarted or promoted primary gets the library before it serves a call.
         calls.setupCommands = [ChromeFunctions.loadCommand]
         let client = RedisClient(seeds: seeds, configuration: calls)
+        let acknowledgement = configuration.redisWaitReplicas > 0
+            ? ReplicaAcknowledgement(replicas: configuration.redisWaitReplicas, timeout: redis.commandTimeout) : nil
         let functions = ChromeFunctions(client: client, keyPrefix: configuration.redisKeyPrefix, rules: rules,
-                                        idleTimeout: idleTimeout)
+                                        idleTimeout: idleTimeout, replicaAcknowledgement: acknowledgement)
         let subscriber = RedisSubscriber(client: client)
         return RedisSessionStore(functions: functions, subscriber: subscriber, subscriptions: subscriptions,
                                  timeout: redis.commandTimeout)

@@ -59,6 +59,9 @@ public struct ServiceConfiguration: Sendable, Equatable {
     public var redisKeyPrefix = "topchrome:"
     /// Seconds a request waits for Redis before it gets 503.
     public var redisTimeout = 1.0
+    /// Replicas of a session's primary that must hold each change before it
+    /// is acknowledged (`WAIT`, up to `redisTimeout`); 0 acknowledges at once.
+    public var redisWaitReplicas = 0
 
     public init() {}
 
@@ -281,22 +284,34 @@ public struct ServiceConfiguration: Sendable, Equatable {
             }
             config.redisTimeout = number
         },
+        Option(name: "redis-wait-replicas", placeholder: "N", help: "Redis replicas that must have each change before it is acknowledged, else 503 (default 0).") { value, source, config throws(UsageError) in
+            config.redisWaitReplicas = try integer(value, source, in: 0...16)
+        },
         Option(name: "snapshot-interval", placeholder: "S", help: "Seconds between state-file snapshots (default 60).") { value, source, config throws(UsageError) in
             config.snapshotInterval = try integer(value, source, in: 1...86_400)
         },
     ]
 
     /// `memory`, or `redis://host:port[,host:port…]`: hosts may be names, or
-    /// IPv6 addresses in brackets.
+    /// IPv6 addresses in brackets. Without brackets a colon in the host is
+    /// refused, since `fe80::1` would read as host `fe80:`, port 1.
     static func storage(_ value: String, _ source: String) throws(UsageError) -> SessionStorage {
         if value == "memory" { return .memory }
         let usage = UsageError(description: "\(source) must be memory or redis://HOST:PORT[,HOST:PORT...], not '\(value)'")
         guard value.hasPrefix("redis://") else { throw usage }
         var nodes: [RedisNode] = []
         for address in value.dropFirst("redis://".count).split(separator: ",", omittingEmptySubsequences: false) {
-            guard var node = RedisNode(address), !node.host.contains("/"), !node.host.contains("@") else { throw usage }
-            if node.host.hasPrefix("[") && node.host.hasSuffix("]") { node.host = String(node.host.dropFirst().dropLast()) }
-            guard !node.host.isEmpty, !node.host.contains("[") else { throw usage }
+            guard var node = RedisNode(address), let colon = address.lastIndex(of: ":"),
+                  address[address.index(after: colon)...].allSatisfy({ $0.isASCII && $0.isNumber }),
+                  node.host.unicodeScalars.allSatisfy({ (0x21...0x7E).contains($0.value) && !"/@,".unicodeScalars.contains($0) })
+            else { throw usage }
+            if node.host.hasPrefix("[") && node.host.hasSuffix("]") {
+                node.host = String(node.host.dropFirst().dropLast())
+                guard node.host.contains(":") else { throw usage }
+            } else if node.host.contains(":") {
+                throw usage
+            }
+            guard !node.host.isEmpty, !node.host.contains("["), !node.host.contains("]") else { throw usage }
             nodes.append(node)
         }
         return .redis(nodes)

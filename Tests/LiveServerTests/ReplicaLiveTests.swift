@@ -271,6 +271,29 @@ import TopChromeApp
         #expect(last["inset"] as? Double == 77)
         #expect(!stream.ended)
     }
+    /// A watcher's first state comes once the session's channel is live;
+    /// while Redis is away it never is, and the watch gets 503 instead of
+    /// waiting for Redis (a long-poll past its own wait, a stream with no answer at all).
+    @Test func aWatchWhileRedisIsAwayGets503WithinTheTimeout() throws {
+        let redis = try RedisServer()
+        let server = try LiveServer(store: .redis([redis.node]), keyPrefix: "watchless:") { $0.redisTimeout = 0.5 }
+        #expect(server.waitUntilReady())
+        let id = try server.createSession()
+        redis.stop()
+        #expect(eventually { (try? server.client().request("GET", "/readyz").status) == 503 })
+        for headers in [[("Accept", "text/event-stream")], [("If-None-Match", "\"1\""), ("Prefer", "wait=5")]] {
+            let path = headers.count == 1 ? "/v1/sessions/\(id)/events" : "/v1/sessions/\(id)"
+            let started = Date()
+            let refused = try server.client().request("GET", path, headers: headers)
+            let waited = Date().timeIntervalSince(started)
+            #expect(refused.status == 503, "\(path)")
+            #expect(refused.header("Content-Type") == "application/problem+json")
+            #expect(refused.header("Retry-After") != nil)
+            #expect(waited < 3, "answered within the timeout, not when Redis comes back (took \(waited) s)")
+        }
+        #expect(eventually { server.service.watcherCount == 0 })
+        #expect(server.service.redisStore?.channelsHeld == 0)
+    }
 }
 
 /// A Redis Cluster losing a primary: after its replica takes over, the
@@ -306,5 +329,146 @@ import TopChromeApp
             if event.state["version"] as? Int == version { break }
         }
         #expect(last["inset"] as? Double == 42, "the stream converges on what Redis holds")
+    }
+}
+
+/// `--redis-wait-replicas N`: a change is acknowledged once N replicas of
+/// its primary hold it (`WAIT`), else 503 saying it was made but not confirmed.
+@Suite struct RedisWaitReplicasLiveTests {
+    let prefix = "wait\(UInt32.random(in: 0...UInt32.max)):"
+
+    /// A replica of the service on the shared cluster (one Redis replica per
+    /// primary); `timeout` short where every change waits it out.
+    func server(waitingFor replicas: Int, cluster: RedisClusterFixture, timeout: Double = 1) throws -> LiveServer {
+        let server = try LiveServer(store: .redis(cluster.seeds), keyPrefix: prefix) {
+            $0.redisWaitReplicas = replicas
+            $0.redisTimeout = timeout
+        }
+        #expect(server.waitUntilReady())
+        return server
+    }
+
+    /// Whether the primary now serving the session has a replica online
+    /// (another test may have killed a primary, leaving its promoted replica alone).
+    func isReplicated(_ id: String, in cluster: RedisClusterFixture) throws -> Bool {
+        let slot = HashSlot.of(Array("\(prefix){\(id)}".utf8))
+        let seed = try #require(cluster.seeds.first)
+        // <id> <address> <flags> <primary> <ping> <pong> <epoch> <link> <slots...>
+        let nodes = try redisCLI(port: seed.port, "CLUSTER", "NODES").split(separator: "\n").map { $0.split(separator: " ") }
+        let serving = nodes.first { fields in
+            fields.count > 8 && fields[2].contains("master") && !fields[2].contains("fail") && fields[8...].contains { range in
+                let bounds = range.split(separator: "-").compactMap { Int($0) }
+                return bounds.count >= 1 && (bounds[0]...(bounds.last ?? bounds[0])).contains(slot)
+            }
+        }
+        guard let primary = serving?.first else { return false }
+        return nodes.contains { $0.count > 7 && $0[3] == primary && $0[2].contains("slave") && !$0[2].contains("fail") && $0[7] == "connected" }
+    }
+
+    @Test func changesConfirmedByTheOneReplicaThereIsSucceed() throws {
+        let cluster = try RedisClusterFixture.shared()
+        let plain = try server(waitingFor: 0, cluster: cluster)
+        let server = try server(waitingFor: 1, cluster: cluster)
+        var created: WireResponse?
+        for _ in 0..<20 where created == nil {
+            let attempt = try server.client().json("POST", "/v1/sessions", #"{"inset": 20}"#)
+            if attempt.status == 201 { created = attempt } else { #expect(attempt.text.contains("not confirmed by 1 Redis replica")) }
+        }
+        #expect(try created?.json["inset"] as? Double == 20)
+        var id = try plain.createSession()
+        for _ in 0..<20 where !(try isReplicated(id, in: cluster)) { id = try plain.createSession() }
+        #expect(try isReplicated(id, in: cluster))
+        #expect(try server.client().json("POST", "/v1/sessions/\(id)/scroll", #"{"contentOffsetY": 300}"#).status == 200)
+        #expect(try server.client().json("PUT", "/v1/sessions/\(id)/inset", #"{"inset": 30}"#).status == 200)
+        #expect(try server.client().request("DELETE", "/v1/sessions/\(id)").status == 204)
+    }
+
+    @Test func aChangeMoreReplicasMustConfirmThanThereAreIs503ButMade() throws {
+        let cluster = try RedisClusterFixture.shared()
+        let plain = try server(waitingFor: 0, cluster: cluster)
+        let waiting = try server(waitingFor: 2, cluster: cluster, timeout: 0.5)
+        let id = try plain.createSession(inset: 20)
+
+        let scrolled = try waiting.client().json("POST", "/v1/sessions/\(id)/scroll", #"{"contentOffsetY": 300}"#)
+        #expect(scrolled.status == 503)
+        #expect(scrolled.header("Content-Type") == "application/problem+json")
+        #expect(scrolled.header("Retry-After") != nil)
+        #expect(scrolled.text.contains("the change was made but not confirmed by 2 Redis replicas"), "\(scrolled.text)")
+        let read = try plain.client().request("GET", "/v1/sessions/\(id)")
+        #expect(try read.json["isRevealed"] as? Bool == false, "the change is in Redis")
+        #expect(read.header("ETag") == "\"2\"")
+
+        let deleted = try waiting.client().request("DELETE", "/v1/sessions/\(id)")
+        #expect(deleted.status == 503)
+        #expect(deleted.text.contains("not confirmed by 2 Redis replicas"))
+        #expect(try plain.client().request("GET", "/v1/sessions/\(id)").status == 404, "the removal is in Redis")
+
+        let created = try waiting.client().json("POST", "/v1/sessions", #"{"inset": 7}"#)
+        #expect(created.status == 503)
+        #expect(created.text.contains("not confirmed by 2 Redis replicas"))
+        let keys = try cluster.primaries().map { try redisCLI(port: $0.port, "--scan", "--pattern", "\(prefix)*") }.joined()
+        #expect(keys.split(separator: "\n").count == 1, "the new session is in Redis: \(keys)")
+    }
+
+    /// Reads, and changes that changed nothing, are answered without waiting.
+    @Test func readsAndStaleReportsDoNotWait() throws {
+        let cluster = try RedisClusterFixture.shared()
+        let plain = try server(waitingFor: 0, cluster: cluster)
+        let waiting = try server(waitingFor: 2, cluster: cluster)
+        let id = try plain.createSession()
+        #expect(try plain.client().json("POST", "/v1/sessions/\(id)/scroll", #"{"contentOffsetY": 0, "seq": 5}"#).status == 200)
+        #expect(try waiting.client().request("GET", "/v1/sessions/\(id)").status == 200)
+        let stale = try waiting.client().json("POST", "/v1/sessions/\(id)/scroll", #"{"contentOffsetY": 300, "seq": 4}"#)
+        #expect(stale.status == 200)
+        #expect(try stale.json["isRevealed"] as? Bool == true)
+    }
+
+    /// WAIT follows the change on the connection that made it: with the
+    /// only replica frozen, no change is confirmed, though older writes were.
+    @Test func aFrozenReplicaConfirmsNothing() throws {
+        let primary = try RedisServer(["--repl-diskless-sync-delay", "0"])
+        let replica = try RedisServer(["--replicaof", "127.0.0.1", String(primary.port)])
+        // Online as the primary sees it: after a diskless sync, only once the replica's first acknowledgement came.
+        #expect(eventually(within: 10) { (try? redisCLI(port: primary.port, "INFO", "replication"))?.contains("state=online") == true })
+        let server = try LiveServer(store: .redis([primary.node]), keyPrefix: prefix) {
+            $0.redisWaitReplicas = 1
+        }
+        #expect(server.waitUntilReady())
+        let id = try server.createSession()
+        replica.signal(SIGSTOP)
+        defer { replica.signal(SIGCONT) }
+        let frozen = try server.client().json("PUT", "/v1/sessions/\(id)/inset", #"{"inset": 40}"#)
+        #expect(frozen.status == 503)
+        #expect(frozen.text.contains("not confirmed by 1 Redis replica"), "\(frozen.text)")
+        #expect(try redisCLI(port: primary.port, "HGET", "\(prefix){\(id)}", "i").hasPrefix("40"))
+        replica.signal(SIGCONT)
+        #expect(try server.client().json("PUT", "/v1/sessions/\(id)/inset", #"{"inset": 50}"#).status == 200)
+    }
+}
+
+/// The `topchrome` executable on Redis, as an operator runs it.
+@Suite struct RedisProcessLiveTests {
+    /// Watching a session reads it and listens to its channel; none of that
+    /// may print anything but log lines, or a JSON log stream breaks.
+    @Test func watchingPrintsOnlyLogLines() throws {
+        let redis = try RedisServer()
+        let server = try ProcessLifecycleTests.RunningServer(
+            ["--port", "0", "--threads", "1", "--log-format", "json", "--store", "redis://127.0.0.1:\(redis.port)"])
+        _ = try server.waitUntilListening()
+        let client = try TestHTTPClient(port: server.port)
+        #expect(eventually(within: 10) { (try? client.request("GET", "/readyz").status) == 200 })
+        let created = try client.json("POST", "/v1/sessions", "")
+        let id = try #require(try created.json["id"] as? String)
+        let stream = try EventStreamClient(port: server.port, sessionID: id)
+        #expect(try stream.nextState()?.id == "1")
+        #expect(try client.json("POST", "/v1/sessions/\(id)/scroll", #"{"contentOffsetY": 300}"#).status == 200)
+        #expect(try stream.nextState()?.id == "2")
+        server.signal(SIGTERM)
+        #expect(server.waitForExit(within: 10) == 0)
+        let lines = server.standardOutput.split(separator: "\n")
+        #expect(lines.count >= 3)
+        for line in lines {
+            #expect((try? JSONSerialization.jsonObject(with: Data(line.utf8))) is [String: Any], "not a log line: \(line)")
+        }
     }
 }

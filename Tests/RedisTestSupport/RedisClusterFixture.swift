@@ -45,6 +45,15 @@ public final class RedisClusterFixture: Sendable {
                 usleep(50_000)
             }
         }
+        // And online as each primary sees it (after a diskless sync, only once
+        // the replica's first acknowledgement came): until then `WAIT` counts it not.
+        for server in servers where replicasPerPrimary > 0 {
+            while try redisCLI(port: server.port, "ROLE").hasPrefix("master"),
+                  try redisCLI(port: server.port, "INFO", "replication").components(separatedBy: "state=online").count - 1 < replicasPerPrimary {
+                guard Date() < deadline else { throw RedisTestSetupError(description: "a replica of the test cluster is not online within 30 s") }
+                usleep(50_000)
+            }
+        }
     }
 
     /// Every server still running: a test may have killed one.

@@ -92,6 +92,53 @@ import Testing
         }
     }
 
+    @Test func redisWaitReplicasFromFlagOrEnvironment() throws {
+        #expect(try serve([]).redisWaitReplicas == 0)
+        #expect(try serve(["--redis-wait-replicas", "2"]).redisWaitReplicas == 2)
+        #expect(try serve(["--redis-wait-replicas=16"]).redisWaitReplicas == 16)
+        #expect(try serve([], ["TOPCHROME_REDIS_WAIT_REPLICAS": "1"]).redisWaitReplicas == 1)
+        #expect(try serve(["--redis-wait-replicas", "0"], ["TOPCHROME_REDIS_WAIT_REPLICAS": "3"]).redisWaitReplicas == 0)
+    }
+
+    @Test(arguments: ["17", "-1", "two", "1.5", "", " 1"])
+    func redisWaitReplicasMustBeAWholeNumberUpTo16(_ value: String) {
+        #expect {
+            try serve(["--redis-wait-replicas", value])
+        } throws: { error in
+            let message = (error as? ServiceConfiguration.UsageError)?.description ?? ""
+            return message.contains("--redis-wait-replicas") && message.contains("0 to 16")
+        }
+        #expect(throws: ServiceConfiguration.UsageError.self) {
+            try serve([], ["TOPCHROME_REDIS_WAIT_REPLICAS": value])
+        }
+    }
+
+    @Test func redisStoreAddresses() throws {
+        func nodes(_ configuration: ServiceConfiguration) -> [String]? {
+            guard case let .redis(nodes) = configuration.store else { return nil }
+            return nodes.map { "\($0.host) \($0.port)" }
+        }
+        #expect(try serve(["--store", "memory"]).store == .memory)
+        #expect(nodes(try serve(["--store", "redis://127.0.0.1:6379"])) == ["127.0.0.1 6379"])
+        #expect(nodes(try serve(["--store", "redis://[::1]:6379,redis.internal:7000"])) == ["::1 6379", "redis.internal 7000"])
+        #expect(nodes(try serve([], ["TOPCHROME_STORE": "redis://h:1"])) == ["h 1"])
+    }
+
+    /// Nothing a reader could take for another address gets through: an
+    /// IPv6 address must be in brackets (`fe80::1` is not host `fe80:`, port 1),
+    /// a host has no spaces, a port is digits only.
+    @Test(arguments: ["redis://", "redis://host", "redis://:1", "memory,redis://127.0.0.1:6379", "redis://h:0",
+                      "redis://h:65536", "redis://h:1,", "redis://a:1,,b:2", "REDIS://h:1", "redis://h:1/0", "redis://[::1]",
+                      "redis://fe80::1", "redis://::1:6379", "redis://a b:1", "redis:// h:1", "redis://h:1 ", "redis://h:+1",
+                      "redis://h:0x10", "redis://[::1]:6379]", "redis://[]:1", "redis://user@h:1", "redis://h\t:1"])
+    func badRedisStoreAddressesAreRefused(_ value: String) {
+        #expect {
+            try serve(["--store", value])
+        } throws: { error in
+            (error as? ServiceConfiguration.UsageError)?.description.contains("--store must be memory or redis://") == true
+        }
+    }
+
     /// `topchrome help` is `--help`; an unknown word elsewhere is still refused.
     @Test func helpAsAWord() throws {
         #expect(try ServiceConfiguration.parse(arguments: ["help"], environment: [:]) == .help)
