@@ -75,9 +75,16 @@ public final class RedisClient: @unchecked Sendable {
     /// first key: see `routingKey(of:)`).
     public func send(_ arguments: [[UInt8]], key: [UInt8]? = nil, deadline: ContinuousClock.Instant? = nil,
                      completion: @escaping RedisCompletion) {
+        send(RESPRequest(arguments), key: key ?? Self.routingKey(of: arguments), deadline: deadline, completion: completion)
+    }
+
+    /// Sends a command already encoded (see `RESPRequestBuilder`) to the
+    /// node serving `key`; without a key, to the seed that answered discovery.
+    public func send(_ request: RESPRequest, key: [UInt8]?, deadline: ContinuousClock.Instant? = nil,
+                     completion: @escaping RedisCompletion) {
         let command = Command(
-            request: RESPRequest(arguments),
-            slot: (key ?? Self.routingKey(of: arguments)).map { HashSlot.of($0) },
+            request: request,
+            slot: key.map { HashSlot.of($0) },
             deadline: deadline ?? .now + configuration.commandTimeout,
             completion: completion)
         dispatch(command, to: nil, asking: false, redirects: 0)
