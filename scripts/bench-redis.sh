@@ -103,7 +103,7 @@ proc_ticks() { local sum=0 pid; for pid in "$@"; do sum=$(( sum + $(awk '{print 
 machine_ticks() { awk '/^cpu / {print $2 + $3 + $4 + $7 + $8 + $9, $5 + $6}' /proc/stat; }  # busy idle
 ticks_per_second=$(getconf CLK_TCK)
 
-results="$work/results"  # one line per run: scenario rate p99_us replica_us redis_us replica% redis% rest% idle%
+results="$work/results"  # one line per run: scenario rate p99_us replica_us redis_us replica% redis% wrk% rest% idle%
 : > "$results"
 
 # wrk_scroll SCENARIO BASE REPLICA_PID REDIS_PIDS...: one measured wrk run of scroll.lua.
@@ -112,15 +112,20 @@ wrk_scroll() {
   shift 3
   local before_replica before_redis before_machine after_machine
   before_replica=$(proc_ticks "$replica"); before_redis=$(proc_ticks "$@"); before_machine=$(machine_ticks)
-  IDS_FILE="$work/ids" wrk -t1 -c"$WRK_CONNS" -d"$WRK_DURATION" --latency -s "$BENCH_LUA_DIR/scroll.lua" "$base" >"$work/wrk.txt"
+  # wrk's own CPU (its rusage, through a parent that waits for it).
+  IDS_FILE="$work/ids" python3 -c 'import resource, subprocess, sys
+subprocess.run(sys.argv[2:], check=True, stdout=open(sys.argv[1] + ".txt", "w"))
+usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+open(sys.argv[1] + ".cpu", "w").write(str(usage.ru_utime + usage.ru_stime))' "$work/wrk" \
+    wrk -t1 -c"$WRK_CONNS" -d"$WRK_DURATION" --latency -s "$BENCH_LUA_DIR/scroll.lua" "$base"
   after_machine=$(machine_ticks)
   python3 - "$scenario" "$work/wrk.txt" "$(( $(proc_ticks "$replica") - before_replica ))" \
-    "$(( $(proc_ticks "$@") - before_redis ))" "$before_machine" "$after_machine" "$ticks_per_second" "$(nproc)" >>"$results" <<'PY'
+    "$(( $(proc_ticks "$@") - before_redis ))" "$before_machine" "$after_machine" "$ticks_per_second" "$(nproc)" "$(cat "$work/wrk.cpu")" >>"$results" <<'PY'
 import re, sys
 scenario, text = sys.argv[1], open(sys.argv[2]).read()
 replica, redis = int(sys.argv[3]), int(sys.argv[4])
 busy0, idle0 = map(int, sys.argv[5].split()); busy1, idle1 = map(int, sys.argv[6].split())
-hz, cores = int(sys.argv[7]), int(sys.argv[8])
+hz, cores, wrk = int(sys.argv[7]), int(sys.argv[8]), float(sys.argv[9]) * int(sys.argv[7])
 def micros(label):
     value, unit = re.search(rf"^\s*{label}%\s+([\d.]+)(us|ms|s)\s*$", text, re.M).groups()
     return float(value) * {"us": 1, "ms": 1000, "s": 1e6}[unit]
@@ -131,9 +136,9 @@ if errors or re.search(r"Socket errors", text):
 rate = float(re.search(r"Requests/sec:\s+([\d.]+)", text).group(1))
 total = (busy1 - busy0) + (idle1 - idle0)  # all cores' ticks in the run
 share = lambda ticks: 100 * cores * ticks / max(total, 1)  # % of one core
-rest = (busy1 - busy0) - replica - redis
+rest = (busy1 - busy0) - replica - redis - wrk
 print(scenario, f"{rate:.0f}", f"{micros(99):.0f}", f"{replica / hz * 1e6 / requests:.2f}", f"{redis / hz * 1e6 / requests:.2f}",
-      f"{share(replica):.0f}", f"{share(redis):.0f}", f"{share(rest):.0f}", f"{share(idle1 - idle0):.0f}")
+      f"{share(replica):.0f}", f"{share(redis):.0f}", f"{share(wrk):.0f}", f"{share(rest):.0f}", f"{share(idle1 - idle0):.0f}")
 PY
 }
 
@@ -181,7 +186,7 @@ import csv, sys
 row = next(csv.reader([sys.argv[1]]))
 connections, pipeline, ticks, hz, calls = sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6])
 # rps, avg, min, p50, p95, p99, max (ms)
-print(f"ceiling-c{connections}-P{pipeline}", f"{float(row[1]):.0f}", f"{float(row[6]) * 1000:.0f}", "-", f"{ticks / hz * 1e6 / calls:.2f}", "-", "-", "-", "-")
+print(f"ceiling-c{connections}-P{pipeline}", f"{float(row[1]):.0f}", f"{float(row[6]) * 1000:.0f}", "-", f"{ticks / hz * 1e6 / calls:.2f}", "-", "-", "-", "-", "-")
 PY
   done
 done
@@ -267,9 +272,9 @@ stop_pid "$a_pid"
 echo "# load after: $(uptime)"
 echo
 echo "Runs (scroll: wrk -t1 -c$WRK_CONNS -d$WRK_DURATION over $SESSIONS sessions; ceiling: redis-benchmark -n $CEILING_N -r 1000):"
-printf '%-18s %9s %8s %12s %10s %9s %7s %7s %6s\n' scenario "req/s" "p99 µs" "replica µs/r" "Redis µs/r" "replica%" "Redis%" "rest%" "idle%"
-while read -r row; do printf '%-18s %9s %8s %12s %10s %9s %7s %7s %6s\n' $row; done <"$results"
-echo "(% = share of one core during the run; rest = wrk and everything else on the machine)"
+printf '%-18s %9s %8s %12s %10s %9s %7s %6s %7s %6s\n' scenario "req/s" "p99 µs" "replica µs/r" "Redis µs/r" "replica%" "Redis%" "wrk%" "rest%" "idle%"
+while read -r row; do printf '%-18s %9s %8s %12s %10s %9s %7s %6s %7s %6s\n' $row; done <"$results"
+echo "(% = share of one core during the run; rest = everything else on the machine; the ceiling rows: Redis CPU per call)"
 echo
 python3 - "$results" <<'PY'
 import statistics, sys
@@ -284,7 +289,7 @@ for name in rows:
     extra = ""
     if rows[name][0][2] != "-":
         extra = (f", replica {med(name, 2):.1f} µs CPU/req, Redis {med(name, 3):.1f} µs CPU/req;"
-                 f" cores: replica {med(name, 4):.0f}%, Redis {med(name, 5):.0f}%, rest {med(name, 6):.0f}%, idle {med(name, 7):.0f}%")
+                 f" cores: replica {med(name, 4):.0f}%, Redis {med(name, 5):.0f}%, wrk {med(name, 6):.0f}%, rest {med(name, 7):.0f}%, idle {med(name, 8):.0f}%")
     else:
         extra = f", Redis {med(name, 3):.1f} µs CPU/call"
     print(f"  {name:<18} {med(name, 0):>8.0f} req/s, p99 {med(name, 1) / 1000:.2f} ms{extra}")
