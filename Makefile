@@ -73,6 +73,14 @@ bench:
 clean:
 	rm -rf .build
 
+## The Redis store (BENCHMARKS.md "Redis store"): redis-benchmark's ceiling on
+## the function library, scroll through one replica on one Redis and on a
+## 3-primary cluster, change on replica A -> event on B, Redis memory per
+## session; starts and stops its own redis-servers (RUNS=3; see the script).
+.PHONY: bench-redis
+bench-redis:
+	scripts/bench-redis.sh
+
 ## Fan-out benchmark: N Server-Sent Events watchers of one session, one change,
 ## time until all have it (FANOUT_N="1000 5000" ROUNDS=20 THREADS=; see the script).
 .PHONY: bench-fanout

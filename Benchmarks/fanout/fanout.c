@@ -38,11 +38,17 @@
  * message and a non-zero exit status: this is a benchmark, but figures from a
  * run that lost events would be meaningless.
  *
+ * Replicas: with -w PORT,PORT..., the watchers are spread round-robin over
+ * those ports (other replicas of one service sharing a Redis store), while
+ * the session is created and changed through -p. The RESULT line then also
+ * gives p50/p99 over the watchers that are NOT on -p (remote_p50_ms,
+ * remote_p99_ms): a change made on one replica, seen on another.
+ *
  * Only 127.0.0.1 is ever contacted.
  *
  * Build: gcc -O2 -std=gnu11 -Wall -Wextra -o fanout fanout.c
- * Usage: fanout -p PORT -n N [-r ROUNDS] [-P SERVER_PID] [-c CONNECTING]
- *               [-g GAP_MS] [-s SETTLE_MS] [-t TIMEOUT_MS] [-v]
+ * Usage: fanout -p PORT -n N [-w PORT,PORT...] [-r ROUNDS] [-P SERVER_PID]
+ *               [-c CONNECTING] [-g GAP_MS] [-s SETTLE_MS] [-t TIMEOUT_MS] [-v]
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -75,6 +81,7 @@ struct watcher {
     char status[12];   /* "HTTP/1.1 200" */
     uint64_t digits;   /* the id being read */
     uint64_t version;  /* last complete id seen; 0 = none yet */
+    uint8_t remote;    /* connected to a -w port other than -p */
 };
 
 static const char MARKER[] = "\nid: ";
@@ -83,6 +90,8 @@ static const char MARKER[] = "\nid: ";
 static int port, n_watchers, rounds = 20, max_connecting = 256;
 static int gap_ms = 100, settle_ms = 500, timeout_ms = 10000, verbose;
 static long server_pid;
+#define MAX_WATCH_PORTS 16
+static int watch_ports[MAX_WATCH_PORTS], n_watch_ports;
 static char session_id[64];
 
 static struct watcher *watchers;
@@ -93,6 +102,8 @@ static uint64_t expected;         /* the version of the running round; 0 = none 
 static int64_t t0;                /* when this round's PUT was written */
 static int64_t *latencies;        /* this round's, one per watcher, ns */
 static int received;              /* watchers that have this round's event */
+static int64_t *remote_latencies; /* this round's, of the remote watchers only */
+static int remote_received, n_remote;
 
 static void die(const char *fmt, ...)
 {
@@ -154,7 +165,7 @@ static double own_cpu_ms(void)
     return (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e3 + (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e3;
 }
 
-static int open_socket(void)
+static int open_socket(int port)
 {
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0) die("socket: %s (raise ulimit -n?)", strerror(errno));
@@ -240,7 +251,7 @@ static int control_put_inset(int inset)
 /* Creates the session, blocking (poll-free busy loop is fine: once, at start). */
 static void create_session(void)
 {
-    control_fd = open_socket();
+    control_fd = open_socket(port);
     int len = snprintf(control_request, sizeof control_request,
                        "POST /v1/sessions HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
                        "Content-Type: application/json\r\nContent-Length: 12\r\n\r\n{\"inset\": 0}",
@@ -287,6 +298,7 @@ static void on_version(int i, uint64_t version, int64_t ts)
             i, (unsigned long long)version, (unsigned long long)w->version, (unsigned long long)expected);
     w->version = version;
     latencies[received++] = ts - t0;
+    if (w->remote) remote_latencies[remote_received++] = ts - t0;
 }
 
 /* Scans bytes for "\nid: <digits>\n"; state survives across reads. */
@@ -318,7 +330,10 @@ static void open_watcher(int i)
 {
     struct watcher *w = &watchers[i];
     memset(w, 0, sizeof *w);
-    w->fd = open_socket();
+    int watch_port = watch_ports[i % n_watch_ports];
+    w->remote = watch_port != port;
+    if (w->remote) n_remote++;
+    w->fd = open_socket(watch_port);
     w->state = W_CONNECTING;
     struct epoll_event ev = { .events = EPOLLOUT, .data.u32 = (uint32_t)i };
     if (epoll_ctl(epoll_fd, EPOLL_CTL_ADD, w->fd, &ev) < 0) die("epoll_ctl: %s", strerror(errno));
@@ -408,9 +423,17 @@ static double median(double *values, int n)
 int main(int argc, char **argv)
 {
     int opt;
-    while ((opt = getopt(argc, argv, "p:n:r:P:c:g:s:t:v")) != -1) {
+    while ((opt = getopt(argc, argv, "p:n:w:r:P:c:g:s:t:v")) != -1) {
         switch (opt) {
         case 'p': port = atoi(optarg); break;
+        case 'w':
+            for (char *part = strtok(optarg, ","); part; part = strtok(NULL, ",")) {
+                if (n_watch_ports == MAX_WATCH_PORTS) die("at most %d -w ports", MAX_WATCH_PORTS);
+                watch_ports[n_watch_ports] = atoi(part);
+                if (watch_ports[n_watch_ports] <= 0 || watch_ports[n_watch_ports] > 65535) die("bad -w port %s", part);
+                n_watch_ports++;
+            }
+            break;
         case 'n': n_watchers = atoi(optarg); break;
         case 'r': rounds = atoi(optarg); break;
         case 'P': server_pid = atol(optarg); break;
@@ -420,19 +443,22 @@ int main(int argc, char **argv)
         case 't': timeout_ms = atoi(optarg); break;
         case 'v': verbose = 1; break;
         default:
-            fprintf(stderr, "usage: %s -p PORT -n N [-r ROUNDS] [-P SERVER_PID] [-c CONNECTING] "
-                            "[-g GAP_MS] [-s SETTLE_MS] [-t TIMEOUT_MS] [-v]\n", argv[0]);
+            fprintf(stderr, "usage: %s -p PORT -n N [-w PORT,PORT...] [-r ROUNDS] [-P SERVER_PID] "
+                            "[-c CONNECTING] [-g GAP_MS] [-s SETTLE_MS] [-t TIMEOUT_MS] [-v]\n", argv[0]);
             return 64;
         }
     }
     if (port <= 0 || port > 65535 || n_watchers <= 0 || rounds <= 0 || max_connecting <= 0)
         die("need -p PORT, -n N > 0, -r ROUNDS > 0");
+    if (n_watch_ports == 0) watch_ports[n_watch_ports++] = port;
 
     watchers = calloc((size_t)n_watchers, sizeof *watchers);
     latencies = calloc((size_t)n_watchers, sizeof *latencies);
+    remote_latencies = calloc((size_t)n_watchers, sizeof *remote_latencies);
     double *p50s = calloc((size_t)rounds, sizeof(double)), *p99s = calloc((size_t)rounds, sizeof(double));
     double *put_ms = calloc((size_t)rounds, sizeof(double));
-    if (!watchers || !latencies || !p50s || !p99s || !put_ms) die("out of memory");
+    double *remote_p50s = calloc((size_t)rounds, sizeof(double)), *remote_p99s = calloc((size_t)rounds, sizeof(double));
+    if (!remote_latencies || !remote_p50s || !remote_p99s || !watchers || !latencies || !p50s || !p99s || !put_ms) die("out of memory");
     epoll_fd = epoll_create1(EPOLL_CLOEXEC);
 
     create_session();
@@ -469,6 +495,7 @@ int main(int argc, char **argv)
 
         expected = initial_version + (uint64_t)r + 1;
         received = 0;
+        remote_received = 0;
         int len = control_put_inset(r % 2 ? 13 : 12); /* differs from the state before: a real change */
         int put_status = 0, put_done = 0;
         char put_body[1024];
@@ -501,6 +528,11 @@ int main(int argc, char **argv)
         double max = latencies[n_watchers - 1] / 1e6;
         p50s[r] = p50;
         p99s[r] = p99;
+        if (n_remote > 0) {
+            qsort(remote_latencies, (size_t)n_remote, sizeof *remote_latencies, compare_i64);
+            remote_p50s[r] = percentile_ms(remote_latencies, n_remote, 50);
+            remote_p99s[r] = percentile_ms(remote_latencies, n_remote, 99);
+        }
         put_ms[r] = put_ns / 1e6;
         if (max > worst_max) worst_max = max;
         if (p99 > worst_p99) worst_p99 = p99;
@@ -516,9 +548,10 @@ int main(int argc, char **argv)
     double kib_per = rss_before >= 0 ? (double)(rss_with - rss_before) / n_watchers : -1;
     printf("RESULT n=%d rounds=%d p50_ms=%.3f p99_ms=%.3f p50_worst_ms=%.3f p99_worst_ms=%.3f max_ms=%.3f "
            "put_ms=%.3f rss_before_kib=%ld rss_with_kib=%ld kib_per_watcher=%.2f setup_s=%.2f "
-           "server_cpu_ms_per_round=%.1f client_cpu_ms_per_round=%.1f\n",
+           "server_cpu_ms_per_round=%.1f client_cpu_ms_per_round=%.1f remote=%d remote_p50_ms=%.3f remote_p99_ms=%.3f\n",
            n_watchers, rounds, median(p50s, rounds), median(p99s, rounds), worst_p50, worst_p99, worst_max,
-           median(put_ms, rounds), rss_before, rss_with, kib_per, setup_s, server_cpu, own_cpu);
+           median(put_ms, rounds), rss_before, rss_with, kib_per, setup_s, server_cpu, own_cpu, n_remote,
+           n_remote > 0 ? median(remote_p50s, rounds) : -1.0, n_remote > 0 ? median(remote_p99s, rounds) : -1.0);
     fflush(stdout);
     for (int i = 0; i < n_watchers; i++) close(watchers[i].fd);
     close(control_fd);

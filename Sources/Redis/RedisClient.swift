@@ -109,9 +109,16 @@ public final class RedisClient: @unchecked Sendable {
     /// first key: see `routingKey(of:)`).
     public func send(_ arguments: [[UInt8]], key: [UInt8]? = nil, deadline: ContinuousClock.Instant? = nil,
                      completion: @escaping RedisCompletion) {
+        send(RESPRequest(arguments), key: key ?? Self.routingKey(of: arguments), deadline: deadline, completion: completion)
+    }
+
+    /// Sends a command already encoded (see `RESPRequestBuilder`) to the
+    /// node serving `key`; without a key, to the seed that answered discovery.
+    public func send(_ request: RESPRequest, key: [UInt8]?, deadline: ContinuousClock.Instant? = nil,
+                     completion: @escaping RedisCompletion) {
         let command = Command(
-            request: RESPRequest(arguments),
-            slot: (key ?? Self.routingKey(of: arguments)).map { HashSlot.of($0) },
+            request: request,
+            slot: key.map { HashSlot.of($0) },
             deadline: deadline ?? .now + configuration.commandTimeout,
             reply: .plain(completion))
         dispatch(command, to: nil, asking: false, redirects: 0)
@@ -130,9 +137,17 @@ public final class RedisClient: @unchecked Sendable {
     public func send(_ arguments: [[UInt8]], key: [UInt8]? = nil, deadline: ContinuousClock.Instant? = nil,
                      followedBy followUp: @escaping @Sendable (RESPValue) -> FollowUp?,
                      completion: @escaping FollowUpCompletion) {
+        send(RESPRequest(arguments), key: key ?? Self.routingKey(of: arguments), deadline: deadline,
+             followedBy: followUp, completion: completion)
+    }
+
+    /// The same, for a command already encoded.
+    public func send(_ request: RESPRequest, key: [UInt8]?, deadline: ContinuousClock.Instant? = nil,
+                     followedBy followUp: @escaping @Sendable (RESPValue) -> FollowUp?,
+                     completion: @escaping FollowUpCompletion) {
         let command = Command(
-            request: RESPRequest(arguments),
-            slot: (key ?? Self.routingKey(of: arguments)).map { HashSlot.of($0) },
+            request: request,
+            slot: key.map { HashSlot.of($0) },
             deadline: deadline ?? .now + configuration.commandTimeout,
             reply: .followedUp(followUp, completion))
         dispatch(command, to: nil, asking: false, redirects: 0)

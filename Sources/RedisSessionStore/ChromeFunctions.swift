@@ -69,6 +69,10 @@ public struct ChromeFunctions: Sendable {
     public let idleTimeout: Duration?
     /// Nil acknowledges a change once its primary made it.
     public let replicaAcknowledgement: ReplicaAcknowledgement?
+    // The same words in every call, written once.
+    private let keyPrefixBytes: [UInt8]
+    private let ttlArgument: [UInt8]
+    private let thresholdArgument: [UInt8]
 
     public init(client: RedisClient, keyPrefix: String = "topchrome:", rules: ChromeRules = ChromeRules(),
                 idleTimeout: Duration? = .seconds(3600), replicaAcknowledgement: ReplicaAcknowledgement? = nil) {
@@ -77,10 +81,21 @@ public struct ChromeFunctions: Sendable {
         self.rules = rules
         self.idleTimeout = idleTimeout
         self.replicaAcknowledgement = replicaAcknowledgement
+        keyPrefixBytes = Array(keyPrefix.utf8)
+        ttlArgument = Self.ttlArgument(idleTimeout)
+        thresholdArgument = Self.text(rules.revealThreshold)
     }
 
     public func key(for id: SessionID) -> [UInt8] {
-        Array("\(keyPrefix){\(id)}".utf8)
+        let length = keyPrefixBytes.count + 34
+        return [UInt8](unsafeUninitializedCapacity: length) { buffer, initialized in
+            var index = buffer.initialize(fromContentsOf: keyPrefixBytes)
+            buffer[index] = UInt8(ascii: "{")
+            index += 1
+            id.writeHexDigits(to: UnsafeMutableBufferPointer(rebasing: buffer[index..<index + 32]))
+            buffer[index + 32] = UInt8(ascii: "}")
+            initialized = length
+        }
     }
 
     /// Where changes of the session are published (`SSUBSCRIBE` it on the node serving the key).
@@ -92,14 +107,17 @@ public struct ChromeFunctions: Sendable {
 
     /// Creates the session `id`, revealed at version 1; nil if the id is taken.
     public func create(_ id: SessionID, inset: Double, completion: @escaping Completion<Session?>) {
-        call("topchrome_create", id, [ttlArgument, Self.text(inset)], completion, changed: { $0 != .null }) { reply in
+        call(Self.createFunction, id, completion, changed: { $0 != .null }, arguments: {
+            $0.append(ttlArgument)
+            $0.append(inset)
+        }) { reply in
             try Self.session(id, from: reply, status: "done")
         }
     }
 
     /// The session, as a use of it; nil if there is none (or it expired).
     public func session(_ id: SessionID, completion: @escaping Completion<Session?>) {
-        call("topchrome_get", id, [ttlArgument], completion) { reply in
+        call(Self.getFunction, id, completion, arguments: { $0.append(ttlArgument) }) { reply in
             try Self.session(id, from: reply, status: "done")
         }
     }
@@ -107,8 +125,6 @@ public struct ChromeFunctions: Sendable {
     /// `SessionStore.apply` in one `FCALL`.
     public func apply(_ inputs: [ChromeInput], to id: SessionID, if condition: VersionCondition,
                       completion: @escaping Completion<AppliedInputs>) {
-        var arguments = [ttlArgument, Self.text(rules.revealThreshold)] + Self.words(condition)
-        for input in inputs { Self.append(input, to: &arguments) }
         // A batch of reports that were all stale changed nothing but the expiry.
         let onlyReports = inputs.allSatisfy { if case .scroll = $0 { true } else { false } }
         let changed: @Sendable (RESPValue) -> Bool = { reply in
@@ -116,12 +132,17 @@ public struct ChromeFunctions: Sendable {
             guard onlyReports, case let .bulk(letters) = values[5] else { return true }
             return letters.contains { $0 != UInt8(ascii: "s") }
         }
-        call("topchrome_apply", id, arguments, completion, changed: changed) { reply in try Self.applied(id, from: reply) }
+        call(Self.applyFunction, id, completion, changed: changed, arguments: { command in
+            command.append(ttlArgument)
+            command.append(thresholdArgument)
+            Self.append(condition, to: &command)
+            for input in inputs { Self.append(input, to: &command) }
+        }) { reply in try Self.applied(id, from: reply) }
     }
 
     /// `SessionStore.remove` in one `FCALL`.
     public func remove(_ id: SessionID, if condition: VersionCondition, completion: @escaping Completion<StoreOutcome>) {
-        call("topchrome_delete", id, Self.words(condition), completion, changed: Self.isDone) { reply in
+        call(Self.deleteFunction, id, completion, changed: Self.isDone, arguments: { Self.append(condition, to: &$0) }) { reply in
             try Self.outcome(id, from: reply) ?? .notFound
         }
     }
@@ -145,7 +166,11 @@ public struct ChromeFunctions: Sendable {
 
     // MARK: Arguments
 
-    private var ttlArgument: [UInt8] {
+    private static let fcall = Array("FCALL".utf8), oneKey = Array("1".utf8)
+    private static let createFunction = Array("topchrome_create".utf8), getFunction = Array("topchrome_get".utf8)
+    private static let applyFunction = Array("topchrome_apply".utf8), deleteFunction = Array("topchrome_delete".utf8)
+
+    private static func ttlArgument(_ idleTimeout: Duration?) -> [UInt8] {
         guard let idleTimeout else { return Array("none".utf8) }
         let (seconds, attoseconds) = idleTimeout.components
         // Rounded up, as the memory store's idle clock rounds: never early.
@@ -186,32 +211,57 @@ public struct ChromeFunctions: Sendable {
         return [text(UInt64(words.count))] + words
     }
 
-    static func append(_ input: ChromeInput, to arguments: inout [[UInt8]]) {
+    /// `words(condition)`, written without an array per word for the usual `.always`.
+    static func append(_ condition: VersionCondition, to command: inout RESPRequestBuilder) {
+        if case .always = condition {
+            command.append(0 as UInt64)
+            return
+        }
+        for word in words(condition) { command.append(word) }
+    }
+
+    private static let scrollWithoutSeq = [UInt8(ascii: "r")], scrollWithSeq = [UInt8(ascii: "q")]
+    private static let vertical = [UInt8(ascii: "v")], horizontal = [UInt8(ascii: "h")]
+    private static let setInset = [UInt8(ascii: "i")], disappear = [UInt8(ascii: "d")]
+
+    static func append(_ input: ChromeInput, to command: inout RESPRequestBuilder) {
         switch input {
         case let .scroll(report):
-            arguments.append([report.seq == nil ? UInt8(ascii: "r") : UInt8(ascii: "q")])
-            arguments.append(text(report.contentOffsetY))
-            arguments.append(text(report.contentInsetTop))
-            arguments.append([report.axis == .vertical ? UInt8(ascii: "v") : UInt8(ascii: "h")])
-            if let seq = report.seq { arguments.append(text(seq)) }
+            command.append(report.seq == nil ? scrollWithoutSeq : scrollWithSeq)
+            command.append(report.contentOffsetY)
+            command.append(report.contentInsetTop)
+            command.append(report.axis == .vertical ? vertical : horizontal)
+            if let seq = report.seq { command.append(seq) }
         case let .setInset(inset):
-            arguments.append([UInt8(ascii: "i")])
-            arguments.append(text(inset))
+            command.append(setInset)
+            command.append(inset)
         case .disappear:
-            arguments.append([UInt8(ascii: "d")])
+            command.append(disappear)
         }
     }
 
     // MARK: Replies
 
+    /// `FCALL function 1 key arguments…`, encoded as it is written.
     /// - Parameter changed: whether a reply is of a change, which then waits
     ///   for `replicaAcknowledgement` (reads never do).
-    private func call<Value>(_ function: String, _ id: SessionID, _ arguments: [[UInt8]],
-                             _ completion: @escaping Completion<Value>, reloading: Bool = true,
+    private func call<Value>(_ function: [UInt8], _ id: SessionID, _ completion: @escaping Completion<Value>,
                              changed: (@Sendable (RESPValue) -> Bool)? = nil,
+                             arguments: (inout RESPRequestBuilder) -> Void,
                              decode: @escaping @Sendable (RESPValue) throws -> Value) {
         let key = key(for: id)
-        let command = [Array("FCALL".utf8), Array(function.utf8), Array("1".utf8), key] + arguments
+        var command = RESPRequestBuilder()
+        command.append(Self.fcall)
+        command.append(function)
+        command.append(Self.oneKey)
+        command.append(key)
+        arguments(&command)
+        send(command.request, key: key, completion, reloading: true, changed: changed, decode: decode)
+    }
+
+    private func send<Value>(_ request: RESPRequest, key: [UInt8], _ completion: @escaping Completion<Value>,
+                             reloading: Bool, changed: (@Sendable (RESPValue) -> Bool)?,
+                             decode: @escaping @Sendable (RESPValue) throws -> Value) {
         // The node lost the library while connected (`FUNCTION FLUSH`, a
         // restore without it): load it there again, and call once more.
         let reloaded: @Sendable (Result<RESPValue, RedisError>) -> Bool = { [self] result in
@@ -219,18 +269,18 @@ public struct ChromeFunctions: Sendable {
                 return false
             }
             client.send(Self.loadCommand, key: key) { _ in
-                call(function, id, arguments, completion, reloading: false, changed: changed, decode: decode)
+                send(request, key: key, completion, reloading: false, changed: changed, decode: decode)
             }
             return true
         }
         guard let changed, let acknowledgement = replicaAcknowledgement else {
-            client.send(command, key: key) { result in
+            client.send(request, key: key) { result in
                 if !reloaded(result) { Self.finish(result, completion, decode) }
             }
             return
         }
         let wait = Self.waitCommand(acknowledgement)
-        client.send(command, key: key, followedBy: { reply in
+        client.send(request, key: key, followedBy: { reply in
             // WAIT's own timeout, and as long again for its answer to come back.
             changed(reply) ? RedisClient.FollowUp(wait, deadline: .now + acknowledgement.timeout * 2) : nil
         }) { result, confirmation in

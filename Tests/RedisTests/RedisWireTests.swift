@@ -23,6 +23,26 @@ struct RedisWireTests {
         HashSlot.crc16(Array(key.utf8)) & 0x3FFF
     }
 
+    /// The builder that ChromeFunctions writes each call with: RESP framing,
+    /// lengths and counts of more than one digit, numbers as Redis and the
+    /// function library read them (Swift's shortest round-trip text for doubles).
+    @Test func theBuilderWritesRESP() {
+        var builder = RESPRequestBuilder(capacity: 8)  // and grows past it
+        builder.append(Array("FCALL".utf8))
+        builder.append(0 as UInt64)
+        builder.append(UInt64.max)
+        builder.append(379.5)
+        builder.append(-0.0)
+        builder.append(1e300)
+        builder.append([])
+        builder.append(Array("0123456789".utf8))
+        #expect(String(decoding: builder.request.bytes, as: UTF8.self) ==
+            "*8\r\n$5\r\nFCALL\r\n$1\r\n0\r\n$20\r\n18446744073709551615\r\n$5\r\n379.5\r\n$4\r\n-0.0\r\n"
+            + "$6\r\n1e+300\r\n$0\r\n\r\n$10\r\n0123456789\r\n")
+        let twelve = RESPRequest(Array(repeating: "x", count: 12))
+        #expect(String(decoding: twelve.bytes, as: UTF8.self) == "*12\r\n" + String(repeating: "$1\r\nx\r\n", count: 12))
+    }
+
     @Test func repliesConvertFromEveryRESP2Type() throws {
         let stream = "+OK\r\n-ERR wrong\r\n:-42\r\n$5\r\nhe\r\nl\r\n$-1\r\n*-1\r\n*3\r\n:1\r\n*1\r\n$0\r\n\r\n$-1\r\n"
         let values = try #require(RESPValue.parse(Array(stream.utf8)))

@@ -1,0 +1,332 @@
+#!/usr/bin/env bash
+# The Redis store's figures (BENCHMARKS.md "Redis store", issue 12):
+#   1. the ceiling: redis-benchmark calling topchrome_apply itself, the
+#      arguments a scroll report becomes, at 32 connections, pipelined and not;
+#   2. POST scroll through one replica (wrk, 32 connections) on one Redis and
+#      on a 3-primary cluster: req/s, p99, CPU per request of the replica and
+#      of Redis, and how the two cores were shared (replica, Redis, the rest);
+#   3. a change on replica A seen by a watcher on replica B (1 watcher), and
+#      by 1,000 watchers of one session spread over A and B;
+#   4. Redis memory per session (MEMORY USAGE, used_memory per 100k).
+# Medians of RUNS runs. Starts its own redis-server(s) on free loopback
+# ports and stops everything it started on exit. Missing a target is
+# reported, not a failure; a non-2xx answer or a lost event is a failure.
+#
+# Settings (environment): RUNS=3 WRK_CONNS=32 WRK_DURATION=5s SESSIONS=1000
+# CEILING_N=200000 (calls per redis-benchmark run) ROUNDS=20 (changes per
+# latency run of 1,000 watchers) ROUNDS_ONE=200 (of 1 watcher) MEMORY_SESSIONS=100000
+# THREADS= (replica --threads; default: cores)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+: "${RUNS:=3}" "${WRK_CONNS:=32}" "${WRK_DURATION:=5s}" "${SESSIONS:=1000}" "${CEILING_N:=200000}"
+: "${ROUNDS:=20}" "${ROUNDS_ONE:=200}" "${MEMORY_SESSIONS:=100000}" "${THREADS:=}"
+
+for tool in redis-server redis-cli redis-benchmark wrk; do
+  command -v "$tool" >/dev/null || { echo "bench-redis: $tool is missing (scripts/install-deps.sh --test installs redis; apt-get install wrk)" >&2; exit 2; }
+done
+swift build -c release --product topchrome >/dev/null
+binary=.build/release/topchrome
+work=$(mktemp -d)
+gcc -O2 -std=gnu11 -Wall -Wextra -Werror -o "$work/fanout" Benchmarks/fanout/fanout.c
+export BENCH_LUA_DIR="$PWD/Benchmarks/wrk"
+library=Sources/RedisSessionStore/topchrome.lua
+
+pids=()  # everything started here, stopped on exit
+cleanup() {
+  local pid
+  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+  rm -rf "$work"
+}
+trap cleanup EXIT
+ulimit -n 4096 || { echo "bench-redis: 1,000 watchers need 4096 open files (ulimit -n)" >&2; exit 2; }
+
+free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+
+start_redis() {  # start_redis NAME [FLAGS...]: sets redis_pid and redis_port
+  local name=$1 dir="$work/$1" attempt
+  shift
+  mkdir -p "$dir"
+  # Redis has no --port 0: take a port the kernel just handed out, again if taken meanwhile.
+  for attempt in 1 2 3 4 5; do
+    redis_port=$(free_port)
+    redis-server --port "$redis_port" --bind 127.0.0.1 --save '' --appendonly no --daemonize no \
+      --dir "$dir" --logfile redis.log "$@" &
+    redis_pid=$!
+    for _ in $(seq 500); do
+      redis-cli -p "$redis_port" PING 2>/dev/null | grep -q PONG && { pids+=("$redis_pid"); return 0; }
+      kill -0 "$redis_pid" 2>/dev/null || break
+      sleep 0.02
+    done
+    kill "$redis_pid" 2>/dev/null || true
+    wait "$redis_pid" 2>/dev/null || true
+  done
+  echo "bench-redis: redis-server $name did not start:" >&2
+  tail -n 20 "$dir/redis.log" >&2
+  exit 1
+}
+
+source scripts/server.sh
+start_replica() {  # start_replica NAME STORE [FLAGS...]: sets replica_pid and replica_base
+  local name=$1 store=$2
+  shift 2
+  start_topchrome "$binary" "$work/$name.log" --log-level warn --store "$store" ${THREADS:+--threads "$THREADS"} "$@" || exit 1
+  pids+=("$server_pid")
+  replica_pid=$server_pid
+  replica_base=$base_url
+  for _ in $(seq 500); do  # ready = connected to Redis
+    [ "$(curl -s -o /dev/null -w '%{http_code}' "$replica_base/readyz")" = 200 ] && return 0
+    sleep 0.02
+  done
+  echo "bench-redis: replica $name not ready:" >&2
+  cat "$work/$name.log" >&2
+  exit 1
+}
+stop_pid() { kill "$1" 2>/dev/null || true; wait "$1" 2>/dev/null || true; }
+
+create_sessions() {  # create_sessions BASE N FILE (as bench.sh)
+  python3 - "$@" <<'PY'
+import http.client, json, sys, urllib.parse
+base, count, path = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+url = urllib.parse.urlsplit(base)
+connection = http.client.HTTPConnection(url.hostname, url.port)
+with open(path, "w") as out:
+    for _ in range(count):
+        connection.request("POST", "/v1/sessions")
+        response = connection.getresponse()
+        assert response.status == 201, response.status
+        out.write(json.loads(response.read())["id"] + "\n")
+PY
+}
+
+# CPU of processes in clock ticks (user + system), and of the whole machine.
+proc_ticks() { local sum=0 pid; for pid in "$@"; do sum=$(( sum + $(awk '{print $14 + $15}' "/proc/$pid/stat") )); done; echo "$sum"; }
+machine_ticks() { awk '/^cpu / {print $2 + $3 + $4 + $7 + $8 + $9, $5 + $6}' /proc/stat; }  # busy idle
+ticks_per_second=$(getconf CLK_TCK)
+
+results="$work/results"  # one line per run: scenario rate p99_us replica_us redis_us replica% redis% wrk% rest% idle%
+: > "$results"
+
+# wrk_scroll SCENARIO BASE REPLICA_PID REDIS_PIDS...: one measured wrk run of scroll.lua.
+wrk_scroll() {
+  local scenario=$1 base=$2 replica=$3
+  shift 3
+  local before_replica before_redis before_machine after_machine
+  before_replica=$(proc_ticks "$replica"); before_redis=$(proc_ticks "$@"); before_machine=$(machine_ticks)
+  # wrk's own CPU (its rusage, through a parent that waits for it).
+  IDS_FILE="$work/ids" python3 -c 'import resource, subprocess, sys
+subprocess.run(sys.argv[2:], check=True, stdout=open(sys.argv[1] + ".txt", "w"))
+usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+open(sys.argv[1] + ".cpu", "w").write(str(usage.ru_utime + usage.ru_stime))' "$work/wrk" \
+    wrk -t1 -c"$WRK_CONNS" -d"$WRK_DURATION" --latency -s "$BENCH_LUA_DIR/scroll.lua" "$base"
+  after_machine=$(machine_ticks)
+  python3 - "$scenario" "$work/wrk.txt" "$(( $(proc_ticks "$replica") - before_replica ))" \
+    "$(( $(proc_ticks "$@") - before_redis ))" "$before_machine" "$after_machine" "$ticks_per_second" "$(nproc)" "$(cat "$work/wrk.cpu")" >>"$results" <<'PY'
+import re, sys
+scenario, text = sys.argv[1], open(sys.argv[2]).read()
+replica, redis = int(sys.argv[3]), int(sys.argv[4])
+busy0, idle0 = map(int, sys.argv[5].split()); busy1, idle1 = map(int, sys.argv[6].split())
+hz, cores, wrk = int(sys.argv[7]), int(sys.argv[8]), float(sys.argv[9]) * int(sys.argv[7])
+def micros(label):
+    value, unit = re.search(rf"^\s*{label}%\s+([\d.]+)(us|ms|s)\s*$", text, re.M).groups()
+    return float(value) * {"us": 1, "ms": 1000, "s": 1e6}[unit]
+requests = int(re.search(r"(\d+) requests in", text).group(1))
+errors = re.search(r"Non-2xx or 3xx responses: (\d+)", text)
+if errors or re.search(r"Socket errors", text):
+    sys.exit(f"bench-redis: {scenario}: wrk saw errors:\n{text}")
+rate = float(re.search(r"Requests/sec:\s+([\d.]+)", text).group(1))
+total = (busy1 - busy0) + (idle1 - idle0)  # all cores' ticks in the run
+share = lambda ticks: 100 * cores * ticks / max(total, 1)  # % of one core
+rest = (busy1 - busy0) - replica - redis - wrk
+print(scenario, f"{rate:.0f}", f"{micros(99):.0f}", f"{replica / hz * 1e6 / requests:.2f}", f"{redis / hz * 1e6 / requests:.2f}",
+      f"{share(replica):.0f}", f"{share(redis):.0f}", f"{share(wrk):.0f}", f"{share(rest):.0f}", f"{share(idle1 - idle0):.0f}")
+PY
+}
+
+echo "# $(date -u +%Y-%m-%dT%H:%MZ) $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(redis-server --version | cut -d' ' -f1-3)"
+echo "# load: $(uptime)"
+
+# --- one Redis -----------------------------------------------------------------
+start_redis single
+single_port=$redis_port single_pid=$redis_pid
+redis-cli -p "$single_port" -x FUNCTION LOAD REPLACE <"$library" >/dev/null
+
+# What the replica sends for one scroll report, seen by MONITOR: the ceiling calls the same.
+start_replica a "redis://127.0.0.1:$single_port"
+a_pid=$replica_pid a_base=$replica_base
+create_sessions "$a_base" 1 "$work/one"
+redis-cli -p "$single_port" MONITOR >"$work/monitor.txt" &
+monitor_pid=$!
+pids+=("$monitor_pid")
+sleep 0.2
+curl -sf -o /dev/null -H 'Content-Type: application/json' -d '{"contentOffsetY":379.5,"seq":7}' "$a_base/v1/sessions/$(cat "$work/one")/scroll"
+sleep 0.2
+stop_pid "$monitor_pid"
+echo "one scroll report, as Redis received it:$(grep -m1 -o '"FCALL".*' "$work/monitor.txt")"
+
+# --- 1. the ceiling --------------------------------------------------------------
+# 1,000 sessions topchrome:{000000000000}... (redis-benchmark's __rand_int__ is 12
+# digits); the report's offset is random too, with insetTop -499, so the effective
+# offset is at most the threshold (1) about half the time and about half of
+# the calls flip the session (HSET + SPUBLISH, as every wrk request does below).
+python3 - <<'PY' | redis-cli -p "$single_port" --pipe >/dev/null
+import sys
+def resp(*words):
+    out = [f"*{len(words)}\r\n"] + [f"${len(w.encode())}\r\n{w}\r\n" for w in words]
+    return "".join(out)
+sys.stdout.write("".join(resp("FCALL", "topchrome_create", "1", "topchrome:{%012d}" % i, "3600000", "0") for i in range(1000)))
+PY
+ceiling_args=(FCALL topchrome_apply 1 'topchrome:{__rand_int__}' 3600000 1.0 0 r __rand_int__ -499.0 v)
+for shape in "32 16" "32 1" "1 32"; do
+  read -r connections pipeline <<<"$shape"
+  for run in $(seq "$RUNS"); do
+    before_redis=$(proc_ticks "$single_pid")
+    line=$(redis-benchmark -p "$single_port" -c "$connections" -P "$pipeline" -n "$CEILING_N" -r 1000 --csv "${ceiling_args[@]}" | tail -n 1)
+    python3 - "$line" "$connections" "$pipeline" "$(( $(proc_ticks "$single_pid") - before_redis ))" "$ticks_per_second" "$CEILING_N" >>"$results" <<'PY'
+import csv, sys
+row = next(csv.reader([sys.argv[1]]))
+connections, pipeline, ticks, hz, calls = sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6])
+# rps, avg, min, p50, p95, p99, max (ms)
+print(f"ceiling-c{connections}-P{pipeline}", f"{float(row[1]):.0f}", f"{float(row[6]) * 1000:.0f}", "-", f"{ticks / hz * 1e6 / calls:.2f}", "-", "-", "-", "-", "-")
+PY
+  done
+done
+
+# --- 2. scroll through one replica on one Redis ----------------------------------
+create_sessions "$a_base" "$SESSIONS" "$work/ids"
+IDS_FILE="$work/ids" wrk -t1 -c"$WRK_CONNS" -d2s -s "$BENCH_LUA_DIR/scroll.lua" "$a_base" >/dev/null  # warm-up
+for run in $(seq "$RUNS"); do wrk_scroll single "$a_base" "$a_pid" "$single_pid"; done
+
+# --- 3. change on A -> event on B -------------------------------------------------
+# One session, its watchers spread over A and B; B's per-session watcher limit
+# (default 64) raised so 1,000 watchers of one session fit.
+start_replica b "redis://127.0.0.1:$single_port" --max-watchers-per-session 2000 --heartbeat 3600
+b_pid=$replica_pid b_base=$replica_base
+stop_pid "$a_pid"
+start_replica a "redis://127.0.0.1:$single_port" --max-watchers-per-session 2000 --heartbeat 3600
+a_pid=$replica_pid a_base=$replica_base
+for watchers in 1 1000; do
+  ports=${b_base##*:}
+  [ "$watchers" -gt 1 ] && ports="${a_base##*:},${b_base##*:}"
+  rounds=$ROUNDS
+  [ "$watchers" = 1 ] && rounds=$ROUNDS_ONE
+  for run in $(seq "$RUNS"); do
+    "$work/fanout" -p "${a_base##*:}" -w "$ports" -n "$watchers" -r "$rounds" -P "$b_pid" -g 50 -s 200 -v >"$work/fanout.txt" \
+      || { cat "$work/fanout.txt" "$work/a.log" "$work/b.log" >&2; exit 1; }
+    grep '^RESULT ' "$work/fanout.txt" >>"$work/fanout-rows"
+    # One watcher: each change's latency, pooled over the runs.
+    [ "$watchers" = 1 ] && sed -nE 's/.*round +[0-9]+: min +([0-9.]+).*/\1/p' "$work/fanout.txt" >>"$work/one-watcher"
+  done
+done
+stop_pid "$a_pid"; stop_pid "$b_pid"
+
+# --- 4. memory per session ---------------------------------------------------------
+start_replica a "redis://127.0.0.1:$single_port"
+a_base=$replica_base
+create_sessions "$a_base" 1 "$work/one"
+curl -sf -o /dev/null -H 'Content-Type: application/json' -d '{"contentOffsetY":379.5,"seq":123456}' "$a_base/v1/sessions/$(cat "$work/one")/scroll"
+key="topchrome:{$(cat "$work/one")}"
+memory_line="MEMORY USAGE $key: $(redis-cli -p "$single_port" MEMORY USAGE "$key") bytes, $(redis-cli -p "$single_port" OBJECT ENCODING "$key"), fields: $(redis-cli -p "$single_port" HGETALL "$key" | paste -sd' '), TTL $(redis-cli -p "$single_port" PTTL "$key") ms; hash-max-listpack-entries $(redis-cli -p "$single_port" CONFIG GET hash-max-listpack-entries | tail -n 1), -value $(redis-cli -p "$single_port" CONFIG GET hash-max-listpack-value | tail -n 1)"
+redis-cli -p "$single_port" FLUSHALL >/dev/null
+sleep 0.5
+used_before=$(redis-cli -p "$single_port" INFO memory | awk -F: '/^used_memory:/ {print $2+0}')
+# MEMORY_SESSIONS sessions as the replicas make them (random 32-hex ids, TTL 1 h),
+# each then given a scroll report with a seq, through the same functions.
+python3 - "$MEMORY_SESSIONS" <<'PY' | redis-cli -p "$single_port" --pipe >/dev/null
+import os, sys
+def resp(*words):
+    return f"*{len(words)}\r\n" + "".join(f"${len(w)}\r\n{w}\r\n" for w in words)
+out = []
+for _ in range(int(sys.argv[1])):
+    key = "topchrome:{%s}" % os.urandom(16).hex()
+    out.append(resp("FCALL", "topchrome_create", "1", key, "3600000", "0"))
+    out.append(resp("FCALL", "topchrome_apply", "1", key, "3600000", "1.0", "0", "q", "379.5", "0", "v", "123456"))
+sys.stdout.write("".join(out))
+PY
+used_after=$(redis-cli -p "$single_port" INFO memory | awk -F: '/^used_memory:/ {print $2+0}')
+keys=$(redis-cli -p "$single_port" DBSIZE)
+memory_delta_line=$(awk -v b="$used_before" -v a="$used_after" -v n="$keys" 'BEGIN { printf "used_memory: +%.1f MiB for %d sessions (with TTL and seq): %.1f bytes per session, %.1f MB per 100k", (a-b)/1048576, n, (a-b)/n, (a-b)/n*100000/1e6 }')
+stop_pid "$replica_pid"
+stop_pid "$single_pid"
+
+# --- 2b. scroll through one replica on a 3-primary cluster --------------------------
+cluster_ports=() cluster_pids=()
+for node in 1 2 3; do
+  start_redis "node$node" --cluster-enabled yes --cluster-config-file nodes.conf --cluster-node-timeout 2000 --cluster-port "$(free_port)"
+  cluster_ports+=("$redis_port"); cluster_pids+=("$redis_pid")
+done
+redis-cli --cluster create "${cluster_ports[@]/#/127.0.0.1:}" --cluster-replicas 0 --cluster-yes >"$work/cluster-create.txt" \
+  || { cat "$work/cluster-create.txt" >&2; exit 1; }
+for _ in $(seq 500); do
+  ok=0
+  for port in "${cluster_ports[@]}"; do redis-cli -p "$port" CLUSTER INFO | grep -q 'cluster_state:ok' && ok=$((ok + 1)); done
+  [ "$ok" = 3 ] && break
+  sleep 0.05
+done
+[ "$ok" = 3 ] || { echo "bench-redis: the cluster did not come up" >&2; exit 1; }
+seeds=$(printf '127.0.0.1:%s,' "${cluster_ports[@]}")
+start_replica a "redis://${seeds%,}"
+a_pid=$replica_pid a_base=$replica_base
+create_sessions "$a_base" "$SESSIONS" "$work/ids"
+IDS_FILE="$work/ids" wrk -t1 -c"$WRK_CONNS" -d2s -s "$BENCH_LUA_DIR/scroll.lua" "$a_base" >/dev/null  # warm-up
+for run in $(seq "$RUNS"); do wrk_scroll cluster "$a_base" "$a_pid" "${cluster_pids[@]}"; done
+spread=$(for port in "${cluster_ports[@]}"; do redis-cli -p "$port" DBSIZE; done | paste -sd/)
+stop_pid "$a_pid"
+
+# --- report ----------------------------------------------------------------------------
+echo "# load after: $(uptime)"
+echo
+echo "Runs (scroll: wrk -t1 -c$WRK_CONNS -d$WRK_DURATION over $SESSIONS sessions; ceiling: redis-benchmark -n $CEILING_N -r 1000):"
+printf '%-18s %9s %8s %12s %10s %9s %7s %6s %7s %6s\n' scenario "req/s" "p99 µs" "replica µs/r" "Redis µs/r" "replica%" "Redis%" "wrk%" "rest%" "idle%"
+while read -r row; do printf '%-18s %9s %8s %12s %10s %9s %7s %6s %7s %6s\n' $row; done <"$results"
+echo "(% = share of one core during the run; rest = everything else on the machine; the ceiling rows: Redis CPU per call)"
+echo
+python3 - "$results" <<'PY'
+import statistics, sys
+rows = {}
+for line in open(sys.argv[1]):
+    name, *fields = line.split()
+    rows.setdefault(name, []).append(fields)
+def med(name, column):
+    return statistics.median(float(r[column]) for r in rows[name])
+print("Medians:")
+for name in rows:
+    extra = ""
+    if rows[name][0][2] != "-":
+        extra = (f", replica {med(name, 2):.1f} µs CPU/req, Redis {med(name, 3):.1f} µs CPU/req;"
+                 f" cores: replica {med(name, 4):.0f}%, Redis {med(name, 5):.0f}%, wrk {med(name, 6):.0f}%, rest {med(name, 7):.0f}%, idle {med(name, 8):.0f}%")
+    else:
+        extra = f", Redis {med(name, 3):.1f} µs CPU/call"
+    print(f"  {name:<18} {med(name, 0):>8.0f} req/s, p99 {med(name, 1) / 1000:.2f} ms{extra}")
+single, cluster = med("single", 0), med("cluster", 0)
+for ceiling in [n for n in rows if n.startswith("ceiling")]:
+    print(f"  one replica on one Redis / {ceiling}: {single / med(ceiling, 0):.2f}")
+top = max(med(n, 0) for n in rows if n.startswith("ceiling"))
+p99 = med("single", 1) / 1000
+print(f"Target, one Redis: >= 0.7 x ceiling (the highest, {top:.0f}/s) and p99 <= 2 ms: "
+      f"{'met' if single >= 0.7 * top and p99 <= 2 else 'NOT met'} ({single / top:.2f}, p99 {p99:.2f} ms)")
+print(f"Target, cluster > one Redis: {'met' if cluster > single else 'NOT met'} ({cluster:.0f} vs {single:.0f} req/s, {cluster / single:.2f})")
+PY
+echo "  sessions per cluster node: $spread"
+echo
+echo "Change on A -> event on B (1,000 watchers: $ROUNDS changes per run; p50/p99 over the watchers per change, median over changes, then over runs):"
+python3 - "$work/fanout-rows" "$work/one-watcher" <<'PY'
+import re, statistics, sys
+one = sorted(float(line) for line in open(sys.argv[2]))
+rank = lambda p: one[max(0, -(-len(one) * p // 100) - 1)]  # nearest rank
+print(f"      1 watcher on B, {len(one)} changes made on A: p50 {rank(50):.2f} ms, p99 {rank(99):.2f} ms, max {one[-1]:.2f} ms;"
+      f" target p99 <= 5 ms: {'met' if rank(99) <= 5 else 'NOT met'}")
+rows = [dict(re.findall(r"(\w+)=([-\d.]+)", line)) for line in open(sys.argv[1]) if " n=1 " not in line]
+for n in sorted({int(r["n"]) for r in rows}):
+    mine = [r for r in rows if int(r["n"]) == n]
+    med = lambda k: statistics.median(float(r[k]) for r in mine)
+    target, p99 = (5 if n == 1 else 25), med("p99_ms")
+    runs = " ".join(r["p99_ms"] for r in mine)
+    print(f"  {n:>5} watchers: p50 {med('p50_ms'):.2f} ms, p99 {p99:.2f} ms (runs: {runs}; worst change's p99 {max(float(r['p99_worst_ms']) for r in mine):.2f} ms);"
+          f" of those on B ({mine[0]['remote']}): p50 {med('remote_p50_ms'):.2f}, p99 {med('remote_p99_ms'):.2f} ms;"
+          f" PUT on A answered after {med('put_ms'):.2f} ms; target p99 <= {target} ms: {'met' if p99 <= target else 'NOT met'}")
+PY
+echo
+echo "Memory in Redis:"
+echo "  $memory_line"
+echo "  $memory_delta_line"
