@@ -296,26 +296,27 @@ public final class SessionAPI: HTTPResponder {
         let lastEventID = lastEventID.flatMap { UInt64($0.trimmingOWS) }
         let stream = ResponseStream()
         let watcher = EventStreamWatcher(id: id, stream: stream)
-        stream.onClose { [watchers] in watchers.remove(watcher, for: id) }
-        let response = HTTPResponse.streaming(status: 200, headers: Self.eventStreamHeaders, stream: stream)
+        // Only for a stream that goes out: the server closes it, which ends
+        // the watch; one that never goes out would hold its watcher (and
+        // through it the store) forever.
+        let response: @Sendable () -> HTTPResponse = { [watchers] in
+            stream.onClose { watchers.remove(watcher, for: id) }
+            return HTTPResponse.streaming(status: 200, headers: Self.eventStreamHeaders, stream: stream)
+        }
         switch backend {
         case let .local(store):
-            guard let current = try watch(id, by: watcher, in: store) else {
-                stream.finish()
-                throw Self.unknownSession
-            }
+            guard let current = try watch(id, by: watcher, in: store) else { throw Self.unknownSession }
             watcher.start(with: current, lastEventID: lastEventID)
-            return response
+            return response()
         case let .remote(feed):
             let pending = PendingResponse()
             try watch(id, by: watcher, in: feed) { [watchers] result in
                 do throws(Problem) {
                     guard let current = try Self.value(result) else { throw Self.unknownSession }
                     watcher.start(with: current, lastEventID: lastEventID)
-                    pending.complete(with: response)
+                    pending.complete(with: response())
                 } catch {
                     watchers.remove(watcher, for: id)
-                    stream.finish()
                     pending.complete(with: error.response)
                 }
             }
