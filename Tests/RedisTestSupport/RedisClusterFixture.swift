@@ -23,11 +23,25 @@ public final class RedisClusterFixture: Sendable {
     /// must not disturb the tests sharing `shared()` while they run; its
     /// servers stop when it is released.
     public static func dedicated() throws -> RedisClusterFixture {
-        try RedisClusterFixture(replicasPerPrimary: 1)
+        try starting(replicasPerPrimary: 1)
     }
 
-    private static let started = Result { try RedisClusterFixture(replicasPerPrimary: 1) }
-    private static let startedPrimariesOnly = Result { try RedisClusterFixture(replicasPerPrimary: 0) }
+    private static let started = Result { try starting(replicasPerPrimary: 1) }
+    private static let startedPrimariesOnly = Result { try starting(replicasPerPrimary: 0) }
+
+    /// A node's free port (or its cluster bus port) can be taken by another
+    /// server starting at the same moment, when tests start servers in
+    /// parallel; then the whole cluster is made again.
+    private static func starting(replicasPerPrimary: Int) throws -> RedisClusterFixture {
+        var attempt = 1
+        while true {
+            do {
+                return try RedisClusterFixture(replicasPerPrimary: replicasPerPrimary)
+            } catch where attempt < 3 {
+                attempt += 1
+            }
+        }
+    }
 
     private init(replicasPerPrimary: Int) throws {
         servers = try (0..<(3 * (1 + replicasPerPrimary))).map { _ in
