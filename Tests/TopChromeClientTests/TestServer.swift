@@ -82,7 +82,7 @@ struct TimedOut: Error {}
 
 /// Polls `condition` every 10 ms for up to `seconds`: servers and streams
 /// act asynchronously, and every wait in these tests is bounded.
-func eventually(within seconds: Double = 10, isolation: isolated (any Actor)? = #isolation,
+func eventually(within seconds: Double = 30, isolation: isolated (any Actor)? = #isolation,
                 _ condition: () async throws -> Bool) async rethrows -> Bool {
     let deadline = Date().addingTimeInterval(seconds)
     while Date() < deadline {
