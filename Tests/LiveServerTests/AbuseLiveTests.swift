@@ -35,7 +35,9 @@ import Testing
     }
 
     @Test func oneAddressCannotTakeEveryConnection() throws {
-        let server = try LiveServer { $0.maxConnectionsPerIP = 4 }
+        // Memory only: a Redis-backed server is first probed for readiness,
+        // and that connection may not be seen closed yet when this counts.
+        let server = try LiveServer(memoryOnly: true) { $0.maxConnectionsPerIP = 4 }
         let held = try (0..<4).map { _ in try server.client() }
         for client in held { #expect(try client.request("GET", "/healthz").status == 200) }
         let extra = try server.client()
