@@ -201,10 +201,7 @@ public struct ServiceConfiguration: Sendable, Equatable {
             config.sessionTTL = try integer(value, source, in: 0...(10 * 365 * 86_400))
         },
         Option(name: "shutdown-timeout", placeholder: "S", help: "Seconds a graceful stop waits for requests (default 10).") { value, source, config throws(UsageError) in
-            guard let number = Double(value), number.isFinite, (0...3600).contains(number) else {
-                throw UsageError(description: "\(source) must be a number of seconds from 0 to 3600, not '\(value)'")
-            }
-            config.shutdownTimeout = number
+            config.shutdownTimeout = try seconds(value, source, in: 0...3600)
         },
         Option(name: "idle-timeout", placeholder: "S", help: "Seconds an idle connection stays open; 0 = forever (default 60).") { value, source, config throws(UsageError) in
             config.idleTimeout = try integer(value, source, in: 0...86_400)
@@ -279,10 +276,7 @@ public struct ServiceConfiguration: Sendable, Equatable {
             config.redisKeyPrefix = value
         },
         Option(name: "redis-timeout", placeholder: "S", help: "Seconds a request waits for Redis before 503 (default 1).") { value, source, config throws(UsageError) in
-            guard let number = Double(value), number.isFinite, (0.01...60).contains(number) else {
-                throw UsageError(description: "\(source) must be a number of seconds from 0.01 to 60, not '\(value)'")
-            }
-            config.redisTimeout = number
+            config.redisTimeout = try seconds(value, source, in: 0.01...60)
         },
         Option(name: "redis-wait-replicas", placeholder: "N", help: "Redis replicas that must have each change before it is acknowledged, else 503 (default 0).") { value, source, config throws(UsageError) in
             config.redisWaitReplicas = try integer(value, source, in: 0...16)
@@ -323,6 +317,15 @@ public struct ServiceConfiguration: Sendable, Equatable {
             throw UsageError(description: "\(source): cannot read '\(path)'")
         }
         return text
+    }
+
+    private static func seconds(_ value: String, _ source: String, in range: ClosedRange<Double>) throws(UsageError) -> Double {
+        guard let number = Double(value), number.isFinite, range.contains(number) else {
+            // Whole bounds written as integers: "from 0 to 3600", not "0.0".
+            func text(_ bound: Double) -> String { bound == bound.rounded() ? String(Int(bound)) : String(bound) }
+            throw UsageError(description: "\(source) must be a number of seconds from \(text(range.lowerBound)) to \(text(range.upperBound)), not '\(value)'")
+        }
+        return number
     }
 
     private static func integer(_ value: String, _ source: String, in range: ClosedRange<Int>) throws(UsageError) -> Int {
