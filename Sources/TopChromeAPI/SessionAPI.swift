@@ -154,9 +154,7 @@ public final class SessionAPI: HTTPResponder {
                     }
                 }
             case let .remote(store):
-                return Self.later { answer in
-                    store.create(inset: inset) { result in answer(Self.answer(result, Self.created)) }
-                }
+                return Self.later({ store.create(inset: inset, reply: $0) }, Self.created)
             }
         case .session(nil), .events(nil), .inset(nil), .scroll(nil), .disappear(nil):
             // A malformed id names no session: the store is not asked.
@@ -167,30 +165,23 @@ public final class SessionAPI: HTTPResponder {
             case let (.local(store), true):
                 return try Self.removed(store.remove(id, if: preconditions.forChange))
             case let (.remote(store), true):
-                return Self.later { answer in
-                    store.remove(id, if: preconditions.forChange) { result in answer(Self.answer(result, Self.removed)) }
-                }
+                return Self.later({ store.remove(id, if: preconditions.forChange, reply: $0) }, Self.removed)
             case let (.local(store), false):
                 guard let session = store.session(id) else { throw Self.unknownSession }
-                let version = session.state.version
-                guard preconditions.matchCondition.holds(for: version) else { throw Self.preconditionFailed }
-                if !preconditions.noneMatchCondition.holds(for: version), let wait = Self.preferredWait(request, cap: maxWaitSeconds) {
+                let response = try Self.read(session, preconditions)
+                if response.status == 304, let wait = Self.preferredWait(request, cap: maxWaitSeconds) {
                     return try waitForChange(of: id, isNew: preconditions.noneMatchCondition, seconds: wait, in: store)
                 }
-                return try Self.read(session, preconditions)
+                return response
             case let (.remote(store), false):
                 if let wait = Self.preferredWait(request, cap: maxWaitSeconds) {
                     // The wait starts from the state the feed reads once it
                     // listens to the session: no change can fall between.
                     return try waitForChange(of: id, preconditions, seconds: wait, in: store)
                 }
-                return Self.later { answer in
-                    store.session(id) { result in
-                        answer(Self.answer(result) { (session: Session?) throws(Problem) in
-                            guard let session else { throw Self.unknownSession }
-                            return try Self.read(session, preconditions)
-                        })
-                    }
+                return Self.later({ store.session(id, reply: $0) }) { session throws(Problem) in
+                    guard let session else { throw Self.unknownSession }
+                    return try Self.read(session, preconditions)
                 }
             }
         case let .events(id?):
@@ -201,13 +192,9 @@ public final class SessionAPI: HTTPResponder {
                     guard store.session(id) != nil else { throw Self.unknownSession }
                     return Self.emptyEventStream()
                 case let .remote(store):
-                    return Self.later { answer in
-                        store.session(id) { result in
-                            answer(Self.answer(result) { (session: Session?) throws(Problem) in
-                                guard session != nil else { throw Self.unknownSession }
-                                return Self.emptyEventStream()
-                            })
-                        }
+                    return Self.later({ store.session(id, reply: $0) }) { session throws(Problem) in
+                        guard session != nil else { throw Self.unknownSession }
+                        return Self.emptyEventStream()
                     }
                 }
             }
@@ -275,17 +262,8 @@ public final class SessionAPI: HTTPResponder {
     private func waitForChange(of id: SessionID, _ preconditions: Preconditions, seconds: Int,
                                in feed: any RemoteChangeFeed) throws(Problem) -> HTTPResponse {
         let watcher = LongPollWatcher(id: id, isNew: preconditions.noneMatchCondition, waitSeconds: seconds)
-        try watch(id, by: watcher, in: feed) { [watchers] result in
-            let current: Session
-            do throws(Problem) {
-                guard let session = try Self.value(result) else { throw Self.unknownSession }
-                guard preconditions.matchCondition.holds(for: session.state.version) else { throw Self.preconditionFailed }
-                current = session
-            } catch {
-                watchers.remove(watcher, for: id)
-                watcher.pending.complete(with: error.response)
-                return
-            }
+        try watch(id, by: watcher, in: feed, answering: watcher.pending) { [watchers] current throws(Problem) in
+            guard preconditions.matchCondition.holds(for: current.state.version) else { throw Self.preconditionFailed }
             watcher.start(with: current, hub: watchers)
         }
         return .later(watcher.pending)
@@ -310,15 +288,9 @@ public final class SessionAPI: HTTPResponder {
             return response()
         case let .remote(feed):
             let pending = PendingResponse()
-            try watch(id, by: watcher, in: feed) { [watchers] result in
-                do throws(Problem) {
-                    guard let current = try Self.value(result) else { throw Self.unknownSession }
-                    watcher.start(with: current, lastEventID: lastEventID)
-                    pending.complete(with: response())
-                } catch {
-                    watchers.remove(watcher, for: id)
-                    pending.complete(with: error.response)
-                }
+            try watch(id, by: watcher, in: feed, answering: pending) { current in
+                watcher.start(with: current, lastEventID: lastEventID)
+                pending.complete(with: response())
             }
             return .later(pending)
         }
@@ -348,12 +320,23 @@ public final class SessionAPI: HTTPResponder {
         }
     }
 
-    /// Subscribes the watcher to a remote feed; `then` gets the session once the feed listens to it.
+    /// Subscribes the watcher to a remote feed; `start` runs with the session
+    /// once the feed listens to it. If there is none, the store failed, or
+    /// `start` throws, the watch ends and `pending` answers with the problem.
     private func watch(_ id: SessionID, by watcher: any SessionWatcher, in feed: any RemoteChangeFeed,
-                       then: @escaping RemoteReply<Session?>) throws(Problem) {
+                       answering pending: PendingResponse,
+                       start: @escaping @Sendable (Session) throws(Problem) -> Void) throws(Problem) {
         guard isReady else { throw Self.shuttingDown }
         do {
-            try feed.subscribe(watcher, to: id, reply: then)
+            try feed.subscribe(watcher, to: id) { [watchers] result in
+                do throws(Problem) {
+                    guard let current = try Self.value(result) else { throw Self.unknownSession }
+                    try start(current)
+                } catch {
+                    watchers.remove(watcher, for: id)
+                    pending.complete(with: error.response)
+                }
+            }
         } catch {
             throw Self.refused(error)
         }
@@ -384,30 +367,26 @@ public final class SessionAPI: HTTPResponder {
         case let .local(store):
             return try Self.changed(store.apply(inputs, to: id, if: condition))
         case let .remote(store):
-            return Self.later { answer in
-                store.apply(inputs, to: id, if: condition) { result in answer(Self.answer(result, Self.changed)) }
-            }
+            return Self.later({ store.apply(inputs, to: id, if: condition, reply: $0) }, Self.changed)
         }
     }
 
     // MARK: Answers
 
     /// A request that waits, holding no thread, for a store in another
-    /// process: `start` asks it and calls `answer` with the response.
-    private static func later(_ start: (@escaping @Sendable (HTTPResponse) -> Void) -> Void) -> HTTPResponse {
+    /// process: `ask` asks it, and its reply is answered with `respond` of
+    /// the value, or with the problem.
+    private static func later<Value>(_ ask: (@escaping RemoteReply<Value>) -> Void,
+                                     _ respond: @escaping @Sendable (Value) throws(Problem) -> HTTPResponse) -> HTTPResponse {
         let pending = PendingResponse()
-        start { pending.complete(with: $0) }
-        return .later(pending)
-    }
-
-    /// The response to a remote store's reply: `respond` of its value, or the problem.
-    private static func answer<Value>(_ result: Result<Value, RemoteStoreError>,
-                                      _ respond: (Value) throws(Problem) -> HTTPResponse) -> HTTPResponse {
-        do throws(Problem) {
-            return try respond(value(result))
-        } catch {
-            return error.response
+        ask { result in
+            do throws(Problem) {
+                pending.complete(with: try respond(value(result)))
+            } catch {
+                pending.complete(with: error.response)
+            }
         }
+        return .later(pending)
     }
 
     private static func value<Value>(_ result: Result<Value, RemoteStoreError>) throws(Problem) -> Value {
