@@ -1,3 +1,4 @@
+import Dispatch
 import Locking
 
 /// A client for a single Redis or a Redis Cluster, found from seed nodes.
@@ -31,6 +32,8 @@ public final class RedisClient: @unchecked Sendable {
     /// A node to ask first in one more refresh, after the one in flight.
     private var askNext: RedisNode?
     private var closed = false
+    /// Rounds of discovery in which no seed answered, since one last did.
+    private var failedDiscoveries = 0
 
     private struct Command: Sendable {
         let request: RESPRequest
@@ -308,7 +311,19 @@ public final class RedisClient: @unchecked Sendable {
 
     private func discover(_ candidates: ArraySlice<RedisNode>) {
         guard let seed = candidates.first, let connection = lock.withLock({ closed ? nil : connectionLocked(to: seed) }) else {
-            lock.withLock { discovering = false }
+            // No seed answered: ask again after a backoff, so that the client
+            // finds Redis once it comes even if nobody sends a command meanwhile.
+            let delay: Duration? = lock.withLock {
+                discovering = false
+                guard !closed, candidates.isEmpty else { return nil }
+                defer { failedDiscoveries += 1 }
+                return configuration.reconnectBackoff.delay(attempt: failedDiscoveries)
+            }
+            if let delay {
+                let (seconds, attoseconds) = delay.components
+                let nanoseconds = Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000)
+                DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(nanoseconds)) { self.discover() }
+            }
             return
         }
         connection.send(["INFO", "cluster"], deadline: nil) { result in
@@ -318,6 +333,7 @@ public final class RedisClient: @unchecked Sendable {
                 self.currentTopology = cluster ? .cluster : .single
                 self.home = seed
                 self.discovering = false
+                self.failedDiscoveries = 0
             }
             if cluster { self.refreshSlots() }
         }

@@ -13,8 +13,8 @@ public final class RedisSessionStore: RemoteSessionStore, RemoteChangeFeed {
     private let feed: RedisChangeFeed
 
     /// - Parameters:
-    ///   - client: its configuration must load the library on every
-    ///     connection (`ChromeFunctions.loadCommand` among the setup commands).
+    ///   - functions: its client's configuration must load the library on
+    ///     every connection (`ChromeFunctions.loadCommand` among the setup commands).
     ///   - subscriber: listens to the sessions' channels for watchers.
     ///   - timeout: how long a watcher waits for its session's channel
     ///     before it is told Redis is unavailable; the client's command timeout.
@@ -29,9 +29,6 @@ public final class RedisSessionStore: RemoteSessionStore, RemoteChangeFeed {
 
     public var readiness: RemoteStoreReadiness {
         if functions.client.isConnected { return .ready }
-        // A client connects when asked something: one that has given up
-        // on every seed tries them again, so readiness comes back on its own.
-        functions.client.send([Array("PING".utf8)]) { _ in }
         return .unavailable(reason: functions.client.unavailableReason ?? "connecting to Redis")
     }
 
