@@ -72,12 +72,14 @@ final class RedisChangeFeed: @unchecked Sendable {
         }
         enum Next { case listen, read(Int), wait }
         let next: Next = lock.withLock {
-            let channel = channels[id] ?? Channel()
+            // A channel is known from its first subscriber until nobody here
+            // watches the session (`endIfUnwatched`): a new one is listened to.
+            let known = channels[id]
+            let channel = known ?? Channel()
             channels[id] = channel
             channel.joining[ObjectIdentifier(subscriber)] = Joining(
                 subscriber: subscriber, reply: reply, joinedAt: channel.readsStarted)
-            if channel.subscription == nil && !channel.isLive && channel.joining.count == 1
-                && !subscriptions.isWatched(id) { return .listen }
+            if known == nil { return .listen }
             guard channel.isLive else { return .wait }
             channel.readsStarted += 1
             return .read(channel.readsStarted)

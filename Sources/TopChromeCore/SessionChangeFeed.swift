@@ -160,11 +160,6 @@ public final class SessionSubscriptions: Sendable {
         shard(for: id).withLock { $0.subscribers[id] != nil }
     }
 
-    /// The sessions someone subscribes to now.
-    public func watchedSessions() -> [SessionID] {
-        shards.flatMap { shard in shard.withLock { Array($0.subscribers.keys) } }
-    }
-
     private func deliver(_ event: SessionEvent, isResynchronization: Bool) {
         switch event {
         case let .changed(session):
