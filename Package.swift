@@ -88,9 +88,21 @@ let package = Package(
         // The executable: read configuration, start, wait for a signal, stop.
         .executableTarget(name: "topchrome", dependencies: ["TopChromeApp"]),
 
+        // Debian's libcurl, seen from Swift: the client reads event streams
+        // with it on Linux (CurlEventStream.swift says why not URLSession).
+        .systemLibrary(
+            name: "CCurl",
+            pkgConfig: "libcurl",
+            providers: [.apt(["libcurl4-openssl-dev"])]
+        ),
+
         // The client library for apps: ordered, coalesced reports with retries,
-        // and the event stream with its reconnections. Foundation only: no server code.
-        .target(name: "TopChromeClient"),
+        // and the event stream with its reconnections. Foundation (and libcurl
+        // on Linux) only: no server code.
+        .target(
+            name: "TopChromeClient",
+            dependencies: [.target(name: "CCurl", condition: .when(platforms: [.linux]))]
+        ),
 
         // `topchrome watch URL ID`, run by `topchrome` as a separate program so
         // the server binary does not link the client's Foundation networking.

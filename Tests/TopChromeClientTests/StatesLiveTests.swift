@@ -84,6 +84,26 @@ import TopChromeClient
         recorder.cancel()
     }
 
+    /// A connection that goes quiet (no state, no heartbeat) for longer than
+    /// `streamIdleTimeout` is taken for dead: the stream tells it and opens
+    /// another, rather than waiting on it for ever.
+    @Test func aSilentConnectionIsGivenUp() async throws {
+        let server = try ClosingEventServer(closes: false)
+        defer { server.stop() }
+        let client = TopChromeClient(baseURL: URL(string: "http://127.0.0.1:\(server.port)")!, bearerToken: nil, configuration: {
+            var configuration = TopChromeClient.Configuration()
+            configuration.streamIdleTimeout = 1
+            configuration.retry = RetryPolicy(initialDelay: 0.01, maximumDelay: 0.02)
+            return configuration
+        }())
+        let events = ConnectionEvents()
+        let recorder = StateRecorder(client.session(id: String(repeating: "1", count: 32)).states(onConnection: events.append))
+        #expect(await eventually(within: 20) { server.connections >= 2 }, "\(events.all)")
+        #expect(events.failedAttempts.first == 1, "the quiet connection was told as cut: \(events.all)")
+        #expect(recorder.versions == [1])
+        recorder.cancel()
+    }
+
     /// A server that was never there: the attempts keep failing and are told,
     /// each with the reason, while the stream keeps trying.
     @Test func reportsAServerThatCannotBeReached() async throws {
@@ -162,14 +182,16 @@ final class ConnectionEvents: @unchecked Sendable {
 }
 
 /// An event-stream server that answers every connection with one state and
-/// a short `retry:`, then closes it cleanly.
+/// a short `retry:`, then closes it cleanly, or (`closes: false`) keeps it
+/// open and says nothing more: a connection that died without a word.
 final class ClosingEventServer: @unchecked Sendable {
     let port: Int
     private let socket: Int32
     private let lock = NSLock()
     private var count = 0
+    private var silent: [Int32] = []
 
-    init() throws {
+    init(closes: Bool = true) throws {
         let listener = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         socket = listener
         var address = sockaddr_in()
@@ -192,7 +214,7 @@ final class ClosingEventServer: @unchecked Sendable {
                 let answer = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"
                     + "retry: 10\n\nevent: state\nid: 1\ndata: {\"id\":\"\(String(repeating: "1", count: 32))\",\"inset\":0,\"isRevealed\":true,\"version\":1}\n\n"
                 _ = answer.utf8CString.withUnsafeBufferPointer { send(connection, $0.baseAddress, $0.count - 1, Int32(MSG_NOSIGNAL)) }
-                close(connection)
+                if closes { close(connection) } else { lock.withLock { silent.append(connection) } }
             }
         }.start()
     }
@@ -203,5 +225,6 @@ final class ClosingEventServer: @unchecked Sendable {
     func stop() {
         shutdown(socket, Int32(SHUT_RDWR))
         close(socket)
+        for connection in lock.withLock({ silent }) { close(connection) }
     }
 }

@@ -109,6 +109,31 @@ import TopChromeClient
         }
     }
 
+    /// A quiet session costs no CPU: the watcher waits for bytes rather than
+    /// polling for them. (Reading the stream through FoundationNetworking's
+    /// URLSession kept a core busy for as long as the stream was open.)
+    @Test func anIdleWatchUsesNoCPU() async throws {
+        let server = try TestServer()
+        let session = try await server.client().createSession()
+        let run = try Self.watch([server.url.absoluteString, session.id])
+        #expect(await eventually { run.lines.count == 1 })
+        // `topchrome watch` execs topchrome-watch: the same process.
+        let before = try Self.cpuSeconds(of: run.process.processIdentifier)
+        try await Task.sleep(nanoseconds: 2_000_000_000)
+        let used = try Self.cpuSeconds(of: run.process.processIdentifier) - before
+        #expect(used < 0.2, "\(used) s of CPU in 2 s of an idle stream")
+        try await session.delete()
+        #expect(await run.exitStatus() == 0)
+    }
+
+    /// User plus system time of a process, from /proc (clock ticks of 1/100 s).
+    static func cpuSeconds(of pid: Int32) throws -> Double {
+        let stat = try String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)
+        // Fields after the command name, which is in parentheses and may hold spaces.
+        let fields = stat[stat.index(after: stat.lastIndex(of: ")")!)...].split(separator: " ")
+        return Double(Int(fields[11])! + Int(fields[12])!) / Double(sysconf(Int32(_SC_CLK_TCK)))
+    }
+
     /// A wrong port is told at once, not mistaken for a quiet session, and
     /// a server never reached ends the command with the reason.
     @Test func unreachableServerIsToldAndGivenUp() async throws {
