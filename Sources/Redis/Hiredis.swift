@@ -30,6 +30,7 @@ final class HiredisSocket {
             redisFree(context)
             throw HiredisFailure(reason: reason)
         }
+        context.pointee.reader.pointee.fn = boundedReplyFunctions
         self.context = context
     }
 
@@ -77,7 +78,8 @@ final class HiredisSocket {
     }
 
     private static func describe(_ context: UnsafeMutablePointer<redisContext>) -> String {
-        withUnsafeBytes(of: context.pointee.errstr) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+        if context.pointee.err == REDIS_ERR_OOM { return arrayTooLarge }
+        return withUnsafeBytes(of: context.pointee.errstr) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
     }
 }
 
@@ -124,7 +126,7 @@ package final class RESPReader {
     private let reader: UnsafeMutablePointer<redisReader>
 
     package init() {
-        guard let reader = redisReaderCreate() else { fatalError("hiredis: out of memory") }
+        guard let reader = redisReaderCreateWithFunctions(boundedReplyFunctions) else { fatalError("hiredis: out of memory") }
         self.reader = reader
     }
 
@@ -141,6 +143,7 @@ package final class RESPReader {
     package func next() throws(HiredisFailure) -> RESPValue? {
         var reply: UnsafeMutableRawPointer?
         guard redisReaderGetReply(reader, &reply) == REDIS_OK else {
+            if reader.pointee.err == REDIS_ERR_OOM { throw HiredisFailure(reason: arrayTooLarge) }
             throw HiredisFailure(reason: withUnsafeBytes(of: reader.pointee.errstr) {
                 String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self)
             })
@@ -150,3 +153,35 @@ package final class RESPReader {
         return RESPValue(reply.assumingMemoryBound(to: redisReply.self))
     }
 }
+
+/// The most elements a reply array may announce. hiredis allocates an
+/// array's element table as soon as it reads the header, for whatever
+/// length it claims: `*2147483647` from a broken or hostile server would
+/// take 16 GiB before a single element came. No reply of the commands
+/// this client sends comes near this (`CLUSTER SLOTS` has one entry per
+/// slot range, at most 16,384).
+let maxReplyArrayElements: Int32 = 1 << 20
+
+/// What a reader says when it refused such an array (hiredis reports it as out of memory).
+private let arrayTooLarge = "a reply announced an array of more than \(maxReplyArrayElements) elements (or memory ran out)"
+
+/// hiredis's own reply builders, as a reader made by `redisReaderCreate` uses them.
+private let hiredisReplyFunctions: redisReplyObjectFunctions = {
+    guard let reader = redisReaderCreate() else { fatalError("hiredis: out of memory") }
+    defer { redisReaderFree(reader) }
+    return reader.pointee.fn.pointee
+}()
+
+/// hiredis's own reply builders, but for arrays longer than
+/// `maxReplyArrayElements`, which are refused: the reader then fails, and
+/// its connection is dropped and made again. Never freed: readers point to it.
+nonisolated(unsafe) private let boundedReplyFunctions: UnsafeMutablePointer<redisReplyObjectFunctions> = {
+    var functions = hiredisReplyFunctions
+    functions.createArray = { task, elements in
+        guard elements <= maxReplyArrayElements else { return nil }
+        return hiredisReplyFunctions.createArray?(task, elements)
+    }
+    let bounded = UnsafeMutablePointer<redisReplyObjectFunctions>.allocate(capacity: 1)
+    bounded.initialize(to: functions)
+    return bounded
+}()

@@ -24,6 +24,11 @@ public struct RedisConfiguration: Sendable {
     /// (re)connection, from the connection's I/O thread.
     public var connected: @Sendable (RedisNode) -> Void = { _ in }
 
+    /// Told when a connection starts or stops serving, as an operator wants
+    /// to hear of it: once per change, never per command or per retry.
+    /// Called on the connection's I/O thread; must be quick.
+    public var connectionEvents: @Sendable (RedisConnectionEvent) -> Void = { _ in }
+
     /// Delays between reconnection attempts.
     public var reconnectBackoff = Backoff(base: .milliseconds(50), cap: .seconds(2))
 
@@ -33,6 +38,30 @@ public struct RedisConfiguration: Sendable {
     public var metrics = RedisMetrics()
 
     public init() {}
+}
+
+/// A connection that started or stopped serving, for the caller's logs.
+public struct RedisConnectionEvent: Sendable, Equatable {
+    public enum Change: Sendable, Equatable {
+        /// The first connection, made without trouble.
+        case connected
+        /// No connection could be made (and none served since it was last
+        /// reported); retried with backoff.
+        case unreachable(reason: String)
+        /// A connection that served was dropped; retried with backoff.
+        case lost(reason: String)
+        /// The server refused a setup command (`AUTH`, or one of
+        /// `setupCommands`): retries fail the same way until someone fixes
+        /// the password or the server.
+        case refused(reason: String)
+        /// Serving again after one of the failures above.
+        case recovered
+    }
+
+    public let node: RedisNode
+    /// A subscriber's connection (pub/sub), not one for commands: a node may have one of each.
+    public let isSubscriber: Bool
+    public let change: Change
 }
 
 /// Hooks for the caller's metrics; each is called on a connection's I/O

@@ -40,6 +40,11 @@ public final class RedisConnection: @unchecked Sendable {
     private var attempt = 0
     private var everConnected = false
     private var lastFailure: String?
+    /// The failure last reported through `connectionEvents` and not yet
+    /// followed by a recovery: each change is reported once, not each retry.
+    private var reportedOutage: Outage?
+
+    private enum Outage { case unreachable, refused }
     /// When the server last sent anything: a subscriber's connection pings after
     /// a quiet `commandTimeout`, or it would never notice a server gone silent.
     private var lastHeard = ContinuousClock.now
@@ -71,6 +76,8 @@ public final class RedisConnection: @unchecked Sendable {
     /// Why a connection is being dropped.
     private struct Drop: Error {
         let reason: String
+        /// The server refused a setup command: retries will not fix it by themselves.
+        var refused = false
     }
 
     /// What the I/O thread does after releasing the lock.
@@ -81,6 +88,7 @@ public final class RedisConnection: @unchecked Sendable {
         var connected = false
         var reconnected = false
         var disconnected = false
+        var event: RedisConnectionEvent.Change?
     }
 
     private enum Delivery {
@@ -304,7 +312,7 @@ public final class RedisConnection: @unchecked Sendable {
             }
             try expire(now: now, &outcome)
         } catch {
-            drop(error.reason, now: now, &outcome)
+            drop(error, now: now, &outcome)
         }
         return outcome
     }
@@ -325,7 +333,7 @@ public final class RedisConnection: @unchecked Sendable {
 
     private func deliver(_ reply: RESPValue, now: ContinuousClock.Instant, _ outcome: inout Outcome) throws(Drop) {
         if case .connecting(let socket, _, let setupLeft) = phase {
-            if case .error(let message) = reply { throw Drop(reason: "setup command refused: \(message)") }
+            if case .error(let message) = reply { throw Drop(reason: "setup command refused: \(message)", refused: true) }
             if setupLeft > 1 {
                 phase = .connecting(socket, open: true, setupLeft: setupLeft - 1)
             } else {
@@ -335,6 +343,12 @@ public final class RedisConnection: @unchecked Sendable {
                 lastFailure = nil
                 outcome.connected = true
                 outcome.reconnected = everConnected
+                if reportedOutage != nil {
+                    outcome.event = .recovered
+                } else if !everConnected {
+                    outcome.event = .connected
+                }
+                reportedOutage = nil
                 everConnected = true
             }
             return
@@ -393,21 +407,41 @@ public final class RedisConnection: @unchecked Sendable {
             phase = .connecting(socket, open: false, setupLeft: setup.count)
         } catch {
             lastFailure = error.reason
+            noteFailure(Drop(reason: error.reason), wasServing: false, &outcome)
             failPending(with: .unavailable, &outcome)
             backOff(now: now)
         }
     }
 
-    private func drop(_ reason: String, now: ContinuousClock.Instant, _ outcome: inout Outcome) {
+    private func drop(_ cause: Drop, now: ContinuousClock.Instant, _ outcome: inout Outcome) {
         var sent = true
+        var wasServing = false
         switch phase {
-        case .ready: outcome.disconnected = true
+        case .ready:
+            outcome.disconnected = true
+            wasServing = true
         case .connecting(_, let open, _): sent = open
         case .starting, .waiting, .closed: break
         }
-        lastFailure = reason
+        lastFailure = cause.reason
+        noteFailure(cause, wasServing: wasServing, &outcome)
         failPending(with: sent ? .connectionLost : .unavailable, &outcome)
         backOff(now: now)
+    }
+
+    /// Reports a failure that changes what an operator knows: a serving
+    /// connection lost, or an outage that began or changed its kind (from
+    /// unreachable to refused, or back), not another failed retry.
+    private func noteFailure(_ cause: Drop, wasServing: Bool, _ outcome: inout Outcome) {
+        let kind: Outage = cause.refused ? .refused : .unreachable
+        if wasServing {
+            outcome.event = .lost(reason: cause.reason)
+        } else if reportedOutage != kind {
+            outcome.event = cause.refused ? .refused(reason: cause.reason) : .unreachable(reason: cause.reason)
+        } else {
+            return
+        }
+        reportedOutage = kind
     }
 
     private func shutDown(_ outcome: inout Outcome) {
@@ -443,6 +477,9 @@ public final class RedisConnection: @unchecked Sendable {
     }
 
     private func report(_ outcome: Outcome) {
+        if let change = outcome.event {
+            configuration.connectionEvents(RedisConnectionEvent(node: node, isSubscriber: pushes != nil, change: change))
+        }
         let metrics = configuration.metrics
         if outcome.disconnected { metrics.disconnected(node) }
         if outcome.reconnected { metrics.reconnected(node) }

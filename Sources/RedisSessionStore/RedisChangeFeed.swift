@@ -123,6 +123,7 @@ final class RedisChangeFeed: @unchecked Sendable {
             // at exit for leaks): the subscription is ended when the session
             // is no longer watched, and every one at `close()`.
             onSubscribed: { self.channelIsLive(id) },
+            onLost: { self.channelLost(id) },
             onMessage: { message in self.heard(message, on: id) })
         let unwanted = lock.withLock { () -> Bool in
             guard let channel = channels[id] else { return true }
@@ -143,6 +144,19 @@ final class RedisChangeFeed: @unchecked Sendable {
             return channel.readsStarted
         }
         if let number { read(id, number: number, resynchronizing: true) }
+    }
+
+    /// The channel was lost: changes go unheard until it is live again and
+    /// the session read. Watchers that would answer from what they heard
+    /// last are told; joiners wait for the channel (or their timeout).
+    private func channelLost(_ id: SessionID) {
+        let ended = lock.withLock { () -> RedisSubscriber.Subscription? in
+            guard let channel = channels[id] else { return nil }
+            channel.isLive = false
+            subscriptions.publishUnheard(id)
+            return endIfUnwatched(id)
+        }
+        if let ended { subscriber.unsubscribe(ended) }
     }
 
     private func heard(_ message: [UInt8], on id: SessionID) {
@@ -168,7 +182,9 @@ final class RedisChangeFeed: @unchecked Sendable {
             var replies: [(RemoteReply<Session?>, Result<Session?, RemoteStoreError>)] = []
             let ended = lock.withLock { () -> RedisSubscriber.Subscription? in
                 guard let channel = channels[id] else { return nil }
-                let ready = channel.joining.filter { $0.value.joinedAt < number }
+                // A read that ends after the channel was lost starts nobody:
+                // they would miss what the lost channel does not carry.
+                let ready = channel.isLive ? channel.joining.filter { $0.value.joinedAt < number } : [:]
                 for (key, joining) in ready {
                     channel.joining[key] = nil
                     replies.append((joining.reply, start(joining, on: id, with: result.mapError(RedisSessionStore.storeError))))

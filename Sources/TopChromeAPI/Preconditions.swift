@@ -9,22 +9,46 @@ struct Preconditions {
         case any
         case versions(strong: Set<UInt64>, weak: Set<UInt64>)
 
-        /// Tags that are not ours (not a quoted version) can never match.
-        init(_ field: String) {
+        /// Tags that are not ours (not a quoted version) can never match;
+        /// nil when the field is not a list of entity tags at all (RFC 9110
+        /// §8.8.3: `W/` optional, then a quoted string without quotes inside),
+        /// such as a bare `7`: a client that sent it meant something the
+        /// server cannot know, and an answer to a guess would mislead it.
+        init?(_ field: String) {
             var strong: Set<UInt64> = [], weak: Set<UInt64> = []
-            for part in field.split(separator: ",") {
-                var tag = part.trimmingOWS
-                if tag == "*" {
-                    self = .any
-                    return
-                }
-                let isWeak = tag.hasPrefix("W/")
-                if isWeak { tag = tag.dropFirst(2) }
-                guard tag.count >= 3, tag.first == "\"", tag.last == "\"",
-                      let version = Preconditions.version(tag.dropFirst().dropLast()) else { continue }
-                if isWeak { weak.insert(version) } else { strong.insert(version) }
+            var any = false
+            let bytes = Array(field.utf8)
+            var index = 0
+            func skipWhitespace() {
+                while index < bytes.count, bytes[index] == UInt8(ascii: " ") || bytes[index] == UInt8(ascii: "\t") { index += 1 }
             }
-            self = .versions(strong: strong, weak: weak)
+            while index < bytes.count {
+                skipWhitespace()
+                // Empty elements of a list are allowed (RFC 9110 §5.6.1.2).
+                if index == bytes.count || bytes[index] == UInt8(ascii: ",") {
+                    index += 1
+                    continue
+                }
+                if bytes[index] == UInt8(ascii: "*") {
+                    any = true
+                    index += 1
+                } else {
+                    let isWeak = bytes[index...].starts(with: "W/".utf8)
+                    if isWeak { index += 2 }
+                    guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { return nil }
+                    let start = index + 1
+                    // etagc: visible ASCII but the quote, or obs-text.
+                    guard let end = bytes[start...].firstIndex(where: { !($0 == 0x21 || (0x23...0x7E).contains($0) || $0 >= 0x80) }),
+                          bytes[end] == UInt8(ascii: "\"") else { return nil }
+                    if let version = Preconditions.version(String(decoding: bytes[start..<end], as: UTF8.self)[...]) {
+                        if isWeak { weak.insert(version) } else { strong.insert(version) }
+                    }
+                    index = end + 1
+                }
+                skipWhitespace()
+                guard index == bytes.count || bytes[index] == UInt8(ascii: ",") else { return nil }
+            }
+            self = any ? .any : .versions(strong: strong, weak: weak)
         }
     }
 
@@ -38,9 +62,16 @@ struct Preconditions {
     let ifMatch: Tags?
     let ifNoneMatch: Tags?
 
-    init(ifMatch: String?, ifNoneMatch: String?) {
-        self.ifMatch = ifMatch.map(Tags.init)
-        self.ifNoneMatch = ifNoneMatch.map(Tags.init)
+    init(ifMatch: String?, ifNoneMatch: String?) throws(Problem) {
+        self.ifMatch = try ifMatch.map { field throws(Problem) in try Self.tags(field, "If-Match") }
+        self.ifNoneMatch = try ifNoneMatch.map { field throws(Problem) in try Self.tags(field, "If-None-Match") }
+    }
+
+    private static func tags(_ field: String, _ name: String) throws(Problem) -> Tags {
+        guard let tags = Tags(field) else {
+            throw .badRequest("\(name) must be * or entity tags quoted as ETag gives them (\"7\", not 7), not '\(field.prefix(64))'; nothing was changed.")
+        }
+        return tags
     }
 
     /// `If-Match` compares strongly: a weak tag never matches.

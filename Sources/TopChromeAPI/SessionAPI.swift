@@ -154,13 +154,13 @@ public final class SessionAPI: HTTPResponder {
                     }
                 }
             case let .remote(store):
-                return Self.later({ store.create(inset: inset, reply: $0) }, Self.created)
+                return Self.later({ store.create(inset: inset, reply: $0) }, ifUnsure: Self.createMayHaveHappened, Self.created)
             }
         case .session(nil), .events(nil), .inset(nil), .scroll(nil), .disappear(nil):
             // A malformed id names no session: the store is not asked.
             throw Self.unknownSession
         case let .session(id?):
-            let preconditions = Self.preconditions(of: request)
+            let preconditions = try Self.preconditions(of: request)
             switch (backend, request.method == "DELETE") {
             case let (.local(store), true):
                 return try Self.removed(store.remove(id, if: preconditions.forChange))
@@ -223,6 +223,10 @@ public final class SessionAPI: HTTPResponder {
     }
 
     static let shuttingDown = Problem(status: 503, detail: "The server is shutting down.", headers: [("Retry-After", "1")])
+
+    static let changesUnheard = Problem(
+        status: 503, detail: "The session store was lost while waiting for a change, so the session's state is unknown; try again.",
+        headers: [("Retry-After", "1")])
 
     static let unknownSession = Problem.notFound(
         "No session has this id; it may have been deleted or expired after being idle.")
@@ -362,7 +366,7 @@ public final class SessionAPI: HTTPResponder {
     }
 
     private func apply(_ inputs: [ChromeInput], to id: SessionID, _ request: HTTPRequest) throws(Problem) -> HTTPResponse {
-        let condition = Self.preconditions(of: request).forChange
+        let condition = try Self.preconditions(of: request).forChange
         switch backend {
         case let .local(store):
             return try Self.changed(store.apply(inputs, to: id, if: condition))
@@ -377,11 +381,12 @@ public final class SessionAPI: HTTPResponder {
     /// process: `ask` asks it, and its reply is answered with `respond` of
     /// the value, or with the problem.
     private static func later<Value>(_ ask: (@escaping RemoteReply<Value>) -> Void,
+                                     ifUnsure: String = changeMayHaveHappened,
                                      _ respond: @escaping @Sendable (Value) throws(Problem) -> HTTPResponse) -> HTTPResponse {
         let pending = PendingResponse()
         ask { result in
             do throws(Problem) {
-                pending.complete(with: try respond(value(result)))
+                pending.complete(with: try respond(value(result, ifUnsure: ifUnsure)))
             } catch {
                 pending.complete(with: error.response)
             }
@@ -389,7 +394,13 @@ public final class SessionAPI: HTTPResponder {
         return .later(pending)
     }
 
-    private static func value<Value>(_ result: Result<Value, RemoteStoreError>) throws(Problem) -> Value {
+    /// What a client is told when its request reached the store and the answer did not come back.
+    private static let changeMayHaveHappened = "The change may have been made: read the session to know."
+    /// A create's id is in its answer: a client that lost it cannot read the session it may have made.
+    private static let createMayHaveHappened = "A session may have been created, but its id was lost with the answer: create another."
+
+    private static func value<Value>(_ result: Result<Value, RemoteStoreError>,
+                                     ifUnsure: String = changeMayHaveHappened) throws(Problem) -> Value {
         switch result {
         case let .success(value):
             return value
@@ -397,7 +408,7 @@ public final class SessionAPI: HTTPResponder {
             throw Problem(status: 503, detail: "The session store is full (Redis is at its memory limit); nothing was changed. Try again later.",
                           headers: [("Retry-After", String(retryAfterWhenFull))])
         case let .failure(.unavailable(reason, mayHaveApplied)):
-            let outcome = mayHaveApplied ? " The change may have been made: read the session to know." : " Nothing was changed."
+            let outcome = " " + (mayHaveApplied ? ifUnsure : "Nothing was changed.")
             throw Problem(status: 503, detail: "The session store did not answer (\(reason)); try again." + outcome,
                           headers: [("Retry-After", "1")])
         }
@@ -441,8 +452,8 @@ public final class SessionAPI: HTTPResponder {
         }
     }
 
-    private static func preconditions(of request: HTTPRequest) -> Preconditions {
-        Preconditions(ifMatch: request.headers.combined("If-Match"), ifNoneMatch: request.headers.combined("If-None-Match"))
+    private static func preconditions(of request: HTTPRequest) throws(Problem) -> Preconditions {
+        try Preconditions(ifMatch: request.headers.combined("If-Match"), ifNoneMatch: request.headers.combined("If-None-Match"))
     }
 
     /// Checks the media type, then reads the body with `read`.

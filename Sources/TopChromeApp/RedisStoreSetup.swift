@@ -9,12 +9,15 @@ struct RedisStoreSetup {
     let configuration: ServiceConfiguration
     let seeds: [RedisNode]
     let metrics: RedisMetrics
+    /// Where connections that start or stop serving are told of (the log).
+    let connectionEvents: @Sendable (RedisConnectionEvent) -> Void
 
     func store(rules: ChromeRules, idleTimeout: Duration?, subscriptions: SessionSubscriptions) -> RedisSessionStore {
         var redis = RedisConfiguration()
         redis.password = configuration.redisPassword
         redis.commandTimeout = .milliseconds(Int((configuration.redisTimeout * 1000).rounded(.up)))
         redis.metrics = metrics
+        redis.connectionEvents = connectionEvents
         var calls = redis
         // A restarted or promoted primary gets the library before it serves a call.
         calls.setupCommands = [ChromeFunctions.loadCommand]

@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import FoundationEssentials
 import MicroHTTPD
 import Redis
@@ -117,13 +120,17 @@ public struct ServiceConfiguration: Sendable, Equatable {
         // The environment first, then flags over it; a variable a flag
         // overrides is not read at all, so its value cannot stop the start.
         let flagged = Set(flags.map(\.0.name))
+        /// Where each option given came from, as messages name it.
+        var given: [String: String] = [:]
         for option in options where !flagged.contains(option.name) {
             if let value = environment[option.environmentName] {
                 try option.apply(value, option.environmentName, &configuration)
+                given[option.name] = option.environmentName
             }
         }
         for (option, value) in flags {
             try option.apply(value, "--\(option.name)", &configuration)
+            given[option.name] = "--\(option.name)"
         }
         guard (configuration.tlsCertificatePEM == nil) == (configuration.tlsKeyPEM == nil) else {
             throw UsageError(description: "--tls-cert and --tls-key go together")
@@ -131,8 +138,23 @@ public struct ServiceConfiguration: Sendable, Equatable {
         if case .redis = configuration.store, configuration.stateFile != nil {
             throw UsageError(description: "--state-file is for the memory store; Redis keeps sessions itself (RDB or AOF persistence)")
         }
+        // An option that would do nothing with the store chosen is refused:
+        // an operator who set it expects it to hold.
+        switch configuration.store {
+        case .memory:
+            if let source = redisOnly.lazy.compactMap({ given[$0] }).first {
+                throw UsageError(description: "\(source) is for a Redis store and does nothing with the memory store; add --store redis://HOST:PORT, or remove it")
+            }
+        case .redis:
+            if let source = given["max-sessions"] {
+                throw UsageError(description: "\(source) is for the memory store; a Redis store is bounded by Redis's own maxmemory (with maxmemory-policy noeviction, a full Redis makes creates 503)")
+            }
+        }
         return .serve(configuration)
     }
+
+    /// Options that only a Redis store reads.
+    private static let redisOnly = ["redis-password-file", "redis-key-prefix", "redis-timeout", "redis-wait-replicas"]
 
     private static func split(_ argument: String) -> (String, String?) {
         guard argument.hasPrefix("--"), let equals = argument.firstIndex(of: "=") else { return (argument, nil) }
@@ -266,7 +288,7 @@ public struct ServiceConfiguration: Sendable, Equatable {
             var password = try contents(of: value, source)[...]
             // An editor's final newline is not part of it.
             while password.last?.isNewline == true { password.removeLast() }
-            guard !password.isEmpty else { throw UsageError(description: "\(source): '\(value)' holds no password") }
+            guard !password.isEmpty else { throw UsageError(description: "\(source): '\(value)' is empty; it must hold the password") }
             config.redisPassword = String(password)
         },
         Option(name: "redis-key-prefix", placeholder: "P", help: "Prefix of Redis keys and channels (default topchrome:).") { value, source, config throws(UsageError) in
@@ -295,6 +317,14 @@ public struct ServiceConfiguration: Sendable, Equatable {
         guard value.hasPrefix("redis://") else { throw usage }
         var nodes: [RedisNode] = []
         for address in value.dropFirst("redis://".count).split(separator: ",", omittingEmptySubsequences: false) {
+            // A host alone (`redis://h`, `redis://[::1]`): Redis has no port
+            // a client may assume, so say which form is wanted.
+            let inner = address.dropFirst().dropLast()
+            let bracketed = address.first == "[" && address.last == "]" && inner.contains(":") && !inner.contains("[") && !inner.contains("]")
+            let bare = !address.isEmpty && !address.contains(":") && !address.contains("[") && !address.contains("]")
+            if bracketed || bare, address.unicodeScalars.allSatisfy({ (0x21...0x7E).contains($0.value) && !"/@,".unicodeScalars.contains($0) }) {
+                throw UsageError(description: "\(source): '\(address)' needs a port, as in redis://\(address):6379 (the form is redis://HOST:PORT[,HOST:PORT...])")
+            }
             guard var node = RedisNode(address), let colon = address.lastIndex(of: ":"),
                   address[address.index(after: colon)...].allSatisfy({ $0.isASCII && $0.isNumber }),
                   node.host.unicodeScalars.allSatisfy({ (0x21...0x7E).contains($0.value) && !"/@,".unicodeScalars.contains($0) })
@@ -313,10 +343,24 @@ public struct ServiceConfiguration: Sendable, Equatable {
 
     /// A file's text, or a usage error naming the option and the cause.
     static func contents(of path: String, _ source: String) throws(UsageError) -> String {
-        guard let data = FileManager.default.contents(atPath: path), let text = String(data: data, encoding: .utf8) else {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            // A device or pipe that reads as nothing (`/dev/null`) comes back
+            // as no contents at all: it is there, and empty.
+            if readsAsEmpty(path) { return "" }
             throw UsageError(description: "\(source): cannot read '\(path)'")
         }
+        guard let text = String(data: data, encoding: .utf8) else {
+            throw UsageError(description: "\(source): '\(path)' is not UTF-8 text")
+        }
         return text
+    }
+
+    private static func readsAsEmpty(_ path: String) -> Bool {
+        let file = open(path, O_RDONLY)
+        guard file >= 0 else { return false }
+        defer { close(file) }
+        var byte: UInt8 = 0
+        return read(file, &byte, 1) == 0
     }
 
     private static func seconds(_ value: String, _ source: String, in range: ClosedRange<Double>) throws(UsageError) -> Double {

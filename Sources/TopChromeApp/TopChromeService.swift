@@ -67,7 +67,8 @@ public final class TopChromeService: Sendable {
             snapshots = configuration.stateFile.map { SnapshotWriter(file: SnapshotFile(path: $0), collect: store.snapshot) }
         case let .redis(seeds):
             let redisMetrics = RedisStoreMetrics()
-            let store = RedisStoreSetup(configuration: configuration, seeds: seeds, metrics: redisMetrics.hooks)
+            let store = RedisStoreSetup(configuration: configuration, seeds: seeds, metrics: redisMetrics.hooks,
+                                        connectionEvents: RedisConnectionLog.lines(to: logger))
                 .store(rules: rules, idleTimeout: idleTimeout, subscriptions: subscriptions)
             redisMetrics.countChannels { store.channelsHeld }
             memoryStore = nil

@@ -41,6 +41,15 @@ public protocol SessionSubscriber: AnyObject, Sendable {
     func sessionChanged(_ change: SessionChange) -> Bool
     /// The session is gone (deleted or expired); the subscription ends with it.
     func sessionRemoved(_ id: SessionID)
+    /// The feed stopped hearing the session's changes (a remote feed lost
+    /// its source): until a resynchronized change comes, the state last
+    /// delivered may be stale. Returns whether to stay subscribed.
+    func sessionUnheard(_ id: SessionID) -> Bool
+}
+
+extension SessionSubscriber {
+    /// Most subscribers wait for the resynchronized change.
+    public func sessionUnheard(_ id: SessionID) -> Bool { true }
 }
 
 /// Why a feed refused a subscription; a client can retry later.
@@ -153,6 +162,20 @@ public final class SessionSubscriptions: Sendable {
     public func publishResynchronized(_ event: SessionEvent) {
         guard count > 0 else { return }
         deliver(event, isResynchronization: true)
+    }
+
+    /// Tells the session's subscribers that its changes go unheard for now
+    /// (see ``SessionSubscriber/sessionUnheard(_:)``).
+    public func publishUnheard(_ id: SessionID) {
+        guard count > 0 else { return }
+        let dropped = shard(for: id).withLock { contents -> Int in
+            guard let current = contents.subscribers[id] else { return 0 }
+            let done = current.filter { !$0.value.sessionUnheard(id) }.keys
+            for key in done { contents.subscribers[id]?[key] = nil }
+            if contents.subscribers[id]?.isEmpty == true { contents.subscribers[id] = nil }
+            return done.count
+        }
+        if dropped > 0 { total.subtract(dropped, ordering: .relaxed) }
     }
 
     /// Whether anyone subscribes to `id` now.

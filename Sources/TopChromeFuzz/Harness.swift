@@ -273,6 +273,11 @@ struct World {
             }
             let ifMatch = HTTPModel.combined(headers, "If-Match")
             let ifNoneMatch = HTTPModel.combined(headers, "If-None-Match")
+            // Entity tags are read by the operations on a session, before it is looked up.
+            if [.session, .inset, .scroll, .disappear].contains(kind),
+               !choose(HTTPModel.tagsWellFormed(ifMatch)) || !choose(HTTPModel.tagsWellFormed(ifNoneMatch)) {
+                return .status(400)
+            }
             switch kind {
             case .health, .readiness, .openAPI, .metrics, .demo:
                 return .status(200)

@@ -194,6 +194,33 @@ enum HTTPModel {
         }
     }
 
+    /// Whether a field is `*` or a list of entity tags at all (RFC 9110
+    /// §8.8.3: `W/` optional, a quoted string of visible characters but the
+    /// quote); a field that is not gets 400. Outside plain ASCII (obs-text)
+    /// either answer is allowed.
+    static func tagsWellFormed(_ field: String?) -> Decision {
+        guard let field else { return .yes }
+        guard field.isPlainASCII else { return .either }
+        let space: Set<Unicode.Scalar> = [" ", "\t"]
+        var rest = Substring(field).unicodeScalars[...]
+        while true {
+            rest = rest.drop { space.contains($0) || $0 == "," }
+            guard let first = rest.first else { return .yes }
+            if first == "*" {
+                rest = rest.dropFirst()
+            } else {
+                if rest.starts(with: "W/".unicodeScalars) { rest = rest.dropFirst(2) }
+                guard rest.first == "\"" else { return .no }
+                rest = rest.dropFirst()
+                guard let close = rest.firstIndex(of: "\"") else { return .no }
+                guard rest[..<close].allSatisfy({ $0.value == 0x21 || (0x23...0x7E).contains($0.value) }) else { return .no }
+                rest = rest[rest.index(after: close)...]
+            }
+            rest = rest.drop { space.contains($0) }
+            guard rest.isEmpty || rest.first == "," else { return .no }
+        }
+    }
+
     static func ifMatchHolds(_ field: String?, version: UInt64, strictTags: Bool) -> Decision {
         guard let field else { return .yes }
         let list = TagList(field)

@@ -71,6 +71,18 @@ import TopChromeApp
         #expect(answer.header("ETag") == "\"2\"")
     }
 
+    /// The same 400 as with the memory store for a tag sent without quotes.
+    @Test func anUnquotedEntityTagIs400OnRedisToo() throws {
+        let id = try first.createSession()
+        for name in ["If-Match", "If-None-Match"] {
+            let answer = try second.client().json("PUT", "/v1/sessions/\(id)/inset", #"{"inset": 10}"#, headers: [(name, "1")])
+            #expect(answer.status == 400)
+            #expect(answer.header("Content-Type") == "application/problem+json")
+            #expect(answer.text.contains("quoted as ETag gives them"))
+        }
+        #expect(try first.client().request("GET", "/v1/sessions/\(id)").header("ETag") == "\"1\"", "nothing changed")
+    }
+
     @Test func aLongPollForAnUnknownSessionIs404() throws {
         let answer = try second.client().request(
             "GET", "/v1/sessions/0123456789abcdef0123456789abcdef", headers: [("If-None-Match", "\"1\""), ("Prefer", "wait=5")])
@@ -271,6 +283,43 @@ import TopChromeApp
         #expect(last["inset"] as? Double == 77)
         #expect(!stream.ended)
     }
+    /// A long-poll already waiting when Redis goes away can no longer hear
+    /// changes: it gets 503 as every request does then, not a 304 at the
+    /// end of its wait built from the state it heard last.
+    @Test func aWaitingLongPollGets503WhenRedisGoesAway() throws {
+        let redis = try RedisServer()
+        let server = try LiveServer(store: .redis([redis.node]), keyPrefix: "unheard:") { $0.redisTimeout = 0.5 }
+        #expect(server.waitUntilReady())
+        let id = try server.createSession()
+        let poll = BackgroundRequest { [server] in
+            try server.client().request("GET", "/v1/sessions/\(id)", headers: [("If-None-Match", "\"1\""), ("Prefer", "wait=4")])
+        }
+        #expect(eventually { server.service.watcherCount == 1 })
+        redis.stop()
+        let answer = try poll.value
+        #expect(answer.status == 503, "\(answer.status) \(answer.text)")
+        #expect(answer.header("Content-Type") == "application/problem+json")
+        #expect(answer.header("Retry-After") != nil)
+        #expect(eventually { server.service.watcherCount == 0 })
+        #expect(eventually { server.service.redisStore?.channelsHeld == 0 })
+    }
+
+    /// A create whose answer never came may have made a session whose id
+    /// the client never got: it is told to create another, not to read it.
+    @Test func aCreateThatTimedOutSaysWhatIsTrueForACreate() throws {
+        let redis = try RedisServer()
+        let server = try LiveServer(store: .redis([redis.node]), keyPrefix: "lostcreate:") { $0.redisTimeout = 0.3 }
+        #expect(server.waitUntilReady())
+        redis.signal(SIGSTOP)
+        defer { redis.signal(SIGCONT) }
+        let answer = try server.client().json("POST", "/v1/sessions", "")
+        #expect(answer.status == 503)
+        #expect(answer.header("Retry-After") != nil)
+        #expect(answer.text.contains("A session may have been created, but its id was lost with the answer: create another."),
+                "\(answer.text)")
+        #expect(!answer.text.contains("read the session"))
+    }
+
     /// A watcher's first state comes once the session's channel is live;
     /// while Redis is away it never is, and the watch gets 503 instead of
     /// waiting for Redis (a long-poll past its own wait, a stream with no answer at all).
@@ -448,6 +497,64 @@ import TopChromeApp
 
 /// The `topchrome` executable on Redis, as an operator runs it.
 @Suite struct RedisProcessLiveTests {
+    /// An operator learns from the log, once per change and not per
+    /// request, that Redis cannot be reached, went away, refused the
+    /// password, or came back, with the node's address and the reason.
+    @Test(arguments: ["text", "json"])
+    func redisTroubleIsLoggedOncePerChange(_ format: String) throws {
+        let redis = try RedisServer(["--requirepass", "s3cret"])
+        redis.stop()
+        let node = "127.0.0.1:\(redis.port)"
+        let password = FileManager.default.temporaryDirectory.appendingPathComponent("password-\(UUID().uuidString)")
+        try "s3cret\n".write(to: password, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(at: password) }
+        let server = try ProcessLifecycleTests.RunningServer(
+            ["--port", "0", "--threads", "1", "--log-format", format, "--store", "redis://\(node)",
+             "--redis-password-file", password.path])
+        _ = try server.waitUntilListening()
+        let client = try TestHTTPClient(port: server.port)
+        func lines(_ text: String, _ message: String) -> [Substring] {
+            text.split(separator: "\n").filter { $0.contains(message) && $0.contains(node) }
+        }
+        // Many requests and reconnection attempts while Redis is away: one line.
+        for _ in 0..<5 { #expect(try client.json("POST", "/v1/sessions", "").status == 503) }
+        #expect(eventually { lines(server.standardError, "Redis unreachable").count == 1 })
+        try redis.restart()
+        #expect(eventually(within: 10) { (try? client.request("GET", "/readyz").status) == 200 })
+        #expect(eventually { lines(server.standardOutput, "Redis reachable again").count == 1 })
+        redis.stop()
+        #expect(eventually { lines(server.standardError, "Redis connection lost").count == 1 })
+        for _ in 0..<5 { #expect(try client.json("POST", "/v1/sessions", "").status == 503) }
+        try "wrong\n".write(to: password, atomically: true, encoding: .utf8)
+        server.signal(SIGTERM)
+        #expect(server.waitForExit(within: 10) == 0)
+
+        // The wrong password: refused, said once, as an error.
+        try redis.restart()
+        let refused = try ProcessLifecycleTests.RunningServer(
+            ["--port", "0", "--threads", "1", "--log-format", format, "--store", "redis://\(node)",
+             "--redis-password-file", password.path])
+        _ = try refused.waitUntilListening()
+        #expect(eventually { lines(refused.standardError, "Redis refused the connection").count == 1 })
+        usleep(300_000)  // retries go on meanwhile
+        refused.signal(SIGTERM)
+        #expect(refused.waitForExit(within: 10) == 0)
+
+        let errors = server.standardError + refused.standardError
+        #expect(lines(errors, "Redis unreachable").count == 1, "\(errors)")
+        #expect(lines(errors, "Redis connection lost").count == 1, "\(errors)")
+        let refusal = lines(refused.standardError, "Redis refused the connection")
+        #expect(refusal.count == 1, "\(errors)")
+        #expect(refusal.first?.contains("WRONGPASS") == true)
+        #expect(refusal.first?.contains(format == "json" ? #""level":"error""# : "error") == true, "\(refusal)")
+        #expect(lines(server.standardError, "Redis connection lost").first?.contains(format == "json" ? #""level":"warn""# : "warn") == true)
+        if format == "json" {
+            for line in lines(errors + server.standardOutput, "Redis") {
+                #expect((try? JSONSerialization.jsonObject(with: Data(line.utf8))) is [String: Any], "not JSON: \(line)")
+            }
+        }
+    }
+
     /// Watching a session reads it and listens to its channel; none of that
     /// may print anything but log lines, or a JSON log stream breaks.
     @Test func watchingPrintsOnlyLogLines() throws {

@@ -105,6 +105,32 @@ import Testing
         #expect(try client.request("DELETE", "/v1/sessions/\(id)", headers: [("If-Match", "\"2\"")]).status == 204)
     }
 
+    /// A tag sent without its quotes (`If-Match: 7`, a version typed by
+    /// hand) is no entity tag: 400 saying how to send it, not a 412 that
+    /// says a version does not hold. For either field, on every method.
+    @Test func anUnquotedEntityTagIs400() throws {
+        let id = try server.createSession()
+        let client = try server.client()
+        for name in ["If-Match", "If-None-Match"] {
+            let bare = [(name, "1")]
+            for response in [try client.json("PUT", "/v1/sessions/\(id)/inset", #"{"inset": 59}"#, headers: bare),
+                             try client.json("POST", "/v1/sessions/\(id)/scroll", #"{"contentOffsetY": 300}"#, headers: bare),
+                             try client.request("POST", "/v1/sessions/\(id)/disappear", headers: bare),
+                             try client.request("DELETE", "/v1/sessions/\(id)", headers: bare),
+                             try client.request("GET", "/v1/sessions/\(id)", headers: bare),
+                             try client.request("GET", "/v1/sessions/\(id)", headers: bare + [("Prefer", "wait=5")])] {
+                try expectProblem(response, 400)
+                #expect(response.text.contains(name) && response.text.contains(#"quoted as ETag gives them (\"7\", not 7)"#),
+                        "\(response.text)")
+            }
+            try expectProblem(try client.request("GET", "/v1/sessions/\(id)", headers: [(name, #""1", 2"#)]), 400)
+        }
+        #expect(try state(id, client)["version"] as? Int == 1, "nothing changed")
+        // Well-formed tags that are not ours still just fail to match.
+        try expectProblem(try client.request("GET", "/v1/sessions/\(id)", headers: [("If-Match", #""01", W/"1", "a,b""#)]), 412)
+        #expect(try client.request("GET", "/v1/sessions/\(id)", headers: [("If-None-Match", #"W/"1""#)]).status == 304)
+    }
+
     @Test func setInset() throws {
         let id = try server.createSession()
         let client = try server.client()

@@ -139,6 +139,73 @@ struct RedisConnectionTests {
         #expect(await eventually { (try? await connection.send(["PING"])) == .simple("PONG") })
     }
 
+    /// What an operator's log is told: one event per change (not per
+    /// retry), with the reason; the recovery once it serves again.
+    @Test func connectionEventsReportEachChangeOnce() async throws {
+        let server = try RedisServer()
+        let events = EventLog()
+        var configuration = RedisConfiguration()
+        configuration.reconnectBackoff = Backoff(base: .milliseconds(5), cap: .milliseconds(20))
+        configuration.connectionEvents = { events.append($0) }
+        let connection = RedisConnection(to: server.node, configuration: configuration)
+        defer { connection.close() }
+        #expect(try await connection.send(["PING"]) == .simple("PONG"))
+        #expect(events.changes == [.connected])
+        #expect(events.all.allSatisfy { $0.node == server.node && !$0.isSubscriber })
+
+        server.stop()
+        #expect(await eventually { events.changes.count == 2 })
+        try await Task.sleep(for: .milliseconds(300))  // many retries fail meanwhile
+        let lost = events.changes
+        #expect(lost.count == 2, "\(lost)")
+        guard case .lost(let reason) = lost.last else { Issue.record("not a loss: \(lost)"); return }
+        #expect(!reason.isEmpty)
+
+        try server.restart()
+        #expect(await eventually { events.changes.count == 3 })
+        #expect(events.changes.last == .recovered)
+    }
+
+    @Test func aRedisThatIsNotThereAndOneThatRefusesThePasswordAreEachReportedOnce() async throws {
+        let server = try RedisServer(["--requirepass", "s3cret"])
+        server.stop()
+        let events = EventLog()
+        var configuration = RedisConfiguration()
+        configuration.password = "guess"
+        configuration.reconnectBackoff = Backoff(base: .milliseconds(5), cap: .milliseconds(20))
+        configuration.connectionEvents = { events.append($0) }
+        let connection = RedisConnection(to: server.node, configuration: configuration)
+        defer { connection.close() }
+        #expect(await eventually { !events.changes.isEmpty })
+        try await Task.sleep(for: .milliseconds(200))
+        guard events.changes.count == 1, case .unreachable = events.changes[0] else {
+            Issue.record("\(events.changes)")
+            return
+        }
+        try server.restart()
+        #expect(await eventually { events.changes.count == 2 })
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(events.changes.count == 2, "\(events.changes)")
+        guard case .refused(let reason) = events.changes.last else { Issue.record("\(events.changes)"); return }
+        #expect(reason.contains("WRONGPASS"))
+    }
+
+    /// A reply claiming two billion elements (a broken or hostile server)
+    /// is refused by the reader: the connection is dropped, says why, and
+    /// is made again, instead of hiredis allocating 16 GiB and waiting.
+    @Test func aHugeArrayHeaderDropsTheConnection() async throws {
+        let fake = try FakeRedis(reply: Array("*2147483647\r\n".utf8))
+        var configuration = RedisConfiguration()
+        configuration.commandTimeout = .seconds(5)
+        configuration.reconnectBackoff = Backoff(base: .milliseconds(5), cap: .milliseconds(20))
+        let connection = RedisConnection(to: RedisNode(host: "127.0.0.1", port: fake.port), configuration: configuration)
+        defer { connection.close() }
+        #expect(await eventually(within: 4) { connection.lastFailureReason?.contains("array of more than") == true },
+                "\(connection.lastFailureReason ?? "no failure")")
+        #expect(await eventually(within: 4) { fake.accepted >= 2 }, "connected again")
+        #expect(!connection.isConnected)
+    }
+
     @Test func authenticatesWithThePasswordOnEveryConnection() async throws {
         let server = try RedisServer(["--requirepass", "s3cret"])
         var configuration = RedisConfiguration()
@@ -212,5 +279,70 @@ final class Replies: @unchecked Sendable {
             }
             if let all { continuation.resume(returning: all) }
         }
+    }
+}
+
+/// Connection events as a hook receives them, from I/O threads.
+final class EventLog: @unchecked Sendable {
+    private let lock = NSLock()
+    private var events: [RedisConnectionEvent] = []
+
+    func append(_ event: RedisConnectionEvent) { lock.withLock { events.append(event) } }
+    var all: [RedisConnectionEvent] { lock.withLock { events } }
+    var changes: [RedisConnectionEvent.Change] { all.map(\.change) }
+}
+
+/// A server on a loopback port that answers whatever it is sent with
+/// `reply`, and keeps each connection open: a Redis gone wrong.
+final class FakeRedis: Sendable {
+    let port: Int
+    private let listener: Int32
+    private let connections = Connections()
+
+    /// What the accepting thread shares with the test; not the server
+    /// itself, whose release stops that thread.
+    private final class Connections: @unchecked Sendable {
+        let lock = NSLock()
+        var sockets: [Int32] = []
+    }
+
+    init(reply: [UInt8]) throws {
+        listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let listener = listener
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
+                bind(listener, pointer, length) == 0 && listen(listener, 8) == 0
+                    && getsockname(listener, pointer, &length) == 0
+            }
+        }
+        guard bound else { throw RedisError.unavailable }
+        port = Int(UInt16(bigEndian: address.sin_port))
+        let connections = connections
+        Thread {
+            while true {
+                let client = accept(listener, nil, nil)
+                guard client >= 0 else { return }
+                connections.lock.withLock { connections.sockets.append(client) }
+                Thread {
+                    var buffer = [UInt8](repeating: 0, count: 4096)
+                    while read(client, &buffer, buffer.count) > 0 {
+                        _ = reply.withUnsafeBytes { write(client, $0.baseAddress, $0.count) }
+                    }
+                }.start()
+            }
+        }.start()
+    }
+
+    /// Connections accepted so far.
+    var accepted: Int { connections.lock.withLock { connections.sockets.count } }
+
+    deinit {
+        shutdown(listener, Int32(SHUT_RDWR))
+        close(listener)
+        for socket in connections.lock.withLock({ connections.sockets }) { shutdown(socket, Int32(SHUT_RDWR)) }
     }
 }

@@ -57,6 +57,15 @@ struct RedisWireTests {
         #expect(RESPValue.parse(Array("?what\r\n".utf8)) == nil)
     }
 
+    /// hiredis would allocate an array's element table for whatever length
+    /// its header claims (16 GiB for this one) and then wait for the
+    /// elements; the reader refuses it instead, like bytes that are not RESP.
+    @Test func anArrayLongerThanAnyReplyIsRefused() {
+        #expect(RESPValue.parse(Array("*2147483647\r\n".utf8)) == nil)
+        #expect(RESPValue.parse(Array("*2\r\n*1048577\r\n".utf8)) == nil, "nested too")
+        #expect(RESPValue.parse(Array("*1048576\r\n".utf8)) == [], "the limit itself is an incomplete reply")
+    }
+
     @Test func redirectionsAreRead() throws {
         let moved = try #require(ClusterRedirect("MOVED 3999 127.0.0.1:6381"))
         #expect(moved.asking == false && moved.slot == 3999 && moved.node == RedisNode(host: "127.0.0.1", port: 6381))

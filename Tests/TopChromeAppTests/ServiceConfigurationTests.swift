@@ -93,11 +93,73 @@ import Testing
     }
 
     @Test func redisWaitReplicasFromFlagOrEnvironment() throws {
-        #expect(try serve([]).redisWaitReplicas == 0)
-        #expect(try serve(["--redis-wait-replicas", "2"]).redisWaitReplicas == 2)
-        #expect(try serve(["--redis-wait-replicas=16"]).redisWaitReplicas == 16)
-        #expect(try serve([], ["TOPCHROME_REDIS_WAIT_REPLICAS": "1"]).redisWaitReplicas == 1)
-        #expect(try serve(["--redis-wait-replicas", "0"], ["TOPCHROME_REDIS_WAIT_REPLICAS": "3"]).redisWaitReplicas == 0)
+        let redis = ["--store", "redis://127.0.0.1:6379"]
+        #expect(try serve(redis).redisWaitReplicas == 0)
+        #expect(try serve(redis + ["--redis-wait-replicas", "2"]).redisWaitReplicas == 2)
+        #expect(try serve(redis + ["--redis-wait-replicas=16"]).redisWaitReplicas == 16)
+        #expect(try serve(redis, ["TOPCHROME_REDIS_WAIT_REPLICAS": "1"]).redisWaitReplicas == 1)
+        #expect(try serve(redis + ["--redis-wait-replicas", "0"], ["TOPCHROME_REDIS_WAIT_REPLICAS": "3"]).redisWaitReplicas == 0)
+    }
+
+    /// An option the chosen store never reads is refused, not ignored: the
+    /// operator who set it expects it to hold. The message says why and what to do.
+    @Test(arguments: [("redis-password-file", "PASSWORD_FILE"), ("redis-key-prefix", "KEY_PREFIX"),
+                      ("redis-timeout", "TIMEOUT"), ("redis-wait-replicas", "WAIT_REPLICAS")])
+    func redisOptionsAreRefusedWithTheMemoryStore(_ option: String, _ variable: String) throws {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("password-\(UUID().uuidString)")
+        try "s3cret\n".write(to: file, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(at: file) }
+        let value = ["redis-password-file": file.path, "redis-key-prefix": "app:", "redis-timeout": "2",
+                     "redis-wait-replicas": "1"][option]!
+        let hint = "is for a Redis store and does nothing with the memory store; add --store redis://HOST:PORT, or remove it"
+        #expect(throws: ServiceConfiguration.UsageError(description: "--\(option) \(hint)")) {
+            try serve(["--\(option)", value])
+        }
+        #expect(throws: ServiceConfiguration.UsageError(description: "TOPCHROME_REDIS_\(variable) \(hint)")) {
+            try serve(["--store", "memory"], ["TOPCHROME_REDIS_\(variable)": value])
+        }
+        #expect(try serve(["--store", "redis://h:1", "--\(option)", value]).store != .memory)
+        #expect(try serve([], ["TOPCHROME_STORE": "redis://h:1", "TOPCHROME_REDIS_\(variable)": value]).store != .memory)
+    }
+
+    @Test func maxSessionsIsRefusedWithARedisStore() throws {
+        let message = "is for the memory store; a Redis store is bounded by Redis's own maxmemory (with maxmemory-policy noeviction, a full Redis makes creates 503)"
+        #expect(throws: ServiceConfiguration.UsageError(description: "--max-sessions \(message)")) {
+            try serve(["--store", "redis://h:1", "--max-sessions", "5"])
+        }
+        #expect(throws: ServiceConfiguration.UsageError(description: "TOPCHROME_MAX_SESSIONS \(message)")) {
+            try serve([], ["TOPCHROME_STORE": "redis://h:1", "TOPCHROME_MAX_SESSIONS": "5"])
+        }
+        #expect(try serve(["--max-sessions", "5"]).maxSessions == 5)
+    }
+
+    /// An empty password file is there and readable: it is said to be empty.
+    @Test func anEmptyRedisPasswordFileIsCalledEmpty() throws {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("password-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: file) }
+        for text in ["", "\n"] {
+            try text.write(to: file, atomically: true, encoding: .utf8)
+            #expect(throws: ServiceConfiguration.UsageError(
+                description: "--redis-password-file: '\(file.path)' is empty; it must hold the password")) {
+                try serve(["--store", "redis://h:1", "--redis-password-file", file.path])
+            }
+        }
+        // A device that reads as empty, as a process substitution of nothing does.
+        #expect(throws: ServiceConfiguration.UsageError(description: "--redis-password-file: '/dev/null' is empty; it must hold the password")) {
+            try serve(["--store", "redis://h:1", "--redis-password-file", "/dev/null"])
+        }
+        #expect(throws: ServiceConfiguration.UsageError(description: "--redis-password-file: cannot read '/nonexistent/password'")) {
+            try serve(["--store", "redis://h:1", "--redis-password-file", "/nonexistent/password"])
+        }
+    }
+
+    /// A host without a port: Redis has none a client may assume, and the message shows the form.
+    @Test(arguments: [("redis://h", "h"), ("redis://a:1,b", "b"), ("redis://[::1]", "[::1]"), ("redis://redis.internal", "redis.internal")])
+    func aRedisAddressWithoutAPortSaysSo(_ value: String, _ address: String) {
+        #expect(throws: ServiceConfiguration.UsageError(
+            description: "--store: '\(address)' needs a port, as in redis://\(address):6379 (the form is redis://HOST:PORT[,HOST:PORT...])")) {
+            try serve(["--store", value])
+        }
     }
 
     @Test(arguments: ["17", "-1", "two", "1.5", "", " 1"])
@@ -127,8 +189,8 @@ import Testing
     /// Nothing a reader could take for another address gets through: an
     /// IPv6 address must be in brackets (`fe80::1` is not host `fe80:`, port 1),
     /// a host has no spaces, a port is digits only.
-    @Test(arguments: ["redis://", "redis://host", "redis://:1", "memory,redis://127.0.0.1:6379", "redis://h:0",
-                      "redis://h:65536", "redis://h:1,", "redis://a:1,,b:2", "REDIS://h:1", "redis://h:1/0", "redis://[::1]",
+    @Test(arguments: ["redis://", "redis://:1", "memory,redis://127.0.0.1:6379", "redis://h:0",
+                      "redis://h:65536", "redis://h:1,", "redis://a:1,,b:2", "REDIS://h:1", "redis://h:1/0",
                       "redis://fe80::1", "redis://::1:6379", "redis://a b:1", "redis:// h:1", "redis://h:1 ", "redis://h:+1",
                       "redis://h:0x10", "redis://[::1]:6379]", "redis://[]:1", "redis://user@h:1", "redis://h\t:1"])
     func badRedisStoreAddressesAreRefused(_ value: String) {

@@ -56,6 +56,14 @@ final class LongPollWatcher: SessionWatcher, @unchecked Sendable {
         pending.complete(with: SessionAPI.unknownSession.response)
     }
 
+    /// Its changes go unheard: a 304 at the end of the wait would answer
+    /// from a state that may no longer be the store's, so the client is
+    /// told now, as any request is while the store is away.
+    func sessionUnheard(_ id: SessionID) -> Bool {
+        pending.complete(with: SessionAPI.changesUnheard.response)
+        return false
+    }
+
     func heartbeat() {}
 
     func close() {
