@@ -143,7 +143,7 @@ public final class ServiceMetrics: Sendable {
         }
         family("topchrome_watchers", "gauge", "Event streams and long-polls open now.")
         text += "topchrome_watchers \(watchers)\n"
-        family("topchrome_reveal_flips_total", "counter", "Changes of isRevealed, either way.")
+        family("topchrome_reveal_flips_total", "counter", "Changes of isRevealed, either way (memory store only; 0 with Redis).")
         text += "topchrome_reveal_flips_total \(statistics.revealFlips)\n"
         family("topchrome_scroll_reports_total", "counter",
                "Scroll reports by outcome: applied, or ignored as horizontal or stale.")
