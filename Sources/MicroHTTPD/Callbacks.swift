@@ -93,15 +93,9 @@ private func handle(
 private func respond(
     to connection: OpaquePointer, context: UnsafeMutablePointer<RequestContext>, dispatcher: RequestDispatcher
 ) -> MHD_Result {
-    let request = HTTPRequest(
-        method: context.pointee.method,
-        pathBytes: context.pointee.path,
-        version: context.pointee.version,
-        headers: context.pointee.headers,
-        body: context.pointee.body,
-        isBodyTooLarge: context.pointee.isBodyTooLarge
-    )
+    var request = context.pointee.lendRequest()
     let response = dispatcher.responder.respond(to: request)
+    context.pointee.takeBack(&request)
     context.pointee.endpoint = response.endpoint
     if let pending = response.pending {
         context.pointee.pending = pending

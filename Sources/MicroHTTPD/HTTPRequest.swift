@@ -55,15 +55,20 @@ public struct HTTPRequest: Sendable {
 /// value, then `name NUL value NUL`: a message costs one allocation however
 /// many fields it has, a lookup compares bytes without making strings or
 /// searching for ends, and libmicrohttpd takes names and values as they lie.
+/// The buffer's bytes past `byteCount` are room left by fields removed: a
+/// field is written in place, and emptying the fields for the connection's
+/// next request is setting a count.
 public struct HTTPHeaders: Sendable, Sequence {
     private var storage: [UInt8] = []
+    /// Bytes of `storage` that hold fields.
+    private var byteCount = 0
     /// Name length and value length, each a `UInt32`.
     private static let lengthsSize = 8
 
     public init() {}
 
     public init(_ fields: [(String, String)]) {
-        storage.reserveCapacity(fields.reduce(0) { $0 + $1.0.utf8.count + $1.1.utf8.count + Self.lengthsSize + 2 })
+        reserveCapacity(fields.reduce(0) { $0 + $1.0.utf8.count + $1.1.utf8.count + Self.lengthsSize + 2 })
         for (name, value) in fields { add(name: name, value: value) }
     }
 
@@ -73,21 +78,41 @@ public struct HTTPHeaders: Sendable, Sequence {
         name.withUTF8 { name in value.withUTF8 { value in add(name: name, value: value) } }
     }
 
+    /// `value` as bytes, for a value written on the stack (a response's
+    /// entity tag) that need not become a `String` first.
+    package mutating func add(name: String, value: UnsafeBufferPointer<UInt8>) {
+        var name = name
+        name.withUTF8 { name in add(name: name, value: value) }
+    }
+
     mutating func add(name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) {
         let nameCount = Self.countBeforeNUL(name), valueCount = Self.countBeforeNUL(value)
-        // The field is laid out on the stack and appended whole: one copy, one capacity check.
-        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: Self.lengthsSize + nameCount + valueCount + 2) { field in
-            let raw = UnsafeMutableRawBufferPointer(field)
-            raw.storeBytes(of: UInt32(nameCount), toByteOffset: 0, as: UInt32.self)
-            raw.storeBytes(of: UInt32(valueCount), toByteOffset: 4, as: UInt32.self)
-            let nameStart = field.baseAddress! + Self.lengthsSize
-            if nameCount > 0 { nameStart.update(from: name.baseAddress!, count: nameCount) }
-            nameStart[nameCount] = 0
-            if valueCount > 0 { (nameStart + nameCount + 1).update(from: value.baseAddress!, count: valueCount) }
-            nameStart[nameCount + 1 + valueCount] = 0
-            storage.append(contentsOf: UnsafeBufferPointer(field))
+        let start = byteCount, end = start + Self.lengthsSize + nameCount + valueCount + 2
+        if end > storage.count { extend(to: end) }
+        storage.withUnsafeMutableBytes { bytes in
+            bytes.storeBytes(of: UInt32(nameCount), toByteOffset: start, as: UInt32.self)
+            bytes.storeBytes(of: UInt32(valueCount), toByteOffset: start + 4, as: UInt32.self)
+            let nameStart = bytes.baseAddress! + start + Self.lengthsSize
+            if nameCount > 0 { nameStart.copyMemory(from: name.baseAddress!, byteCount: nameCount) }
+            nameStart.storeBytes(of: 0, toByteOffset: nameCount, as: UInt8.self)
+            if valueCount > 0 { (nameStart + nameCount + 1).copyMemory(from: value.baseAddress!, byteCount: valueCount) }
+            nameStart.storeBytes(of: 0, toByteOffset: nameCount + 1 + valueCount, as: UInt8.self)
+        }
+        byteCount = end
+    }
+
+    /// Makes the buffer `count` bytes long (within its capacity, if it has
+    /// room), copying zeros: a copy, where writing them one by one costs a
+    /// loop per byte.
+    private mutating func extend(to count: Int) {
+        Self.zeros.withUnsafeBufferPointer { zeros in
+            while storage.count < count {
+                storage.append(contentsOf: UnsafeBufferPointer(rebasing: zeros.prefix(count - storage.count)))
+            }
         }
     }
+
+    private static let zeros = [UInt8](repeating: 0, count: 256)
 
     private static func countBeforeNUL(_ text: UnsafeBufferPointer<UInt8>) -> Int {
         guard let base = text.baseAddress, let nul = memchr(base, 0, text.count) else { return text.count }
@@ -104,7 +129,8 @@ public struct HTTPHeaders: Sendable, Sequence {
 
     /// No fields; with `keepingCapacity`, the buffer stays for the next message.
     mutating func removeAll(keepingCapacity: Bool) {
-        storage.removeAll(keepingCapacity: keepingCapacity)
+        if !keepingCapacity { storage = [] }
+        byteCount = 0
     }
 
     /// The first value of the field `name`, if present.
@@ -193,7 +219,7 @@ public struct HTTPHeaders: Sendable, Sequence {
     func forEachField(_ body: (UnsafeBufferPointer<UInt8>, UnsafeBufferPointer<UInt8>) -> Bool) {
         storage.withUnsafeBytes { bytes in
             var start = 0
-            while start < bytes.count {
+            while start < byteCount {
                 let nameCount = Int(bytes.loadUnaligned(fromByteOffset: start, as: UInt32.self))
                 let valueCount = Int(bytes.loadUnaligned(fromByteOffset: start + 4, as: UInt32.self))
                 let name = (bytes.baseAddress! + start + Self.lengthsSize).assumingMemoryBound(to: UInt8.self)

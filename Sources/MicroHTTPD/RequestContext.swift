@@ -51,13 +51,31 @@ struct RequestContext {
         path.removeAll(keepingCapacity: path.capacity <= Self.keptCapacity)
         version = ""
         headers.removeAll(keepingCapacity: headers.byteCapacity <= Self.keptCapacity)
-        body.removeAll(keepingCapacity: body.capacity <= Self.keptCapacity)
+        if !body.isEmpty { body.removeAll(keepingCapacity: body.capacity <= Self.keptCapacity) }
         isBodyTooLarge = false
         pending = nil
         isAnswered = false
         endpoint = nil
         countsInFlight = false
         isInUse = false
+    }
+
+    /// The request for the responder. Its buffers are moved into it, not
+    /// shared (sharing is a retain and a release each); ``takeBack(_:)``
+    /// moves them back once the responder has answered.
+    mutating func lendRequest() -> HTTPRequest {
+        var lentPath: [UInt8] = [], lentHeaders = HTTPHeaders(), lentBody: [UInt8] = []
+        swap(&path, &lentPath)
+        swap(&headers, &lentHeaders)
+        swap(&body, &lentBody)
+        return HTTPRequest(method: method, pathBytes: lentPath, version: version, headers: lentHeaders, body: lentBody,
+                           isBodyTooLarge: isBodyTooLarge)
+    }
+
+    mutating func takeBack(_ request: inout HTTPRequest) {
+        swap(&path, &request.pathBytes)
+        swap(&headers, &request.headers)
+        swap(&body, &request.body)
     }
 
     /// Keeps bytes up to the limit; past it, drops what was kept and

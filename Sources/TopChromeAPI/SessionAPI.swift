@@ -482,19 +482,24 @@ public final class SessionAPI: HTTPResponder {
 
     /// `"<version>"`: the version is the session's entity tag.
     static func etag(_ state: ChromeState) -> String {
-        // Decoded from a stack buffer: up to 15 bytes, a String needs no allocation.
+        withETag(of: state) { String(decoding: $0, as: UTF8.self) }
+    }
+
+    /// The entity tag's bytes, written on the stack: every state answer
+    /// carries one, and it goes into the headers without becoming a `String`.
+    private static func withETag<Result>(of state: ChromeState, _ body: (UnsafeBufferPointer<UInt8>) -> Result) -> Result {
         withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 22) { text in
             text[0] = UInt8(ascii: "\"")
             let end = StateWriter.decimal(state.version, into: text, at: 1)
             text[end] = UInt8(ascii: "\"")
-            return String(decoding: UnsafeBufferPointer(rebasing: text[...end]), as: UTF8.self)
+            return body(UnsafeBufferPointer(rebasing: text[...end]))
         }
     }
 
     static func stateResponse(_ session: Session, status: Int = 200) -> HTTPResponse {
         var headers = jsonHeaders
         headers.reserveCapacity(128)  // one copy, with room for the ETag and a Location
-        headers.add(name: "ETag", value: etag(session.state))
+        withETag(of: session.state) { headers.add(name: "ETag", value: $0) }
         return HTTPResponse(status: status, headers: headers, body: StateWriter.json(session))
     }
 

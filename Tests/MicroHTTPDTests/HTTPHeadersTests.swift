@@ -45,6 +45,32 @@ import Testing
         #expect(headers["C"] == "three")
     }
 
+    /// Emptied for the connection's next request, the buffer keeps its
+    /// bytes as room: the next fields are written over them, and neither
+    /// the old bytes past the new fields nor a copy taken before suffer.
+    @Test func fieldsWrittenOverRoomAreTheNewOnesOnly() {
+        var reused = HTTPHeaders()
+        reused.add(name: "Content-Type", value: "application/json")
+        reused.add(name: "If-None-Match", value: "\"12345\"")
+        let kept = reused
+        reused.removeAll(keepingCapacity: true)
+        reused.add(name: "Host", value: "a")
+        #expect(reused.fields.map(\.name) == ["Host"])
+        #expect(reused["If-None-Match"] == nil)
+        reused.add(name: "X-Longer-Than-The-Room-Left", value: String(repeating: "v", count: 300))
+        #expect(reused.fields.map(\.name) == ["Host", "X-Longer-Than-The-Room-Left"])
+        #expect(reused["x-longer-than-the-room-left"]?.count == 300)
+        #expect(kept.fields.map(\.name) == ["Content-Type", "If-None-Match"], "a copy is its own")
+        #expect(kept["If-None-Match"] == "\"12345\"")
+    }
+
+    @Test func aValueGivenAsBytes() {
+        var headers = HTTPHeaders([("Content-Type", "application/json")])
+        Array("\"7\"".utf8).withUnsafeBufferPointer { headers.add(name: "ETag", value: $0) }
+        #expect(headers.fields.map(\.name) == ["Content-Type", "ETag"])
+        #expect(headers["ETag"] == "\"7\"")
+    }
+
     @Test func eachFieldReachesCAsItIs() {
         var seen: [String] = []
         headers.forEachCString { name, value in seen.append(String(cString: name) + "=" + String(cString: value)) }

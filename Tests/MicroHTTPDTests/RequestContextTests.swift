@@ -22,6 +22,21 @@ import Testing
         #expect(context.headers.byteCapacity > 0)
     }
 
+    /// The responder gets the request's buffers, not copies, and the
+    /// context has them back afterwards, for the observer and the next request.
+    @Test func aLentRequestComesBackWhole() {
+        var context = RequestContext()
+        context.begin(method: "POST", target: "/v1/sessions", version: "HTTP/1.1")
+        context.headers.add(name: "Content-Type", value: "application/json")
+        Array("{}".utf8).withUnsafeBytes { context.receive($0, limit: 100) }
+        var request = context.lendRequest()
+        #expect(request.method == "POST" && request.path == "/v1/sessions" && request.version == "HTTP/1.1")
+        #expect(request.headers["Content-Type"] == "application/json" && request.body == Array("{}".utf8))
+        context.takeBack(&request)
+        #expect(context.path == Array("/v1/sessions".utf8) && context.body == Array("{}".utf8))
+        #expect(context.headers["Content-Type"] == "application/json")
+    }
+
     @Test func resetLetsLargeBuffersGo() {
         var context = RequestContext()
         context.begin(method: "POST", target: "/", version: "HTTP/1.1")
