@@ -35,12 +35,16 @@ final class ExchangeRecorder: HTTPExchangeObserver {
             ?? ExchangeEndpoint(path: exchange.path)
         metrics.record(exchange, template: endpoint.template)
         guard logger.isEnabled(.info) else { return }
+        // The closures take the numbers, not the exchange: capturing it copies
+        // it (a retain and a release of its method and path) on every line.
+        let status = exchange.status, duration = exchange.duration, bodyBytes = exchange.bodyBytes
         if let index = Self.startIndex(endpoint.template, exchange.method) {
-            logger.log(starts[index]) { Self.writeRest(of: &$0, exchange, endpoint) }
+            logger.log(starts[index]) { Self.writeRest(of: &$0, status, duration, bodyBytes, endpoint) }
         } else {
+            let method = exchange.method
             logger.log(.info, "request") { line in
-                Self.writeStart(of: &line, method: exchange.method, template: endpoint.template)
-                Self.writeRest(of: &line, exchange, endpoint)
+                Self.writeStart(of: &line, method: method, template: endpoint.template)
+                Self.writeRest(of: &line, status, duration, bodyBytes, endpoint)
             }
         }
     }
@@ -52,12 +56,13 @@ final class ExchangeRecorder: HTTPExchangeObserver {
 
     /// The numbers and the short id: four short fields, room made once.
     @inline(__always)
-    private static func writeRest(of line: inout LogLine, _ exchange: HTTPExchange, _ endpoint: ExchangeEndpoint) {
+    private static func writeRest(of line: inout LogLine, _ status: Int, _ duration: Duration, _ bodyBytes: Int,
+                                  _ endpoint: ExchangeEndpoint) {
         let names = "status".utf8.count + "duration_ms".utf8.count + "bytes".utf8.count + "session".utf8.count
         line.boundedFields(atMost: names + 4 * BoundedFields.roomPerField) { fields in
-            fields.field("status", status: exchange.status)
-            fields.field("duration_ms", milliseconds: exchange.duration)
-            fields.field("bytes", exchange.bodyBytes)
+            fields.field("status", status: status)
+            fields.field("duration_ms", milliseconds: duration)
+            fields.field("bytes", bodyBytes)
             // Eight hex digits tell sessions apart in a log without handing out the id.
             if let session = endpoint.sessionPrefix {
                 fields.field("session", hexDigits: session)
