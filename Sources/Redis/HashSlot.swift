@@ -20,14 +20,22 @@ public enum HashSlot {
         return key[afterOpen..<close]
     }
 
-    /// CRC-16/XMODEM (polynomial 0x1021, initial value 0), as the cluster specification defines it.
+    /// CRC-16/XMODEM (polynomial 0x1021, initial value 0), as the cluster
+    /// specification defines it; a byte at a time from a table, since every
+    /// command sent to a cluster computes one.
     public static func crc16(_ bytes: some Sequence<UInt8>) -> UInt16 {
         var crc: UInt16 = 0
         for byte in bytes {
-            crc ^= UInt16(byte) << 8
-            for _ in 0..<8 {
-                crc = crc & 0x8000 != 0 ? (crc << 1) ^ 0x1021 : crc << 1
-            }
+            crc = (crc << 8) ^ crcTable[Int(UInt8(truncatingIfNeeded: crc >> 8) ^ byte)]
+        }
+        return crc
+    }
+
+    /// The CRC of each byte value alone, bit by bit.
+    private static let crcTable: [UInt16] = (0..<256).map { (byte: Int) -> UInt16 in
+        var crc = UInt16(byte) << 8
+        for _ in 0..<8 {
+            crc = crc & 0x8000 != 0 ? (crc << 1) ^ 0x1021 : crc << 1
         }
         return crc
     }

@@ -86,8 +86,17 @@ public struct RESPRequestBuilder: Sendable {
         body.append(10)
     }
 
+    /// Most numbers here are lengths of one or two digits: those are written
+    /// without a division's loop.
     private static func appendDecimal(_ number: UInt64, to bytes: inout [UInt8]) {
-        if number >= 10 { appendDecimal(number / 10, to: &bytes) }
-        bytes.append(UInt8(ascii: "0") + UInt8(number % 10))
+        if number < 10 {
+            bytes.append(UInt8(ascii: "0") + UInt8(number))
+        } else if number < 100 {
+            bytes.append(UInt8(ascii: "0") + UInt8(number / 10))
+            bytes.append(UInt8(ascii: "0") + UInt8(number % 10))
+        } else {
+            appendDecimal(number / 10, to: &bytes)
+            bytes.append(UInt8(ascii: "0") + UInt8(number % 10))
+        }
     }
 }
