@@ -8,8 +8,9 @@ extension ChromeSession {
     /// first, then every change, each version once and in order. The stream
     /// reconnects after network errors and restarts of the service (with
     /// `Last-Event-ID`, so nothing is sent twice), ends when the session is
-    /// deleted, and throws `TopChromeError.sessionGone` if it no longer
-    /// exists. Cancelling the task that reads it closes the connection.
+    /// deleted (also when that is found on reconnecting), and throws
+    /// `TopChromeError.sessionGone` if it did not exist when the stream
+    /// opened. Cancelling the task that reads it closes the connection.
     public nonisolated func states() -> AsyncThrowingStream<ChromeState, any Error> {
         states(onConnection: { _ in })
     }
@@ -121,6 +122,10 @@ struct StateFollower: Sendable {
                     }
                 }
                 switch status.map({ TopChromeClient.classify(status: $0, body: refusal, sessionID: session.id, retryAfter: nil) }) {
+                case .failure(.sessionGone) where lastVersion != nil:
+                    // Deleted (or expired) while the stream was cut: the
+                    // end its `deleted` event would have brought.
+                    return
                 case let .failure(error):
                     if case .sessionGone = error { await session.streamFoundSessionGone() }
                     throw error

@@ -12,10 +12,12 @@ enum Watch {
         line of JSON each, until the session is deleted (exit 0). URL is an
         http or https URL; ID is 32 lowercase hex digits, not all zeros.
         When the server cannot be reached, says so on stderr once per outage
-        and again when it is back, and keeps trying (waits of at most 2 s).
-        Exits 1 if the session does not exist, the server refuses, or the
-        first contact fails 8 times; 2 on a usage error. The token file may
-        also be given as TOPCHROME_AUTH_TOKEN_FILE.
+        and again when it is back, and keeps trying (waits of at most 2 s,
+        or what the server's Retry-After asks). Exits 0 also when the session
+        is found gone after an outage; 1 if it does not exist at first
+        contact, the server refuses, or the first contact fails 8 times; 2 on
+        a usage error. The token file may also be given as
+        TOPCHROME_AUTH_TOKEN_FILE.
 
         """
 
@@ -51,7 +53,12 @@ enum Watch {
             guard let contents = try? String(contentsOfFile: tokenFile, encoding: .utf8) else {
                 fail("cannot read the token file \(tokenFile)", status: 2)
             }
-            token = contents.trimmingCharacters(in: .whitespacesAndNewlines)
+            let word = contents.trimmingCharacters(in: .whitespacesAndNewlines)
+            // The server's own rule for its token: anything else could never match it.
+            guard !word.isEmpty, word.utf8.allSatisfy({ (0x21...0x7E).contains($0) }) else {
+                fail("the token in '\(tokenFile)' must be one word of printable ASCII", status: 2)
+            }
+            token = word
         }
 
         var configuration = TopChromeClient.Configuration()
@@ -115,11 +122,16 @@ final class OutageReport: @unchecked Sendable {
             isDown = false
             everConnected = true
         case let .interrupted(error, failedAttempts):
-            let reason = if case let .transport(reason) = error { reason } else { error.description }
-            if !everConnected, failedAttempts >= firstContactAttempts {
-                Watch.fail("cannot reach \(server) (\(reason)); gave up after \(failedAttempts) attempts", status: 1)
+            // A server that answered (503, 429) is not one that cannot be reached.
+            let trouble = if case let .transport(reason) = error {
+                "cannot reach \(server) (\(reason))"
+            } else {
+                "\(server) is unavailable (\(error.description))"
             }
-            if !isDown { Watch.say("cannot reach \(server) (\(reason)); retrying") }
+            if !everConnected, failedAttempts >= firstContactAttempts {
+                Watch.fail("\(trouble); gave up after \(failedAttempts) attempts", status: 1)
+            }
+            if !isDown { Watch.say("\(trouble); retrying") }
             isDown = true
         }
     }

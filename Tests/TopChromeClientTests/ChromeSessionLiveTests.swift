@@ -43,9 +43,9 @@ import TopChromeClient
         try await session.delete()  // already gone counts as deleted
     }
 
-    /// 1,000 reports as fast as a scroll view makes them: a handful of
-    /// requests, and the state of the last report.
-    @Test func burstOfReportsCostsAHandfulOfRequests() async throws {
+    /// 1,000 reports as fast as a scroll view makes them: tens of requests
+    /// at most, and the state of the last report.
+    @Test func burstOfReportsCostsTensOfRequests() async throws {
         let server = try TestServer()
         let session = try await server.client().createSession(inset: 59)
         for index in 0..<1000 {
@@ -56,7 +56,7 @@ import TopChromeClient
         let state = try await session.state()
         #expect(state.isRevealed == false, "the last report wins")
         let requests = try await server.requests("POST", Self.scroll)
-        #expect((1...20).contains(requests), "\(requests) requests for 1,000 reports")
+        #expect((1...50).contains(requests), "\(requests) requests for 1,000 reports")
     }
 
     /// A session attached again (an app relaunched) is not ignored as stale

@@ -109,6 +109,57 @@ import TopChromeClient
         }
     }
 
+    /// A session deleted while the server could not be reached is found
+    /// gone on reconnecting: the end a deletion brings (exit 0), not the
+    /// error of a session that never existed.
+    @Test func aDeletionFoundAfterAnOutageEndsTheWatch() async throws {
+        // No state file: the restarted server no longer has the session.
+        let server = try TestServer()
+        let session = try await server.client().createSession(inset: 59)
+        let run = try Self.watch([server.url.absoluteString, session.id])
+        #expect(await eventually { run.lines.count == 1 })
+        server.stop()
+        #expect(await eventually { run.standardError.contains("cannot reach") })
+        try server.start()
+        #expect(await run.exitStatus(within: 15) == 0, "\(run.standardError)")
+        #expect(run.lines.count == 1)
+    }
+
+    /// A token the server could never accept is a usage error, as it is
+    /// for the server's own --auth-token-file.
+    @Test func aTokenFileThatIsNotOneWordIsAUsageError() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("watch-token-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        for (name, contents) in [("empty", ""), ("blank", " \n"), ("two-words", "a b\n")] {
+            let file = folder.appendingPathComponent(name).path
+            try contents.write(toFile: file, atomically: true, encoding: .utf8)
+            let run = try Self.watch(["--auth-token-file", file, "http://127.0.0.1:1", String(repeating: "1", count: 32)])
+            #expect(await run.exitStatus() == 2, "\(name)")
+            #expect(run.standardError.contains("must be one word of printable ASCII"), "\(name): \(run.standardError)")
+        }
+    }
+
+    /// A server that answers 503 is unavailable, not unreachable.
+    @Test func aRefusingServerIsNotCalledUnreachable() async throws {
+        // Heartbeats let the server notice the first watcher leave.
+        let server = try TestServer {
+            $0.maxWatchersPerSession = 1
+            $0.heartbeatSeconds = 1
+        }
+        let session = try await server.client().createSession()
+        let holder = StateRecorder(session.states())
+        #expect(await holder.waitFor { !$0.isEmpty })
+        let run = try Self.watch([server.url.absoluteString, session.id])
+        #expect(await eventually { run.standardError.contains("is unavailable (") }, "\(run.standardError)")
+        #expect(!run.standardError.contains("cannot reach"), "\(run.standardError)")
+        holder.cancel()
+        #expect(await eventually(within: 20) { run.lines.count == 1 }, "it follows once the server lets it")
+        #expect(run.standardError.contains("reached \(server.url.absoluteString) again"), "\(run.standardError)")
+        try await session.delete()
+        #expect(await run.exitStatus() == 0)
+    }
+
     /// A quiet session costs no CPU: the watcher waits for bytes rather than
     /// polling for them. (Reading the stream through FoundationNetworking's
     /// URLSession kept a core busy for as long as the stream was open.)
