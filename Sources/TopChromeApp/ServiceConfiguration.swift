@@ -342,26 +342,35 @@ public struct ServiceConfiguration: Sendable, Equatable {
     }
 
     /// A file's text, or a usage error naming the option and the cause.
+    /// Read with `read(2)` until its end, so that a device or pipe that reads
+    /// as nothing (`/dev/null`) is simply empty; FoundationEssentials'
+    /// file reading answers nil there, and leaks its buffer doing so.
     static func contents(of path: String, _ source: String) throws(UsageError) -> String {
-        guard let data = FileManager.default.contents(atPath: path) else {
-            // A device or pipe that reads as nothing (`/dev/null`) comes back
-            // as no contents at all: it is there, and empty.
-            if readsAsEmpty(path) { return "" }
-            throw UsageError(description: "\(source): cannot read '\(path)'")
+        let file = open(path, O_RDONLY | O_CLOEXEC)
+        guard file >= 0 else { throw UsageError(description: "\(source): cannot read '\(path)'") }
+        defer { close(file) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let count = read(file, &chunk, chunk.count)
+            if count == 0 { break }
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw UsageError(description: "\(source): cannot read '\(path)'")
+            }
+            bytes.append(contentsOf: chunk[..<count])
+            // Secrets and tokens are short; this bounds a mistake like /dev/zero.
+            guard bytes.count <= Self.largestReadFile else {
+                throw UsageError(description: "\(source): '\(path)' is larger than 1 MiB")
+            }
         }
-        guard let text = String(data: data, encoding: .utf8) else {
+        guard let text = String(validating: bytes, as: UTF8.self) else {
             throw UsageError(description: "\(source): '\(path)' is not UTF-8 text")
         }
         return text
     }
 
-    private static func readsAsEmpty(_ path: String) -> Bool {
-        let file = open(path, O_RDONLY)
-        guard file >= 0 else { return false }
-        defer { close(file) }
-        var byte: UInt8 = 0
-        return read(file, &byte, 1) == 0
-    }
+    private static let largestReadFile = 1 << 20
 
     private static func seconds(_ value: String, _ source: String, in range: ClosedRange<Double>) throws(UsageError) -> Double {
         guard let number = Double(value), number.isFinite, range.contains(number) else {

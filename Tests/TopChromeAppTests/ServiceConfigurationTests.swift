@@ -153,6 +153,17 @@ import Testing
         }
     }
 
+    /// A file given where a secret belongs is read to its end, but not
+    /// without bound: a device that never ends is refused, not read for ever.
+    @Test func aFileThatNeverEndsIsRefused() {
+        #expect(throws: ServiceConfiguration.UsageError(description: "--auth-token-file: '/dev/zero' is larger than 1 MiB")) {
+            try serve(["--auth-token-file", "/dev/zero"])
+        }
+        #expect(throws: ServiceConfiguration.UsageError(description: "--auth-token-file: cannot read '/tmp'")) {
+            try serve(["--auth-token-file", "/tmp"])
+        }
+    }
+
     /// A host without a port: Redis has none a client may assume, and the message shows the form.
     @Test(arguments: [("redis://h", "h"), ("redis://a:1,b", "b"), ("redis://[::1]", "[::1]"), ("redis://redis.internal", "redis.internal")])
     func aRedisAddressWithoutAPortSaysSo(_ value: String, _ address: String) {
