@@ -50,7 +50,10 @@ enum Watch {
         }
         var token: String?
         if let tokenFile, !tokenFile.isEmpty {
-            guard let contents = try? String(contentsOfFile: tokenFile, encoding: .utf8) else {
+            // Through FileHandle: String(contentsOfFile:) leaks its buffer on an empty file.
+            guard let handle = FileHandle(forReadingAtPath: tokenFile),
+                  let data = try? handle.readToEnd() ?? Data(),
+                  let contents = String(data: data, encoding: .utf8) else {
                 fail("cannot read the token file \(tokenFile)", status: 2)
             }
             let word = contents.trimmingCharacters(in: .whitespacesAndNewlines)
