@@ -93,6 +93,17 @@ public final class RedisClient: @unchecked Sendable {
         }
     }
 
+    /// Whether the node that serves `key` is connected now: a request that
+    /// would only wait for it (a subscription's first state) can be refused
+    /// at once instead.
+    public func isConnected(forKey key: [UInt8]) -> Bool {
+        lock.withLock {
+            guard !closed, currentTopology != .unknown else { return false }
+            let node = slots?[HashSlot.of(key)] ?? home
+            return connections[node]?.isConnected == true
+        }
+    }
+
     /// Why commands cannot be served now, in an operator's words; nil when they can.
     public var unavailableReason: String? {
         lock.withLock {

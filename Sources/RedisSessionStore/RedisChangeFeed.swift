@@ -70,6 +70,12 @@ final class RedisChangeFeed: @unchecked Sendable {
         guard subscriptions.count < subscriptions.limits.total else {
             throw .tooManySubscribers(limit: subscriptions.limits.total)
         }
+        // Redis known to be away: said at once, as to any other request,
+        // rather than after waiting `joinTimeout` for a channel that cannot come.
+        guard functions.client.isConnected(forKey: functions.key(for: id)) else {
+            reply(.failure(.unavailable(reason: "no connection to Redis", mayHaveApplied: false)))
+            return
+        }
         enum Next { case listen, read(Int), wait }
         let next: Next = lock.withLock {
             // A channel is known from its first subscriber until nobody here

@@ -343,6 +343,29 @@ import TopChromeApp
         #expect(eventually { server.service.watcherCount == 0 })
         #expect(server.service.redisStore?.channelsHeld == 0)
     }
+
+    /// A watch opened while Redis is known to be away is refused at once,
+    /// as any other request is, not after waiting out `--redis-timeout` for
+    /// a channel that cannot come.
+    @Test func aWatchOpenedWhileRedisIsKnownAwayIsRefusedAtOnce() throws {
+        let redis = try RedisServer()
+        let server = try LiveServer(store: .redis([redis.node]), keyPrefix: "away:") { $0.redisTimeout = 5 }
+        #expect(server.waitUntilReady())
+        let id = try server.createSession()
+        redis.stop()
+        #expect(eventually { (try? server.client().request("GET", "/readyz").status) == 503 })
+        for headers in [[("Accept", "text/event-stream")], [("If-None-Match", "\"1\""), ("Prefer", "wait=5")]] {
+            let path = headers.count == 1 ? "/v1/sessions/\(id)/events" : "/v1/sessions/\(id)"
+            let started = Date()
+            let refused = try server.client().request("GET", path, headers: headers)
+            let waited = Date().timeIntervalSince(started)
+            #expect(refused.status == 503, "\(path)")
+            #expect(refused.header("Retry-After") != nil)
+            #expect(refused.text.contains("no connection to Redis"), "\(refused.text)")
+            #expect(waited < 2.5, "refused at once, not after the 5 s timeout (took \(waited) s)")
+        }
+        #expect(server.service.redisStore?.channelsHeld == 0)
+    }
 }
 
 /// A Redis Cluster losing a primary: after its replica takes over, the
