@@ -320,6 +320,26 @@ import TopChromeApp
         #expect(!answer.text.contains("read the session"))
     }
 
+    /// A read asked for no change: when Redis stops answering, it is not
+    /// told that a change may have been made.
+    @Test func aReadThatTimedOutSaysNothingChanged() throws {
+        let redis = try RedisServer()
+        let server = try LiveServer(store: .redis([redis.node]), keyPrefix: "lostread:") { $0.redisTimeout = 0.3 }
+        #expect(server.waitUntilReady())
+        let id = try server.createSession()
+        redis.signal(SIGSTOP)
+        defer { redis.signal(SIGCONT) }
+        let read = try server.client().request("GET", "/v1/sessions/\(id)")
+        #expect(read.status == 503)
+        #expect(read.header("Retry-After") != nil)
+        #expect(read.text.contains("Redis did not answer in time"), "\(read.text)")
+        #expect(read.text.contains("Nothing was changed."), "\(read.text)")
+        #expect(!read.text.contains("may have been made"), "\(read.text)")
+        let poll = try server.client().request("GET", "/v1/sessions/\(id)", headers: [("If-None-Match", "\"1\""), ("Prefer", "wait=2")])
+        #expect(poll.status == 503)
+        #expect(!poll.text.contains("may have been made"), "\(poll.text)")
+    }
+
     /// A watcher's first state comes once the session's channel is live;
     /// while Redis is away it never is, and the watch gets 503 instead of
     /// waiting for Redis (a long-poll past its own wait, a stream with no answer at all).
