@@ -492,6 +492,33 @@ import TopChromeApp
         #expect(try stale.json["isRevealed"] as? Bool == true)
     }
 
+    /// A request that left the session as it was has nothing to confirm:
+    /// with a replica to wait for and none there, it is answered at once
+    /// with the unchanged state, while a real change still gets 503.
+    @Test func requestsThatChangeNothingDoNotWaitForReplicas() throws {
+        let redis = try RedisServer()
+        let plain = try LiveServer(store: .redis([redis.node]), keyPrefix: prefix)
+        let waiting = try LiveServer(store: .redis([redis.node]), keyPrefix: prefix) {
+            $0.redisWaitReplicas = 1
+            $0.redisTimeout = 0.5
+        }
+        #expect(plain.waitUntilReady() && waiting.waitUntilReady())
+        let id = try plain.createSession(inset: 0)
+        for (method, path, body) in [("PUT", "inset", #"{"inset": 0}"#), ("POST", "disappear", ""),
+                                     ("POST", "scroll", #"{"contentOffsetY": 0}"#),
+                                     ("POST", "scroll", #"{"contentOffsetY": 300, "axis": "horizontal"}"#)] {
+            let answer = try waiting.client().json(method, "/v1/sessions/\(id)/\(path)", body)
+            #expect(answer.status == 200, "\(method) \(path): \(answer.status) \(answer.text)")
+            #expect(answer.header("ETag") == "\"1\"", "\(method) \(path) changed nothing")
+            #expect(try answer.json["inset"] as? Double == 0)
+            #expect(try answer.json["isRevealed"] as? Bool == true)
+        }
+        let changed = try waiting.client().json("PUT", "/v1/sessions/\(id)/inset", #"{"inset": 40}"#)
+        #expect(changed.status == 503)
+        #expect(changed.text.contains("the change was made but not confirmed by 1 Redis replica"), "\(changed.text)")
+        #expect(try plain.client().request("GET", "/v1/sessions/\(id)").header("ETag") == "\"2\"")
+    }
+
     /// WAIT follows the change on the connection that made it: with the
     /// only replica frozen, no change is confirmed, though older writes were.
     @Test func aFrozenReplicaConfirmsNothing() throws {
