@@ -125,14 +125,7 @@ public struct ChromeFunctions: Sendable {
     /// `SessionStore.apply` in one `FCALL`.
     public func apply(_ inputs: [ChromeInput], to id: SessionID, if condition: VersionCondition,
                       completion: @escaping Completion<AppliedInputs>) {
-        // A batch of reports that were all stale changed nothing but the expiry.
-        let onlyReports = inputs.allSatisfy { if case .scroll = $0 { true } else { false } }
-        let changed: @Sendable (RESPValue) -> Bool = { reply in
-            guard case let .array(values) = reply, values.count == 6, values[0].string == "done" else { return false }
-            guard onlyReports, case let .bulk(letters) = values[5] else { return true }
-            return letters.contains { $0 != UInt8(ascii: "s") }
-        }
-        call(Self.applyFunction, id, completion, changed: changed, arguments: { command in
+        call(Self.applyFunction, id, completion, changed: Self.appliedAChange, arguments: { command in
             command.append(ttlArgument)
             command.append(thresholdArgument)
             Self.append(condition, to: &command)
@@ -324,6 +317,15 @@ public struct ChromeFunctions: Sendable {
         }
     }
 
+    /// Whether `topchrome_apply` changed the session, as its seventh element
+    /// says: inputs that left it as it was (an inset it had, a report that
+    /// moved nothing, stale reports) changed only its expiry. A library
+    /// without that element (loaded by an older replica) is taken to have changed it.
+    private static let appliedAChange: @Sendable (RESPValue) -> Bool = { reply in
+        guard case let .array(values) = reply, values.count >= 6, values[0].string == "done" else { return false }
+        return values.count < 7 || values[6].string != "0"
+    }
+
     private static let isDone: @Sendable (RESPValue) -> Bool = { reply in
         guard case let .array(values) = reply, values.first?.string == "done" else { return false }
         return true
@@ -335,7 +337,7 @@ public struct ChromeFunctions: Sendable {
     package static func applied(_ id: SessionID, from reply: RESPValue) throws -> AppliedInputs {
         guard let outcome = try outcome(id, from: reply) else { return AppliedInputs(outcome: .notFound, reports: []) }
         guard case .done = outcome else { return AppliedInputs(outcome: outcome, reports: []) }
-        guard case let .array(values) = reply, values.count == 6, case let .bulk(letters) = values[5] else {
+        guard case let .array(values) = reply, values.count == 6 || values.count == 7, case let .bulk(letters) = values[5] else {
             throw ChromeFunctionError.unexpectedReply(reply)
         }
         let reports = try letters.map { letter -> ReportOutcome in

@@ -193,7 +193,7 @@ final class RedisChangeFeed: @unchecked Sendable {
                 let ready = channel.isLive ? channel.joining.filter { $0.value.joinedAt < number } : [:]
                 for (key, joining) in ready {
                     channel.joining[key] = nil
-                    replies.append((joining.reply, start(joining, on: id, with: result.mapError(RedisSessionStore.storeError))))
+                    replies.append((joining.reply, start(joining, on: id, with: result.mapError(RedisSessionStore.readError))))
                 }
                 if resynchronizing, channel.needsResynchronization {
                     switch result {

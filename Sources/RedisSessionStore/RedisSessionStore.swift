@@ -54,7 +54,7 @@ public final class RedisSessionStore: RemoteSessionStore, RemoteChangeFeed {
     }
 
     public func session(_ id: SessionID, reply: @escaping RemoteReply<Session?>) {
-        functions.session(id) { reply($0.mapError(Self.storeError)) }
+        functions.session(id) { reply($0.mapError(Self.readError)) }
     }
 
     public func apply(_ inputs: [ChromeInput], to id: SessionID, if condition: VersionCondition,
@@ -113,6 +113,15 @@ public final class RedisSessionStore: RemoteSessionStore, RemoteChangeFeed {
             let heard = acknowledged.map { "only \($0) acknowledged it" } ?? "the wait for them got no answer"
             return .unavailable(reason: "the change was made but not confirmed by \(replicas): \(heard), so a failover could lose it",
                                 mayHaveApplied: true)
+        }
+    }
+
+    /// What a client is told of a failed read: it asked for no change, so
+    /// none can have been made (the slid expiry is no change of the session).
+    static func readError(_ error: ChromeFunctionError) -> RemoteStoreError {
+        switch storeError(error) {
+        case let .unavailable(reason, _): .unavailable(reason: reason, mayHaveApplied: false)
+        case .full: .full
         }
     }
 

@@ -142,10 +142,10 @@ local function load(key)
   return {inset = tonumber(f[1]), revealed = f[2] == '1', version = tonumber(f[3]), seq = f[4] and tonumber(f[4]) or nil}
 end
 
--- status, inset, revealed, version, seq (nil when none) [, outcomes]
-local function reply(status, state, outcomes)
+-- status, inset, revealed, version, seq (nil when none) [, outcomes, changed]
+local function reply(status, state, outcomes, changed)
   return {status, exact(state.inset), state.revealed and '1' or '0', integer(state.version),
-    state.seq and integer(state.seq) or false, outcomes}
+    state.seq and integer(state.seq) or false, outcomes, changed}
 end
 
 local function message(state)
@@ -187,8 +187,9 @@ end
 -- FCALL topchrome_apply 1 key ttl threshold n condition... input...: the
 -- inputs in order as one unit if the condition holds. nil if no session;
 -- 'failed' and the state, untouched, if the condition does not hold; else
--- 'done', the state, and one letter per scroll report: a(pplied),
--- h(orizontal), s(tale).
+-- 'done', the state, one letter per scroll report: a(pplied),
+-- h(orizontal), s(tale), and '1' if the session changed (a new version or
+-- seq), '0' if not: only a change waits for replicas (WAIT).
 local function apply(keys, argv)
   local key = keys[1]
   local ttl = lifetime(argv[1])
@@ -223,12 +224,17 @@ local function apply(keys, argv)
     end
     if changed then redis.call('SPUBLISH', channel, message(state)) end
   end
+  local changed = '0'
   if state.version ~= before.version then
     redis.call('HSET', key, 'i', exact(state.inset), 'r', state.revealed and '1' or '0', 'v', integer(state.version))
+    changed = '1'
   end
-  if state.seq ~= before.seq then redis.call('HSET', key, 's', integer(state.seq)) end
+  if state.seq ~= before.seq then
+    redis.call('HSET', key, 's', integer(state.seq))
+    changed = '1'
+  end
   touch(key, ttl)
-  return reply('done', state, table.concat(outcomes))
+  return reply('done', state, table.concat(outcomes), changed)
 end
 
 -- FCALL topchrome_delete 1 key n condition...: removes the session if the

@@ -135,9 +135,6 @@ public struct ServiceConfiguration: Sendable, Equatable {
         guard (configuration.tlsCertificatePEM == nil) == (configuration.tlsKeyPEM == nil) else {
             throw UsageError(description: "--tls-cert and --tls-key go together")
         }
-        if case .redis = configuration.store, configuration.stateFile != nil {
-            throw UsageError(description: "--state-file is for the memory store; Redis keeps sessions itself (RDB or AOF persistence)")
-        }
         // An option that would do nothing with the store chosen is refused:
         // an operator who set it expects it to hold.
         switch configuration.store {
@@ -146,6 +143,12 @@ public struct ServiceConfiguration: Sendable, Equatable {
                 throw UsageError(description: "\(source) is for a Redis store and does nothing with the memory store; add --store redis://HOST:PORT, or remove it")
             }
         case .redis:
+            if let source = given["state-file"] {
+                throw UsageError(description: "\(source) is for the memory store; Redis keeps sessions itself (RDB or AOF persistence)")
+            }
+            if let source = given["snapshot-interval"] {
+                throw UsageError(description: "\(source) is for the memory store's state file; Redis keeps sessions itself (RDB or AOF persistence)")
+            }
             if let source = given["max-sessions"] {
                 throw UsageError(description: "\(source) is for the memory store; a Redis store is bounded by Redis's own maxmemory (with maxmemory-policy noeviction, a full Redis makes creates 503)")
             }

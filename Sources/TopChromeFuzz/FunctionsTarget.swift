@@ -147,7 +147,8 @@ enum FunctionsTarget {
     /// session; else `[status, inset, revealed, version, seq or null]`, texts
     /// (bulk or status strings), the inset a finite number, revealed `1` or
     /// `0`, version and seq unsigned decimals; `topchrome_apply`'s `done`
-    /// adds a sixth element, one letter a, h or s per scroll report.
+    /// adds a sixth element, one letter a, h or s per scroll report, and a
+    /// seventh, whether the session changed (which no decoder reads).
     enum Reference {
         static func session(_ reply: RESPValue) -> Decoded<Session?> {
             guard reply != .null else { return .value(nil) }
@@ -172,7 +173,7 @@ enum FunctionsTarget {
             switch status {
             case "failed": return .value(AppliedInputs(outcome: .conditionFailed(session), reports: []))
             case "done":
-                guard case let .array(values) = reply, values.count == 6, case let .bulk(letters) = values[5] else { return .refused }
+                guard case let .array(values) = reply, values.count == 6 || values.count == 7, case let .bulk(letters) = values[5] else { return .refused }
                 var reports: [ReportOutcome] = []
                 for letter in letters {
                     switch Character(Unicode.Scalar(letter)) {

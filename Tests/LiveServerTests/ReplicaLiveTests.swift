@@ -320,6 +320,26 @@ import TopChromeApp
         #expect(!answer.text.contains("read the session"))
     }
 
+    /// A read asked for no change: when Redis stops answering, it is not
+    /// told that a change may have been made.
+    @Test func aReadThatTimedOutSaysNothingChanged() throws {
+        let redis = try RedisServer()
+        let server = try LiveServer(store: .redis([redis.node]), keyPrefix: "lostread:") { $0.redisTimeout = 0.3 }
+        #expect(server.waitUntilReady())
+        let id = try server.createSession()
+        redis.signal(SIGSTOP)
+        defer { redis.signal(SIGCONT) }
+        let read = try server.client().request("GET", "/v1/sessions/\(id)")
+        #expect(read.status == 503)
+        #expect(read.header("Retry-After") != nil)
+        #expect(read.text.contains("Redis did not answer in time"), "\(read.text)")
+        #expect(read.text.contains("Nothing was changed."), "\(read.text)")
+        #expect(!read.text.contains("may have been made"), "\(read.text)")
+        let poll = try server.client().request("GET", "/v1/sessions/\(id)", headers: [("If-None-Match", "\"1\""), ("Prefer", "wait=2")])
+        #expect(poll.status == 503)
+        #expect(!poll.text.contains("may have been made"), "\(poll.text)")
+    }
+
     /// A watcher's first state comes once the session's channel is live;
     /// while Redis is away it never is, and the watch gets 503 instead of
     /// waiting for Redis (a long-poll past its own wait, a stream with no answer at all).
@@ -493,6 +513,33 @@ import TopChromeApp
         let stale = try waiting.client().json("POST", "/v1/sessions/\(id)/scroll", #"{"contentOffsetY": 300, "seq": 4}"#)
         #expect(stale.status == 200)
         #expect(try stale.json["isRevealed"] as? Bool == true)
+    }
+
+    /// A request that left the session as it was has nothing to confirm:
+    /// with a replica to wait for and none there, it is answered at once
+    /// with the unchanged state, while a real change still gets 503.
+    @Test func requestsThatChangeNothingDoNotWaitForReplicas() throws {
+        let redis = try RedisServer()
+        let plain = try LiveServer(store: .redis([redis.node]), keyPrefix: prefix)
+        let waiting = try LiveServer(store: .redis([redis.node]), keyPrefix: prefix) {
+            $0.redisWaitReplicas = 1
+            $0.redisTimeout = 0.5
+        }
+        #expect(plain.waitUntilReady() && waiting.waitUntilReady())
+        let id = try plain.createSession(inset: 0)
+        for (method, path, body) in [("PUT", "inset", #"{"inset": 0}"#), ("POST", "disappear", ""),
+                                     ("POST", "scroll", #"{"contentOffsetY": 0}"#),
+                                     ("POST", "scroll", #"{"contentOffsetY": 300, "axis": "horizontal"}"#)] {
+            let answer = try waiting.client().json(method, "/v1/sessions/\(id)/\(path)", body)
+            #expect(answer.status == 200, "\(method) \(path): \(answer.status) \(answer.text)")
+            #expect(answer.header("ETag") == "\"1\"", "\(method) \(path) changed nothing")
+            #expect(try answer.json["inset"] as? Double == 0)
+            #expect(try answer.json["isRevealed"] as? Bool == true)
+        }
+        let changed = try waiting.client().json("PUT", "/v1/sessions/\(id)/inset", #"{"inset": 40}"#)
+        #expect(changed.status == 503)
+        #expect(changed.text.contains("the change was made but not confirmed by 1 Redis replica"), "\(changed.text)")
+        #expect(try plain.client().request("GET", "/v1/sessions/\(id)").header("ETag") == "\"2\"")
     }
 
     /// WAIT follows the change on the connection that made it: with the

@@ -133,6 +133,26 @@ import Testing
         #expect(try serve(["--max-sessions", "5"]).maxSessions == 5)
     }
 
+    /// The state file and its snapshots are the memory store's; Redis
+    /// persists by itself. The message names the variable when the value
+    /// came from the environment, as every other refusal does.
+    @Test(arguments: [("state-file", "sessions.state", "is for the memory store; Redis keeps sessions itself (RDB or AOF persistence)"),
+                      ("snapshot-interval", "30", "is for the memory store's state file; Redis keeps sessions itself (RDB or AOF persistence)")])
+    func stateFileOptionsAreRefusedWithARedisStore(_ option: String, _ value: String, _ message: String) throws {
+        let variable = "TOPCHROME_" + option.uppercased().replacing("-", with: "_")
+        #expect(throws: ServiceConfiguration.UsageError(description: "--\(option) \(message)")) {
+            try serve(["--store", "redis://h:1", "--\(option)", value])
+        }
+        #expect(throws: ServiceConfiguration.UsageError(description: "\(variable) \(message)")) {
+            try serve(["--store", "redis://h:1"], [variable: value])
+        }
+        #expect(throws: ServiceConfiguration.UsageError(description: "\(variable) \(message)")) {
+            try serve([], ["TOPCHROME_STORE": "redis://h:1", variable: value])
+        }
+        #expect(try serve(["--\(option)", value]).store == .memory)
+        #expect(try serve([], [variable: value]).store == .memory)
+    }
+
     /// An empty password file is there and readable: it is said to be empty.
     @Test func anEmptyRedisPasswordFileIsCalledEmpty() throws {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("password-\(UUID().uuidString)")
