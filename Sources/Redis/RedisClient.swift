@@ -93,14 +93,15 @@ public final class RedisClient: @unchecked Sendable {
         }
     }
 
-    /// Whether the node that serves `key` is connected now: a request that
-    /// would only wait for it (a subscription's first state) can be refused
-    /// at once instead.
-    public func isConnected(forKey key: [UInt8]) -> Bool {
+    /// Whether the node that serves `key` is known to be away (its
+    /// connection failed and has not served since): a request that would
+    /// only wait for it (a subscription's first state) can be refused at
+    /// once instead. Not while a replica's first connection is being made.
+    public func isAway(forKey key: [UInt8]) -> Bool {
         lock.withLock {
-            guard !closed, currentTopology != .unknown else { return false }
+            guard !closed else { return true }
             let node = slots?[HashSlot.of(key)] ?? home
-            return connections[node]?.isConnected == true
+            return connections[node]?.isAway == true
         }
     }
 

@@ -136,6 +136,15 @@ public final class RedisConnection: @unchecked Sendable {
         lock.withLock { if case .ready = phase { true } else { false } }
     }
 
+    /// Whether the connection failed and has not served since (it may be
+    /// trying again): not the case while a first connection is being made.
+    public var isAway: Bool {
+        lock.withLock {
+            if case .ready = phase { return false }
+            return lastFailure != nil
+        }
+    }
+
     /// Why the last connection attempt or connection failed, for readiness reports.
     public var lastFailureReason: String? {
         lock.withLock { lastFailure }

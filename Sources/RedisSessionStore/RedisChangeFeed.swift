@@ -72,7 +72,7 @@ final class RedisChangeFeed: @unchecked Sendable {
         }
         // Redis known to be away: said at once, as to any other request,
         // rather than after waiting `joinTimeout` for a channel that cannot come.
-        guard functions.client.isConnected(forKey: functions.key(for: id)) else {
+        guard !functions.client.isAway(forKey: functions.key(for: id)) else {
             reply(.failure(.unavailable(reason: "no connection to Redis", mayHaveApplied: false)))
             return
         }
