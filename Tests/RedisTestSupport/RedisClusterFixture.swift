@@ -105,6 +105,18 @@ public final class RedisClusterFixture: Sendable {
         throw RedisTestSetupError(description: "no running primary serves slot \(slot)")
     }
 
+    /// The id of the node that `server` believes serves `slot`, if any.
+    public func owner(of slot: Int, asSeenBy server: RedisServer) throws -> String? {
+        for line in try redisCLI(port: server.port, "CLUSTER", "NODES").split(separator: "\n") {
+            let fields = line.split(separator: " ")
+            for range in fields.dropFirst(8) where !range.hasPrefix("[") {
+                let bounds = range.split(separator: "-").compactMap { Int($0) }
+                if let low = bounds.first, let high = bounds.last, (low...high).contains(slot) { return fields.first.map(String.init) }
+            }
+        }
+        return nil
+    }
+
     public func nodeID(of server: RedisServer) throws -> String {
         try redisCLI(port: server.port, "CLUSTER", "MYID").trimmingCharacters(in: .whitespacesAndNewlines)
     }

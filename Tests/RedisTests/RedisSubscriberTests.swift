@@ -247,10 +247,21 @@ extension RedisClusterTests {
     }
 
     /// Gives `slot` (holding no key) to `target`, telling every primary.
+    /// Gives `slot` to `target` on every primary, again until all of them
+    /// say so: gossip from a primary that had not heard yet can undo a move
+    /// (seen on a loaded machine, as a redirection loop).
     private func move(_ slot: Int, to target: RedisServer) throws {
         let targetID = try cluster.nodeID(of: target)
-        for node in [target] + (try cluster.primaries().filter { $0 !== target }) {
-            try redisCLI(port: node.port, "CLUSTER", "SETSLOT", String(slot), "NODE", targetID)
+        let deadline = Date().addingTimeInterval(20)
+        while true {
+            for node in [target] + (try cluster.primaries().filter { $0 !== target }) {
+                try redisCLI(port: node.port, "CLUSTER", "SETSLOT", String(slot), "NODE", targetID)
+            }
+            usleep(100_000)
+            if try cluster.primaries().allSatisfy({ try cluster.owner(of: slot, asSeenBy: $0) == targetID }) { return }
+            guard Date() < deadline else {
+                throw RedisTestSetupError(description: "the primaries do not agree that \(target.port) serves slot \(slot)")
+            }
         }
     }
 }
