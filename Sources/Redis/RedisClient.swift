@@ -1,4 +1,3 @@
-import Dispatch
 import Locking
 
 /// A client for a single Redis or a Redis Cluster, found from seed nodes.
@@ -331,11 +330,7 @@ public final class RedisClient: @unchecked Sendable {
                 defer { failedDiscoveries += 1 }
                 return configuration.reconnectBackoff.delay(attempt: failedDiscoveries)
             }
-            if let delay {
-                let (seconds, attoseconds) = delay.components
-                let nanoseconds = Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000)
-                DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(nanoseconds)) { self.discover() }
-            }
+            if let delay { after(delay) { self.discover() } }
             return
         }
         connection.send(["INFO", "cluster"], deadline: nil) { result in

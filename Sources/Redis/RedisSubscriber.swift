@@ -1,4 +1,3 @@
-import Dispatch
 import Locking
 
 /// Sharded pub/sub (`SSUBSCRIBE`) on the nodes a `RedisClient` routes to:
@@ -330,9 +329,7 @@ public final class RedisSubscriber: @unchecked Sendable {
             return configuration.reconnectBackoff.delay(attempt: retryAttempt)
         }
         guard let delay else { return }
-        let (seconds, attoseconds) = delay.components
-        let nanoseconds = Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000)
-        DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(nanoseconds)) { self.retry(scheduled: true) }
+        after(delay) { self.retry(scheduled: true) }
     }
 
     /// Subscribes every waiting channel where its slot is served now, and
