@@ -344,17 +344,8 @@ import TopChromeApp
     /// while Redis is away it never is, and the watch gets 503 instead of
     /// waiting for Redis (a long-poll past its own wait, a stream with no answer at all).
     @Test func aWatchWhileRedisIsAwayGets503WithinTheTimeout() throws {
-        let redis = try RedisServer()
-        let server = try LiveServer(store: .redis([redis.node]), keyPrefix: "watchless:") { $0.redisTimeout = 0.5 }
-        #expect(server.waitUntilReady())
-        let id = try server.createSession()
-        redis.stop()
-        #expect(eventually { (try? server.client().request("GET", "/readyz").status) == 503 })
-        for headers in [[("Accept", "text/event-stream")], [("If-None-Match", "\"1\""), ("Prefer", "wait=5")]] {
-            let path = headers.count == 1 ? "/v1/sessions/\(id)/events" : "/v1/sessions/\(id)"
-            let started = Date()
-            let refused = try server.client().request("GET", path, headers: headers)
-            let waited = Date().timeIntervalSince(started)
+        let (server, watches) = try watchesAfterRedisStopped(redisTimeout: 0.5, keyPrefix: "watchless:")
+        for (path, refused, waited) in watches {
             #expect(refused.status == 503, "\(path)")
             #expect(refused.header("Content-Type") == "application/problem+json")
             #expect(refused.header("Retry-After") != nil)
@@ -368,23 +359,33 @@ import TopChromeApp
     /// as any other request is, not after waiting out `--redis-timeout` for
     /// a channel that cannot come.
     @Test func aWatchOpenedWhileRedisIsKnownAwayIsRefusedAtOnce() throws {
-        let redis = try RedisServer()
-        let server = try LiveServer(store: .redis([redis.node]), keyPrefix: "away:") { $0.redisTimeout = 5 }
-        #expect(server.waitUntilReady())
-        let id = try server.createSession()
-        redis.stop()
-        #expect(eventually { (try? server.client().request("GET", "/readyz").status) == 503 })
-        for headers in [[("Accept", "text/event-stream")], [("If-None-Match", "\"1\""), ("Prefer", "wait=5")]] {
-            let path = headers.count == 1 ? "/v1/sessions/\(id)/events" : "/v1/sessions/\(id)"
-            let started = Date()
-            let refused = try server.client().request("GET", path, headers: headers)
-            let waited = Date().timeIntervalSince(started)
+        let (server, watches) = try watchesAfterRedisStopped(redisTimeout: 5, keyPrefix: "away:")
+        for (path, refused, waited) in watches {
             #expect(refused.status == 503, "\(path)")
             #expect(refused.header("Retry-After") != nil)
             #expect(refused.text.contains("no connection to Redis"), "\(refused.text)")
             #expect(waited < 2.5, "refused at once, not after the 5 s timeout (took \(waited) s)")
         }
         #expect(server.service.redisStore?.channelsHeld == 0)
+    }
+
+    /// An event stream and a long-poll of a session, opened once the
+    /// server's Redis is stopped and its readiness says so: each answer and
+    /// how long it took.
+    private func watchesAfterRedisStopped(redisTimeout: Double, keyPrefix: String) throws
+        -> (LiveServer, [(path: String, response: WireResponse, seconds: Double)]) {
+        let redis = try RedisServer()
+        let server = try LiveServer(store: .redis([redis.node]), keyPrefix: keyPrefix) { $0.redisTimeout = redisTimeout }
+        #expect(server.waitUntilReady())
+        let id = try server.createSession()
+        redis.stop()
+        #expect(eventually { (try? server.client().request("GET", "/readyz").status) == 503 })
+        return (server, try [[("Accept", "text/event-stream")], [("If-None-Match", "\"1\""), ("Prefer", "wait=5")]].map { headers in
+            let path = headers.count == 1 ? "/v1/sessions/\(id)/events" : "/v1/sessions/\(id)"
+            let started = Date()
+            let response = try server.client().request("GET", path, headers: headers)
+            return (path, response, Date().timeIntervalSince(started))
+        })
     }
 }
 
