@@ -168,14 +168,7 @@ public final class SessionSubscriptions: Sendable {
     /// (see ``SessionSubscriber/sessionUnheard(_:)``).
     public func publishUnheard(_ id: SessionID) {
         guard count > 0 else { return }
-        let dropped = shard(for: id).withLock { contents -> Int in
-            guard let current = contents.subscribers[id] else { return 0 }
-            let done = current.filter { !$0.value.sessionUnheard(id) }.keys
-            for key in done { contents.subscribers[id]?[key] = nil }
-            if contents.subscribers[id]?.isEmpty == true { contents.subscribers[id] = nil }
-            return done.count
-        }
-        if dropped > 0 { total.subtract(dropped, ordering: .relaxed) }
+        tell(id, countingLookup: false) { $0.sessionUnheard(id) }
     }
 
     /// Whether anyone subscribes to `id` now.
@@ -186,16 +179,8 @@ public final class SessionSubscriptions: Sendable {
     private func deliver(_ event: SessionEvent, isResynchronization: Bool) {
         switch event {
         case let .changed(session):
-            let dropped = shard(for: session.id).withLock { contents -> Int in
-                contents.lookups += 1
-                guard let current = contents.subscribers[session.id] else { return 0 }
-                let change = SessionChange(session, isResynchronization: isResynchronization)
-                let done = current.filter { !$0.value.sessionChanged(change) }.keys
-                for key in done { contents.subscribers[session.id]?[key] = nil }
-                if contents.subscribers[session.id]?.isEmpty == true { contents.subscribers[session.id] = nil }
-                return done.count
-            }
-            if dropped > 0 { total.subtract(dropped, ordering: .relaxed) }
+            let change = SessionChange(session, isResynchronization: isResynchronization)
+            tell(session.id, countingLookup: true) { $0.sessionChanged(change) }
         case let .removed(id):
             let gone = shard(for: id).withLock { contents in
                 contents.lookups += 1
@@ -204,6 +189,20 @@ public final class SessionSubscriptions: Sendable {
             if !gone.isEmpty { total.subtract(gone.count, ordering: .relaxed) }
             for subscriber in gone { subscriber.sessionRemoved(id) }
         }
+    }
+
+    /// Tells each subscriber of `id`, under its shard's lock, and drops
+    /// those that answer they are done.
+    private func tell(_ id: SessionID, countingLookup: Bool, _ staySubscribed: (any SessionSubscriber) -> Bool) {
+        let dropped = shard(for: id).withLock { contents -> Int in
+            if countingLookup { contents.lookups += 1 }
+            guard let current = contents.subscribers[id] else { return 0 }
+            let done = current.filter { !staySubscribed($0.value) }.keys
+            for key in done { contents.subscribers[id]?[key] = nil }
+            if contents.subscribers[id]?.isEmpty == true { contents.subscribers[id] = nil }
+            return done.count
+        }
+        if dropped > 0 { total.subtract(dropped, ordering: .relaxed) }
     }
 
     /// Every subscriber now, e.g. for a periodic heartbeat.
