@@ -346,8 +346,8 @@ public struct ServiceConfiguration: Sendable, Equatable {
 
     /// A file's text, or a usage error naming the option and the cause.
     /// Read with `read(2)` until its end, so that a device or pipe that reads
-    /// as nothing (`/dev/null`) is simply empty; FoundationEssentials'
-    /// file reading answers nil there, and leaks its buffer doing so.
+    /// as nothing (`/dev/null`) is simply empty: FoundationEssentials' file
+    /// reading answers nil there, and leaks its buffer on an empty file.
     static func contents(of path: String, _ source: String) throws(UsageError) -> String {
         let file = open(path, O_RDONLY | O_CLOEXEC)
         guard file >= 0 else { throw UsageError(description: "\(source): cannot read '\(path)'") }
