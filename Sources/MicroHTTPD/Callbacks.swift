@@ -94,7 +94,7 @@ private func respond(
     to connection: OpaquePointer, context: UnsafeMutablePointer<RequestContext>, dispatcher: RequestDispatcher
 ) -> MHD_Result {
     var request = context.pointee.lendRequest()
-    let response = dispatcher.responder.respond(to: request)
+    var response = dispatcher.responder.respond(to: request, reusing: &context.pointee.responseBuffers)
     context.pointee.takeBack(&request)
     context.pointee.endpoint = response.endpoint
     if let pending = response.pending {
@@ -102,7 +102,10 @@ private func respond(
         dispatcher.suspensions.add(pending)
         return queueWhenAnswered(pending, on: connection, context: context, dispatcher: dispatcher)
     }
-    return queue(response, on: connection, context: context, dispatcher: dispatcher)
+    let result = queue(response, on: connection, context: context, dispatcher: dispatcher)
+    // libmicrohttpd has copied the body and the fields.
+    context.pointee.responseBuffers.keep(&response, limit: RequestContext.keptCapacity)
+    return result
 }
 
 /// Queues the pending answer if it has come; otherwise the connection

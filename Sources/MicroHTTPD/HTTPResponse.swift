@@ -42,6 +42,12 @@ public struct HTTPResponse: Sendable {
 public protocol HTTPResponder: Sendable {
     func respond(to request: HTTPRequest) -> HTTPResponse
 
+    /// ``respond(to:)`` with room to write the answer in: the buffers of the
+    /// connection's last response, emptied. A responder that takes them
+    /// answers a keep-alive client without allocating per response; the
+    /// server takes the response's buffers back once they are sent on.
+    func respond(to request: HTTPRequest, reusing buffers: inout ResponseBuffers) -> HTTPResponse
+
     /// The answer to a request that arrives while the server stops (a new
     /// request on a kept-alive connection, a wait that stopping cuts short).
     /// It is not served: work that began before the stop finishes, new work
@@ -98,7 +104,48 @@ public protocol HTTPExchangeObserver: AnyObject, Sendable {
     func completed(_ exchange: HTTPExchange)
 }
 
+/// Empty buffers with room for a response, lent by the server (see
+/// ``HTTPResponder/respond(to:reusing:)``). Take them, rather than copy
+/// them: a copy shares the storage, and the first write would then
+/// allocate after all.
+public struct ResponseBuffers: Sendable {
+    var headers = HTTPHeaders()
+    var body: [UInt8] = []
+
+    public init() {}
+
+    public mutating func takeHeaders() -> HTTPHeaders {
+        var taken = HTTPHeaders()
+        swap(&taken, &headers)
+        return taken
+    }
+
+    public mutating func takeBody() -> [UInt8] {
+        var taken: [UInt8] = []
+        swap(&taken, &body)
+        return taken
+    }
+
+    /// Keeps the sent response's buffers, emptied, when they hold more room
+    /// than these and no more than `limit` bytes (one large answer should not
+    /// hold memory for the rest of the connection).
+    mutating func keep(_ response: inout HTTPResponse, limit: Int) {
+        if response.headers.byteCapacity > headers.byteCapacity, response.headers.byteCapacity <= limit {
+            swap(&headers, &response.headers)
+            headers.removeAll(keepingCapacity: true)
+        }
+        if response.body.capacity > body.capacity, response.body.capacity <= limit {
+            swap(&body, &response.body)
+            body.removeAll(keepingCapacity: true)
+        }
+    }
+}
+
 extension HTTPResponder {
+    public func respond(to request: HTTPRequest, reusing buffers: inout ResponseBuffers) -> HTTPResponse {
+        respond(to: request)
+    }
+
     public func refusalWhileStopping() -> HTTPResponse {
         HTTPResponse(status: 503, headers: HTTPHeaders([("Content-Type", "text/plain"), ("Retry-After", "1")]),
                      body: Array("The server is stopping.\n".utf8))

@@ -15,6 +15,8 @@ struct RequestContext {
     /// The request's header fields, collected on its first call.
     var headers = HTTPHeaders()
     var body: [UInt8] = []
+    /// Room for the answers on this connection (see ``HTTPResponder/respond(to:reusing:)``).
+    var responseBuffers = ResponseBuffers()
     var isBodyTooLarge = false
     /// Set while the request waits for a later answer.
     var pending: PendingResponse?

@@ -88,10 +88,15 @@ public final class SessionAPI: HTTPResponder {
     }
 
     public func respond(to request: HTTPRequest) -> HTTPResponse {
+        var buffers = ResponseBuffers()
+        return respond(to: request, reusing: &buffers)
+    }
+
+    public func respond(to request: HTTPRequest, reusing buffers: inout ResponseBuffers) -> HTTPResponse {
         let route = Route(pathBytes: request.pathBytes)
         var response: HTTPResponse
         do {
-            response = try answer(request, route)
+            response = try answer(request, route, &buffers)
         } catch {
             response = error.response
         }
@@ -100,7 +105,9 @@ public final class SessionAPI: HTTPResponder {
         return response
     }
 
-    private func answer(_ request: HTTPRequest, _ route: Route?) throws(Problem) -> HTTPResponse {
+    /// `buffers`: room for a state answer, the everyday one.
+    private func answer(_ request: HTTPRequest, _ route: Route?,
+                        _ buffers: inout ResponseBuffers) throws(Problem) -> HTTPResponse {
         // A missing or doubled Host, like ambiguous framing, is refused by the
         // server before the request comes here (see `refusal(of:)`).
         if let authToken, Self.isUnderV1(request.pathBytes) {
@@ -145,7 +152,7 @@ public final class SessionAPI: HTTPResponder {
             switch backend {
             case let .local(store):
                 do {
-                    return Self.created(try store.create(inset: inset))
+                    return Self.created(try store.create(inset: inset), reusing: &buffers)
                 } catch {
                     switch error {
                     case let .full(capacity):
@@ -168,7 +175,7 @@ public final class SessionAPI: HTTPResponder {
                 return Self.later({ store.remove(id, if: preconditions.forChange, reply: $0) }, Self.removed)
             case let (.local(store), false):
                 guard let session = store.session(id) else { throw Self.unknownSession }
-                let response = try Self.read(session, preconditions)
+                let response = try Self.read(session, preconditions, reusing: &buffers)
                 if response.status == 304, let wait = Self.preferredWait(request, cap: maxWaitSeconds) {
                     return try waitForChange(of: id, isNew: preconditions.noneMatchCondition, seconds: wait, in: store)
                 }
@@ -201,15 +208,15 @@ public final class SessionAPI: HTTPResponder {
             return try eventStream(of: id, lastEventID: request.headers["Last-Event-ID"])
         case let .inset(id?):
             let inset = try body(of: request, RequestBodies.inset)
-            return try apply(.setInset(inset), to: id, request)
+            return try apply(.setInset(inset), to: id, request, &buffers)
         case let .scroll(id?):
             return switch try body(of: request, RequestBodies.scrollInputs) {
-            case let .report(input): try apply(input, to: id, request)
-            case let .batch(inputs): try apply(inputs, to: id, request)
+            case let .report(input): try apply(input, to: id, request, &buffers)
+            case let .batch(inputs): try apply(inputs, to: id, request, &buffers)
             }
         case let .disappear(id?):
             try body(of: request, RequestBodies.disappear)
-            return try apply(.disappear, to: id, request)
+            return try apply(.disappear, to: id, request, &buffers)
         }
     }
 
@@ -358,18 +365,21 @@ public final class SessionAPI: HTTPResponder {
         status: 412, detail: "If-Match or If-None-Match does not hold for the session's current version; nothing was changed.")
 
     /// One input, the usual change: no array is built for it.
-    private func apply(_ input: ChromeInput, to id: SessionID, _ request: HTTPRequest) throws(Problem) -> HTTPResponse {
+    private func apply(_ input: ChromeInput, to id: SessionID, _ request: HTTPRequest,
+                       _ buffers: inout ResponseBuffers) throws(Problem) -> HTTPResponse {
         switch backend {
-        case let .local(store): try Self.changed(store.apply(input, to: id, if: Self.preconditions(of: request).forChange))
-        case .remote: try apply([input], to: id, request)
+        case let .local(store):
+            try Self.changed(store.apply(input, to: id, if: Self.preconditions(of: request).forChange), reusing: &buffers)
+        case .remote: try apply([input], to: id, request, &buffers)
         }
     }
 
-    private func apply(_ inputs: [ChromeInput], to id: SessionID, _ request: HTTPRequest) throws(Problem) -> HTTPResponse {
+    private func apply(_ inputs: [ChromeInput], to id: SessionID, _ request: HTTPRequest,
+                       _ buffers: inout ResponseBuffers) throws(Problem) -> HTTPResponse {
         let condition = try Self.preconditions(of: request).forChange
         switch backend {
         case let .local(store):
-            return try Self.changed(store.apply(inputs, to: id, if: condition))
+            return try Self.changed(store.apply(inputs, to: id, if: condition), reusing: &buffers)
         case let .remote(store):
             return Self.later({ store.apply(inputs, to: id, if: condition, reply: $0) }, Self.changed)
         }
@@ -415,7 +425,12 @@ public final class SessionAPI: HTTPResponder {
     }
 
     private static func created(_ session: Session) -> HTTPResponse {
-        var response = stateResponse(session, status: 201)
+        var buffers = ResponseBuffers()
+        return created(session, reusing: &buffers)
+    }
+
+    private static func created(_ session: Session, reusing buffers: inout ResponseBuffers) -> HTTPResponse {
+        var response = stateResponse(session, status: 201, reusing: &buffers)
         response.headers.add(name: "Location", value: "/v1/sessions/\(session.id)")
         // The access log ties the session's later lines to its creation.
         response.endpoint = ExchangeEndpoint(template: .sessions, session: session.id).rawValue
@@ -432,9 +447,15 @@ public final class SessionAPI: HTTPResponder {
 
     /// A read's answer: 412 if `If-Match` fails, 304 if the client has this version.
     private static func read(_ session: Session, _ preconditions: Preconditions) throws(Problem) -> HTTPResponse {
+        var buffers = ResponseBuffers()
+        return try read(session, preconditions, reusing: &buffers)
+    }
+
+    private static func read(_ session: Session, _ preconditions: Preconditions,
+                             reusing buffers: inout ResponseBuffers) throws(Problem) -> HTTPResponse {
         let version = session.state.version
         guard preconditions.matchCondition.holds(for: version) else { throw preconditionFailed }
-        var response = stateResponse(session)
+        var response = stateResponse(session, reusing: &buffers)
         if !preconditions.noneMatchCondition.holds(for: version) {
             // Not modified: the headers of the 200 it stands for. The server
             // sends no body with a 304 but states this body's length, as RFC 9110 wants.
@@ -445,8 +466,13 @@ public final class SessionAPI: HTTPResponder {
 
     /// The answer to a change: the state it left, or why it was not made.
     private static func changed(_ outcome: StoreOutcome) throws(Problem) -> HTTPResponse {
+        var buffers = ResponseBuffers()
+        return try changed(outcome, reusing: &buffers)
+    }
+
+    private static func changed(_ outcome: StoreOutcome, reusing buffers: inout ResponseBuffers) throws(Problem) -> HTTPResponse {
         switch outcome {
-        case let .done(session): return Self.stateResponse(session)
+        case let .done(session): return Self.stateResponse(session, reusing: &buffers)
         case .conditionFailed: throw Self.preconditionFailed
         case .notFound: throw Self.unknownSession
         }
@@ -497,13 +523,19 @@ public final class SessionAPI: HTTPResponder {
     }
 
     static func stateResponse(_ session: Session, status: Int = 200) -> HTTPResponse {
-        var headers = jsonHeaders
-        headers.reserveCapacity(128)  // one copy, with room for the ETag and a Location
-        withETag(of: session.state) { headers.add(name: "ETag", value: $0) }
-        return HTTPResponse(status: status, headers: headers, body: StateWriter.json(session))
+        var buffers = ResponseBuffers()
+        return stateResponse(session, status: status, reusing: &buffers)
     }
 
-    private static let jsonHeaders = HTTPHeaders([("Content-Type", "application/json")])
+    static func stateResponse(_ session: Session, status: Int = 200, reusing buffers: inout ResponseBuffers) -> HTTPResponse {
+        var headers = buffers.takeHeaders()
+        headers.reserveCapacity(128)  // room for the ETag and a Location
+        headers.add(name: "Content-Type", value: "application/json")
+        withETag(of: session.state) { headers.add(name: "ETag", value: $0) }
+        var body = buffers.takeBody()
+        StateWriter.write(session, to: &body)
+        return HTTPResponse(status: status, headers: headers, body: body)
+    }
 
     private static func json(_ status: Int, _ members: KeyValuePairs<String, String>) -> HTTPResponse {
         var json = JSONWriter()

@@ -9,7 +9,15 @@ enum StateWriter {
     private static let capacity = 128
 
     static func json(_ session: Session) -> [UInt8] {
-        // Written on the stack and copied once into an array made by
+        var json: [UInt8] = []
+        write(session, to: &json)
+        return json
+    }
+
+    /// Appends the JSON to `json`, which a server may hand over emptied from
+    /// the connection's last answer.
+    static func write(_ session: Session, to json: inout [UInt8]) {
+        // Written on the stack and copied once into the array, grown by
         // `reserveCapacity`, whose allocation is specialized for bytes;
         // `Array(unsafeUninitializedCapacity:)` allocates through the
         // standard library's generic code, which looks up the storage's
@@ -25,10 +33,8 @@ enum StateWriter {
             end = decimal(session.state.version, into: bytes, at: end)
             end = write("}", into: bytes, at: end)
             assert(end <= capacity, "the longest state fits")
-            var json: [UInt8] = []
-            json.reserveCapacity(end)
+            json.reserveCapacity(json.count + end)
             json.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[..<end]))
-            return json
         }
     }
 

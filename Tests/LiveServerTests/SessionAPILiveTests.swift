@@ -63,6 +63,22 @@ import Testing
         #expect(try client.request("GET", "/healthz").status == 200)
     }
 
+    /// A connection's answers are written into the room its last answer
+    /// left: a long one, then a short one, then a problem, each exactly itself.
+    @Test func answersOnOneConnectionShowNothingOfTheOneBefore() throws {
+        let long = try server.createSession(inset: 9_999.999_999_999_998), short = try server.createSession()
+        let client = try server.client()
+        let first = try client.json("POST", "/v1/sessions/\(long)/scroll", #"{"contentOffsetY": 500}"#)
+        #expect(first.status == 200 && first.header("ETag") == "\"2\"")
+        let second = try client.request("GET", "/v1/sessions/\(short)")
+        #expect(second.text == #"{"id":"\#(short)","inset":0,"isRevealed":true,"version":1}"#)
+        #expect(second.headers.filter { $0.name == "ETag" }.map(\.value) == ["\"1\""])
+        #expect(second.header("Content-Length") == String(second.body.count))
+        try expectProblem(client.request("GET", "/v1/sessions/\(String(repeating: "0", count: 31))1"), 404)
+        let third = try client.request("GET", "/v1/sessions/\(long)")
+        #expect(third.text == #"{"id":"\#(long)","inset":9999.999999999998,"isRevealed":false,"version":2}"#)
+    }
+
     @Test func conditionalGet() throws {
         let id = try server.createSession()
         let client = try server.client()

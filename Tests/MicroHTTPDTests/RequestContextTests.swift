@@ -87,6 +87,31 @@ import Testing
     }
 }
 
+@Suite struct ResponseBuffersTests {
+    /// A sent response's buffers come back empty, with their room, for the connection's next answer.
+    @Test func keepsTheSentResponsesRoomEmptied() {
+        var buffers = ResponseBuffers()
+        var response = HTTPResponse(status: 200, headers: HTTPHeaders([("ETag", "\"12\"")]), body: Array(repeating: 65, count: 300))
+        buffers.keep(&response, limit: RequestContext.keptCapacity)
+        let headers = buffers.takeHeaders(), body = buffers.takeBody()
+        #expect(body.isEmpty && body.capacity >= 300)
+        #expect(Array(headers).isEmpty && headers.byteCapacity > 0)
+        #expect(buffers.takeBody().capacity == 0, "taken, not shared: the next write into them allocates nothing")
+    }
+
+    @Test func keepsTheLargerRoomAndNothingOverTheLimit() {
+        var buffers = ResponseBuffers()
+        var large = HTTPResponse(status: 200, body: Array(repeating: 65, count: 600))
+        buffers.keep(&large, limit: RequestContext.keptCapacity)
+        var small = HTTPResponse(status: 200, body: Array(repeating: 65, count: 10))
+        buffers.keep(&small, limit: RequestContext.keptCapacity)
+        #expect(buffers.body.capacity >= 600, "a smaller answer does not take the place of the room there is")
+        var huge = HTTPResponse(status: 200, body: Array(repeating: 65, count: RequestContext.keptCapacity + 1))
+        buffers.keep(&huge, limit: RequestContext.keptCapacity)
+        #expect(buffers.body.capacity < RequestContext.keptCapacity, "one large answer does not hold memory for the connection's life")
+    }
+}
+
 private struct NoResponder: HTTPResponder {
     func respond(to request: HTTPRequest) -> HTTPResponse { HTTPResponse(status: 404) }
 }

@@ -1,3 +1,4 @@
+@testable import MicroHTTPD
 import StrictJSON
 import Testing
 import TopChromeCore
@@ -36,5 +37,27 @@ import TopChromeCore
         let session = Session(id: .random(), state: ChromeState(inset: 47, isRevealed: true, version: version, lastAppliedSeq: 3))
         #expect(StateWriter.json(session) == Self.reference(session))
         #expect(SessionAPI.etag(session.state) == "\"\(version)\"")
+    }
+}
+
+/// A state answer is written into the room the server lends (a keep-alive
+/// client's answers then allocate nothing), and nothing of the answer
+/// before it shows through.
+@Suite struct StateAnswerBuffersTests {
+    @Test func aStateAnswerIsWrittenIntoTheLentRoom() throws {
+        let store = InMemorySessionStore()
+        let api = SessionAPI(store: store, maxBodyBytes: 1024)
+        let session = try store.create(inset: 0)
+        var sent = HTTPResponse(status: 200, headers: HTTPHeaders([("X-Earlier", String(repeating: "x", count: 200))]),
+                                body: Array(repeating: 65, count: 400))
+        let bodyRoom = sent.body.capacity, headerRoom = sent.headers.byteCapacity
+        var buffers = ResponseBuffers()
+        buffers.keep(&sent, limit: 4096)
+        let answer = api.respond(to: HTTPRequest(method: "GET", path: "/v1/sessions/\(session.id)"), reusing: &buffers)
+        #expect(answer.status == 200)
+        #expect(answer.body == StateWriter.json(session))
+        #expect(answer.headers.fields.map(\.name) == ["Content-Type", "ETag"])
+        #expect(answer.headers["ETag"] == "\"1\"")
+        #expect(answer.body.capacity == bodyRoom && answer.headers.byteCapacity == headerRoom, "written into the lent room")
     }
 }
