@@ -70,6 +70,13 @@ check-binary:
 bench:
 	scripts/bench.sh
 
+## Instructions per request (callgrind, whole server, one thread), with libc's
+## memset apart: counts that hold on a noisy machine, for changes of a few per
+## cent. `scripts/bench-instructions.sh COMMAND` counts another server.
+.PHONY: bench-instructions
+bench-instructions:
+	scripts/bench-instructions.sh
+
 clean:
 	rm -rf .build
 

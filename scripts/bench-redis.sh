@@ -86,21 +86,6 @@ start_replica() {  # start_replica NAME STORE [FLAGS...]: sets replica_pid and r
 }
 stop_pid() { kill "$1" 2>/dev/null || true; wait "$1" 2>/dev/null || true; }
 
-create_sessions() {  # create_sessions BASE N FILE (as bench.sh)
-  python3 - "$@" <<'PY'
-import http.client, json, sys, urllib.parse
-base, count, path = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-url = urllib.parse.urlsplit(base)
-connection = http.client.HTTPConnection(url.hostname, url.port)
-with open(path, "w") as out:
-    for _ in range(count):
-        connection.request("POST", "/v1/sessions")
-        response = connection.getresponse()
-        assert response.status == 201, response.status
-        out.write(json.loads(response.read())["id"] + "\n")
-PY
-}
-
 # CPU of processes in clock ticks (user + system), and of the whole machine.
 proc_ticks() { local sum=0 pid; for pid in "$@"; do sum=$(( sum + $(awk '{print $14 + $15}' "/proc/$pid/stat") )); done; echo "$sum"; }
 machine_ticks() { awk '/^cpu / {print $2 + $3 + $4 + $7 + $8 + $9, $5 + $6}' /proc/stat; }  # busy idle

@@ -46,20 +46,6 @@ rss_kib() { awk '/VmRSS/ {print $2}' "/proc/$1/status"; }
 # is its cost: unlike req/s, it does not stop at what the client can send.
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 
-create_sessions() {  # create_sessions BASE N FILE
-  python3 - "$@" <<'PY'
-import http.client, json, sys, urllib.parse
-base, count, path = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-url = urllib.parse.urlsplit(base)
-connection = http.client.HTTPConnection(url.hostname, url.port)
-with open(path, "w") as out:
-    for _ in range(count):
-        connection.request("POST", "/v1/sessions")
-        response = connection.getresponse()
-        out.write(json.loads(response.read())["id"] + "\n")
-PY
-}
-
 echo "# $(date -u +%Y-%m-%dT%H:%MZ) $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), wrk -t$WRK_THREADS -c$WRK_CONNS -d$WRK_DURATION"
 
 # --- HTTP workloads ----------------------------------------------------------

@@ -21,3 +21,20 @@ start_topchrome() {
   cat "$log" >&2
   return 1
 }
+
+# create_sessions BASE N FILE: creates N sessions over one keep-alive
+# connection and writes their ids to FILE, one a line (the wrk scripts' IDS_FILE).
+create_sessions() {
+  python3 - "$@" <<'PY'
+import http.client, json, sys, urllib.parse
+base, count, path = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+url = urllib.parse.urlsplit(base)
+connection = http.client.HTTPConnection(url.hostname, url.port)
+with open(path, "w") as out:
+    for _ in range(count):
+        connection.request("POST", "/v1/sessions")
+        response = connection.getresponse()
+        assert response.status == 201, response.status
+        out.write(json.loads(response.read())["id"] + "\n")
+PY
+}

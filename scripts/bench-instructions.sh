@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# Instructions per request, counted by callgrind in the whole server process
+# while wrk drives it (BENCHMARKS.md "Instructions per request"). A count is
+# the same for the same binary and inputs whatever else the machine does, so
+# it shows a change of a few per cent that CPU time, spread ±15 % a round on
+# these shared machines, cannot.
+#
+# Printed per workload: every user-space instruction per request; the part in
+# libc's memset, which is nearly all libmicrohttpd clearing a connection's
+# memory for each request (valgrind counts each byte of `rep stosb` as an
+# instruction, where the CPU clears those 8 KiB in ~0.1 µs); and the rest,
+# which is the figure to compare. The kernel's share (most of a request's
+# CPU, in the loopback TCP stack) is not counted.
+#
+# Usage: scripts/bench-instructions.sh [COMMAND...]
+#   COMMAND starts the server to count, with {port} where its port goes;
+#   default: the release build at its defaults, one thread. Any server that
+#   speaks the v1 API can be counted the same way, e.g. a reference build.
+# Settings (environment): WORKLOADS="scroll get mixed" SESSIONS=1000
+#   WRK_CONNS=8 WARMUP=2s COUNTED=6s
+set -euo pipefail
+cd "$(dirname "$0")/.."
+: "${WORKLOADS:=scroll get mixed}" "${SESSIONS:=1000}" "${WRK_CONNS:=8}" "${WARMUP:=2s}" "${COUNTED:=6s}"
+
+missing=()
+command -v wrk >/dev/null || missing+=(wrk)
+command -v valgrind >/dev/null || missing+=(valgrind)
+command -v curl >/dev/null || missing+=(curl)
+if (( ${#missing[@]} )); then
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+if (( $# == 0 )); then
+  scripts/install-deps.sh
+  swift build -c release --product topchrome >/dev/null
+  set -- "$PWD/.build/release/topchrome" --port '{port}' --threads 1
+fi
+
+source scripts/server.sh
+work=$(mktemp -d)
+pid=
+cleanup() { [ -n "$pid" ] && kill "$pid" 2>/dev/null; wait 2>/dev/null; rm -rf "$work"; }
+trap cleanup EXIT
+
+port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+base="http://127.0.0.1:$port"
+command=("${@//\{port\}/$port}")
+# Counting starts off: start-up and session creation are not requests' cost.
+valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$work/callgrind.%p" \
+  "${command[@]}" >"$work/server.log" 2>&1 &
+pid=$!
+for _ in $(seq 600); do  # valgrind takes seconds to start the server
+  curl -s -o /dev/null "$base/healthz" && break
+  kill -0 "$pid" 2>/dev/null || { cat "$work/server.log" >&2; exit 1; }
+  sleep 0.1
+done
+create_sessions "$base" "$SESSIONS" "$work/ids"
+export BENCH_LUA_DIR="$PWD/Benchmarks/wrk" IDS_FILE="$work/ids"
+
+echo "# $(date -u +%Y-%m-%dT%H:%MZ) ${command[*]}"
+echo "# wrk -t1 -c$WRK_CONNS, $COUNTED counted after $WARMUP; instructions per request"
+printf '%-8s %9s %12s %10s %10s\n' workload requests all memset rest
+for workload in $WORKLOADS; do
+  wrk -t1 -c"$WRK_CONNS" -d"$WARMUP" -s "$BENCH_LUA_DIR/$workload.lua" "$base" >/dev/null
+  callgrind_control --zero "$pid" >/dev/null 2>&1
+  callgrind_control --instr=on "$pid" >/dev/null 2>&1
+  requests=$(wrk -t1 -c"$WRK_CONNS" -d"$COUNTED" -s "$BENCH_LUA_DIR/$workload.lua" "$base" |
+    awk '/requests in/ { print $1 }')
+  callgrind_control --instr=off "$pid" >/dev/null 2>&1
+  rm -f "$work"/callgrind.*.*
+  callgrind_control --dump="$workload" "$pid" >/dev/null 2>&1
+  dump=
+  for _ in $(seq 100); do  # the server writes the dump on a thread of its own; its last line is the total
+    dump=$(ls "$work"/callgrind.*.* 2>/dev/null | head -n 1)
+    [ -n "$dump" ] && grep -q '^totals:' "$dump" && break
+    dump=
+    sleep 0.1
+  done
+  [ -n "$dump" ] || { echo "no callgrind dump for $workload" >&2; exit 1; }
+  python3 - "$workload" "$requests" "$dump" <<'PY'
+import re, subprocess, sys
+workload, requests, dump = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+text = open(dump).read()
+total = int(re.findall(r"^(?:summary|totals): (\d+)", text, re.M)[-1])
+# Self cost per function, as callgrind_annotate lists it.
+listing = subprocess.run(["callgrind_annotate", "--threshold=100", dump], capture_output=True, text=True).stdout
+memset = sum(int(m.group(1).replace(",", "")) for m in re.finditer(r"^\s*([\d,]+) .*:\S*memset\S* \[", listing, re.M))
+print(f"{workload:<8} {requests:>9} {total / requests:>12.0f} {memset / requests:>10.0f} {(total - memset) / requests:>10.0f}")
+PY
+done
