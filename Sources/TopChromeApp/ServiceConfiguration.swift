@@ -142,6 +142,9 @@ public struct ServiceConfiguration: Sendable, Equatable {
             if let source = redisOnly.lazy.compactMap({ given[$0] }).first {
                 throw UsageError(description: "\(source) is for a Redis store and does nothing with the memory store; add --store redis://HOST:PORT, or remove it")
             }
+            if given["state-file"] == nil, let source = given["snapshot-interval"] {
+                throw UsageError(description: "\(source) sets how often the state file is written and does nothing without one; add --state-file PATH, or remove it")
+            }
         case .redis:
             if let source = given["state-file"] {
                 throw UsageError(description: "\(source) is for the memory store; Redis keeps sessions itself (RDB or AOF persistence)")
@@ -292,6 +295,10 @@ public struct ServiceConfiguration: Sendable, Equatable {
             // An editor's final newline is not part of it.
             while password.last?.isNewline == true { password.removeLast() }
             guard !password.isEmpty else { throw UsageError(description: "\(source): '\(value)' is empty; it must hold the password") }
+            // Spaces alone are a file written wrong, not a password anyone chose.
+            guard !password.allSatisfy(\.isWhitespace) else {
+                throw UsageError(description: "\(source): '\(value)' holds only white space; it must hold the password")
+            }
             config.redisPassword = String(password)
         },
         Option(name: "redis-key-prefix", placeholder: "P", help: "Prefix of Redis keys and channels (default topchrome:).") { value, source, config throws(UsageError) in

@@ -149,8 +149,24 @@ import Testing
         #expect(throws: ServiceConfiguration.UsageError(description: "\(variable) \(message)")) {
             try serve([], ["TOPCHROME_STORE": "redis://h:1", variable: value])
         }
-        #expect(try serve(["--\(option)", value]).store == .memory)
-        #expect(try serve([], [variable: value]).store == .memory)
+        // (A snapshot interval needs a state file with the memory store too.)
+        var environment = ["TOPCHROME_STATE_FILE": "sessions.state"]
+        environment[variable] = value
+        #expect(try serve(["--state-file", "sessions.state", "--\(option)", value]).store == .memory)
+        #expect(try serve([], environment).store == .memory)
+    }
+
+    /// Snapshots are of the state file: without one the interval would hold nothing.
+    @Test func aSnapshotIntervalWithoutAStateFileIsRefused() throws {
+        let message = "sets how often the state file is written and does nothing without one; add --state-file PATH, or remove it"
+        #expect(throws: ServiceConfiguration.UsageError(description: "--snapshot-interval \(message)")) {
+            try serve(["--snapshot-interval", "30"])
+        }
+        #expect(throws: ServiceConfiguration.UsageError(description: "TOPCHROME_SNAPSHOT_INTERVAL \(message)")) {
+            try serve([], ["TOPCHROME_SNAPSHOT_INTERVAL": "30"])
+        }
+        #expect(try serve(["--snapshot-interval", "30"], ["TOPCHROME_STATE_FILE": "s.state"]).snapshotInterval == 30)
+        #expect(try serve(["--state-file", "s.state"], ["TOPCHROME_SNAPSHOT_INTERVAL": "30"]).snapshotInterval == 30)
     }
 
     /// An empty password file is there and readable: it is said to be empty.
@@ -164,6 +180,16 @@ import Testing
                 try serve(["--store", "redis://h:1", "--redis-password-file", file.path])
             }
         }
+        for text in ["   \n", "\t\n\n"] {
+            try text.write(to: file, atomically: true, encoding: .utf8)
+            #expect(throws: ServiceConfiguration.UsageError(
+                description: "--redis-password-file: '\(file.path)' holds only white space; it must hold the password")) {
+                try serve(["--store", "redis://h:1", "--redis-password-file", file.path])
+            }
+        }
+        try " pass word \n".write(to: file, atomically: true, encoding: .utf8)
+        #expect(try serve(["--store", "redis://h:1", "--redis-password-file", file.path]).redisPassword == " pass word ",
+                "spaces within and around a password are kept: Redis passwords may hold them")
         // A device that reads as empty, as a process substitution of nothing does.
         #expect(throws: ServiceConfiguration.UsageError(description: "--redis-password-file: '/dev/null' is empty; it must hold the password")) {
             try serve(["--store", "redis://h:1", "--redis-password-file", "/dev/null"])
