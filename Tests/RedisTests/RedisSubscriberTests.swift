@@ -85,7 +85,11 @@ struct RedisSubscriberTests {
         #expect(await eventually { recorder.log == ["subscribed", "lost"] })
         server.signal(SIGCONT)
         #expect(await eventually { recorder.log == ["subscribed", "lost", "subscribed"] })
-        #expect(try await client.send(["SPUBLISH", "silent", "after"]) == .integer(1))
+        // Eventually: the publishing client's own connection went through the
+        // stop too, and a connection the subscriber gave up while Redis was
+        // stopped may still count as subscribed until Redis reads its close (a
+        // CI run under the thread sanitizer saw a count other than 1 once).
+        #expect(await eventually { (try? await client.send(["SPUBLISH", "silent", "after"])) == .integer(1) })
         #expect(await eventually { recorder.log.last == "after" })
     }
 
