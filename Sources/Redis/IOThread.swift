@@ -1,17 +1,8 @@
-import Dispatch
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
 import Musl
 #endif
-
-/// Runs `body` once `delay` has passed (a backoff before trying again), on
-/// one of Dispatch's threads: nothing waits meanwhile.
-func after(_ delay: Duration, _ body: @escaping @Sendable () -> Void) {
-    let (seconds, attoseconds) = delay.components
-    let nanoseconds = Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000)
-    DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(nanoseconds), execute: body)
-}
 
 /// Runs `body` on a thread of its own: a connection's I/O loop blocks in
 /// `poll`, which would hold one of Dispatch's shared worker threads for good.

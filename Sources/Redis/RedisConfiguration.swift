@@ -1,3 +1,4 @@
+import Dispatch
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -122,4 +123,12 @@ public struct Backoff: Sendable {
         // matter for a jitter.
         return .nanoseconds(Int64(random % UInt64(nanoseconds + 1)))
     }
+}
+
+/// Runs `body` once `delay` has passed (a backoff before trying again), on
+/// one of Dispatch's threads: nothing waits meanwhile.
+func after(_ delay: Duration, _ body: @escaping @Sendable () -> Void) {
+    let (seconds, attoseconds) = delay.components
+    let nanoseconds = Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000)
+    DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(nanoseconds), execute: body)
 }
