@@ -45,7 +45,8 @@ public protocol HTTPResponder: Sendable {
     /// ``respond(to:)`` with room to write the answer in: the buffers of the
     /// connection's last response, emptied. A responder that takes them
     /// answers a keep-alive client without allocating per response; the
-    /// server takes the response's buffers back once they are sent on.
+    /// server takes the response's buffers back once libmicrohttpd has
+    /// copied the answer.
     func respond(to request: HTTPRequest, reusing buffers: inout ResponseBuffers) -> HTTPResponse
 
     /// The answer to a request that arrives while the server stops (a new
