@@ -39,8 +39,13 @@ final class TestHTTPClient {
     private let fd: Int32
     private var buffer: [UInt8] = []
 
+    /// Takes the socket only once it is connected: a class whose properties
+    /// are all set runs its deinit when its init throws, so a socket stored
+    /// first and closed on failure would be closed twice, and the second
+    /// close would take whatever descriptor another test opened meanwhile.
     init(port: Int, host: String = "127.0.0.1") throws {
-        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw TestClientError.connect(errno) }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = in_port_t(UInt16(port).bigEndian)
@@ -51,11 +56,13 @@ final class TestHTTPClient {
             }
         }
         guard result == 0 else {
+            let failure = errno
             close(fd)
-            throw TestClientError.connect(errno)
+            throw TestClientError.connect(failure)
         }
         var timeout = timeval(tv_sec: 10, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        self.fd = fd
     }
 
     deinit { close(fd) }

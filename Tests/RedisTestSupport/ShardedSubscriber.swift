@@ -15,28 +15,32 @@ public final class ShardedSubscriber {
     private var pending: [RESPValue] = []
 
     /// Subscribes to `channel` on `node`, which must serve the channel's slot.
+    /// The socket is stored once connected, and closed by the deinit alone:
+    /// closed here too, it would be closed twice (a class whose properties
+    /// are all set runs its deinit when its init throws), the second time
+    /// taking whatever descriptor another test opened meanwhile.
     public init(node: RedisNode, channel: [UInt8]) throws {
-        socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard socket >= 0 else { throw RedisTestSetupError(description: "socket() failed") }
+        let fd = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw RedisTestSetupError(description: "socket() failed") }
         var timeout = timeval(tv_sec: 10, tv_usec: 0)
-        setsockopt(socket, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_addr.s_addr = inet_addr(node.host)
         address.sin_port = UInt16(node.port).bigEndian
         let connected = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
             }
         }
         guard connected else {
-            close(socket)
+            close(fd)
             throw RedisTestSetupError(description: "cannot connect to \(node)")
         }
+        socket = fd
         try write([Array("SSUBSCRIBE".utf8), channel])
         let confirmation = try next()
         guard case let .array(parts) = confirmation, parts.first?.string == "ssubscribe" else {
-            close(socket)
             throw RedisTestSetupError(description: "SSUBSCRIBE on \(node) answered \(confirmation)")
         }
     }

@@ -184,16 +184,21 @@ final class ConnectionEvents: @unchecked Sendable {
 /// An event-stream server that answers every connection with one state and
 /// a short `retry:`, then closes it cleanly, or (`closes: false`) keeps it
 /// open and says nothing more: a connection that died without a word.
+///
+/// The listener is closed by the accepting thread, once `stop()` has shut it
+/// down: closed from outside, its number could be another test's socket by
+/// the thread's next `accept`.
 final class ClosingEventServer: @unchecked Sendable {
     let port: Int
-    private let socket: Int32
     private let lock = NSLock()
+    private var listener: Int32?
     private var count = 0
     private var silent: [Int32] = []
+    private var stopped = false
 
     init(closes: Bool = true) throws {
         let listener = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        socket = listener
+        guard listener >= 0 else { throw TimedOut() }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
@@ -204,8 +209,12 @@ final class ClosingEventServer: @unchecked Sendable {
                     && getsockname(listener, pointer, &length) == 0
             }
         }
-        guard bound else { throw TimedOut() }
+        guard bound else {
+            close(listener)
+            throw TimedOut()
+        }
         port = Int(UInt16(bigEndian: address.sin_port))
+        self.listener = listener
         Thread { [self] in
             while case let connection = accept(listener, nil, nil), connection >= 0 {
                 lock.withLock { count += 1 }
@@ -214,17 +223,27 @@ final class ClosingEventServer: @unchecked Sendable {
                 let answer = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"
                     + "retry: 10\n\nevent: state\nid: 1\ndata: {\"id\":\"\(String(repeating: "1", count: 32))\",\"inset\":0,\"isRevealed\":true,\"version\":1}\n\n"
                 _ = answer.utf8CString.withUnsafeBufferPointer { send(connection, $0.baseAddress, $0.count - 1, Int32(MSG_NOSIGNAL)) }
-                if closes { close(connection) } else { lock.withLock { silent.append(connection) } }
+                lock.withLock {
+                    if closes || stopped { close(connection) } else { silent.append(connection) }
+                }
+            }
+            lock.withLock {
+                self.listener = nil
+                close(listener)
             }
         }.start()
     }
 
     var connections: Int { lock.withLock { count } }
 
-    /// Ends the accepting thread (which holds this object until then).
+    /// Ends the accepting thread (which holds this object until then) and
+    /// closes the connections kept open.
     func stop() {
-        shutdown(socket, Int32(SHUT_RDWR))
-        close(socket)
-        for connection in lock.withLock({ silent }) { close(connection) }
+        lock.withLock {
+            stopped = true
+            if let listener { shutdown(listener, Int32(SHUT_RDWR)) }
+            for connection in silent { close(connection) }
+            silent = []
+        }
     }
 }
