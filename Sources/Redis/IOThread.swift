@@ -21,7 +21,11 @@ func startIOThread(_ body: @escaping @Sendable () -> Void) {
 }
 
 /// A self-pipe that wakes a thread blocked in `poll` when callers have queued work.
-struct WakePipe {
+///
+/// Its ends close when the last holder lets go, not when the thread stops: a
+/// caller may still wake a thread that has just finished, and by then a closed
+/// end's number may be another socket or file, which would get the byte.
+final class WakePipe: Sendable {
     let readEnd: Int32
     let writeEnd: Int32
 
@@ -37,6 +41,11 @@ struct WakePipe {
         writeEnd = ends[1]
     }
 
+    deinit {
+        _ = close(readEnd)
+        _ = close(writeEnd)
+    }
+
     func wake() {
         var byte: UInt8 = 1
         _ = write(writeEnd, &byte, 1)
@@ -45,10 +54,5 @@ struct WakePipe {
     func drain() {
         var bytes = (UInt64(0), UInt64(0), UInt64(0), UInt64(0))
         while withUnsafeMutableBytes(of: &bytes, { read(readEnd, $0.baseAddress, $0.count) }) > 0 {}
-    }
-
-    func closeEnds() {
-        _ = close(readEnd)
-        _ = close(writeEnd)
     }
 }

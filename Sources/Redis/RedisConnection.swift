@@ -24,7 +24,7 @@ public final class RedisConnection: @unchecked Sendable {
     private let setup: [RESPRequest]
     /// Set for a subscriber's connection (see `PushEvent`).
     private let pushes: (@Sendable (PushEvent) -> Void)?
-    private let wakePipe = WakePipe()
+    let wakePipe = WakePipe()
     private let lock = PthreadLock()
 
     // Guarded by `lock`.
@@ -145,6 +145,12 @@ public final class RedisConnection: @unchecked Sendable {
         }
     }
 
+    /// Whether `close()` has taken effect: whatever waited has failed and the
+    /// I/O thread is done.
+    var isClosed: Bool {
+        lock.withLock { if case .closed = phase { true } else { false } }
+    }
+
     /// Why the last connection attempt or connection failed, for readiness reports.
     public var lastFailureReason: String? {
         lock.withLock { lastFailure }
@@ -252,7 +258,6 @@ public final class RedisConnection: @unchecked Sendable {
             let outcome = lock.withLock { step(revents: revents, now: .now) }
             report(outcome)
         }
-        wakePipe.closeEnds()
     }
 
     /// What to wait for next, or nil once closed.

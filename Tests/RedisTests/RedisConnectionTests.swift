@@ -1,5 +1,5 @@
 import Foundation
-import Redis
+@testable import Redis
 import RedisTestSupport
 import Testing
 
@@ -206,6 +206,35 @@ struct RedisConnectionTests {
         #expect(!connection.isConnected)
     }
 
+    /// A caller can wake the I/O thread just as it stops (every `close()`
+    /// wakes it); the byte must land in the connection's own pipe, not in
+    /// whatever socket or file has since taken a closed end's number. The
+    /// pipe goes with the connection.
+    @Test func aWakeAfterTheIOThreadStoppedStaysInTheConnectionsOwnPipe() async throws {
+        var connection: RedisConnection? = RedisConnection(to: RedisNode(host: "127.0.0.1", port: 1))
+        let pipe = try #require(connection?.wakePipe)
+        let (readEnd, writeEnd) = (pipe.readEnd, pipe.writeEnd)
+        let identity = { (fd: Int32) -> UInt? in
+            var status = stat()
+            return fstat(fd, &status) == 0 ? UInt(status.st_ino) : nil
+        }
+        let inode = identity(readEnd)
+        #expect(inode != nil && identity(writeEnd) == inode)
+
+        connection?.close()
+        #expect(await eventually { connection?.isClosed == true })
+        try await Task.sleep(for: .milliseconds(200))  // the thread's last steps after closing
+        #expect(identity(readEnd) == inode && identity(writeEnd) == inode, "the ends are still the pipe's")
+
+        connection?.close()
+        var byte: UInt8 = 0
+        #expect(read(readEnd, &byte, 1) == 1 && byte == 1, "the late wake is in the connection's own pipe")
+
+        connection = nil
+        _ = consume pipe
+        #expect(await eventually { identity(readEnd) != inode }, "closed with the connection")
+    }
+
     @Test func authenticatesWithThePasswordOnEveryConnection() async throws {
         let server = try RedisServer(["--requirepass", "s3cret"])
         var configuration = RedisConfiguration()
@@ -294,55 +323,90 @@ final class EventLog: @unchecked Sendable {
 
 /// A server on a loopback port that answers whatever it is sent with
 /// `reply`, and keeps each connection open: a Redis gone wrong.
+///
+/// Each socket is closed by the thread that uses it, once done, and only
+/// shut down from outside: closed from outside, its number could be reused
+/// by another test's socket before the thread's next call on it.
 final class FakeRedis: Sendable {
     let port: Int
-    private let listener: Int32
-    private let connections = Connections()
+    private let sockets = Sockets()
 
-    /// What the accepting thread shares with the test; not the server
-    /// itself, whose release stops that thread.
-    private final class Connections: @unchecked Sendable {
+    /// What the threads share with the test; not the server itself, whose
+    /// release stops them.
+    private final class Sockets: @unchecked Sendable {
         let lock = NSLock()
-        var sockets: [Int32] = []
+        var listener: Int32?
+        var open: Set<Int32> = []
+        var accepted = 0
+        var stopped = false
+
+        /// Shuts every socket still open down; their threads then close them.
+        func stop() {
+            lock.withLock {
+                stopped = true
+                if let listener { shutdown(listener, Int32(SHUT_RDWR)) }
+                for socket in open { shutdown(socket, Int32(SHUT_RDWR)) }
+            }
+        }
+
+        func close(_ socket: Int32) {
+            lock.withLock {
+                if listener == socket { listener = nil } else { open.remove(socket) }
+                _ = Glibc.close(socket)
+            }
+        }
     }
 
     init(reply: [UInt8]) throws {
-        listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard listener >= 0 else { throw RedisError.unavailable }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let listener = listener
         let bound = withUnsafeMutablePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
                 bind(listener, pointer, length) == 0 && listen(listener, 8) == 0
                     && getsockname(listener, pointer, &length) == 0
             }
         }
-        guard bound else { throw RedisError.unavailable }
+        guard bound else {
+            close(listener)
+            throw RedisError.unavailable
+        }
         port = Int(UInt16(bigEndian: address.sin_port))
-        let connections = connections
+        let sockets = sockets
+        sockets.listener = listener
         Thread {
             while true {
                 let client = accept(listener, nil, nil)
-                guard client >= 0 else { return }
-                connections.lock.withLock { connections.sockets.append(client) }
+                guard client >= 0 else {
+                    sockets.close(listener)
+                    return
+                }
+                let serving = sockets.lock.withLock {
+                    sockets.accepted += 1
+                    guard !sockets.stopped else { return false }
+                    sockets.open.insert(client)
+                    return true
+                }
+                guard serving else {
+                    close(client)
+                    continue
+                }
                 Thread {
                     var buffer = [UInt8](repeating: 0, count: 4096)
                     while read(client, &buffer, buffer.count) > 0 {
                         _ = reply.withUnsafeBytes { write(client, $0.baseAddress, $0.count) }
                     }
+                    sockets.close(client)
                 }.start()
             }
         }.start()
     }
 
     /// Connections accepted so far.
-    var accepted: Int { connections.lock.withLock { connections.sockets.count } }
+    var accepted: Int { sockets.lock.withLock { sockets.accepted } }
 
-    deinit {
-        shutdown(listener, Int32(SHUT_RDWR))
-        close(listener)
-        for socket in connections.lock.withLock({ connections.sockets }) { shutdown(socket, Int32(SHUT_RDWR)) }
-    }
+    deinit { sockets.stop() }
 }
