@@ -74,7 +74,7 @@ public final class HTTPServer: @unchecked Sendable {
                               items.baseAddress)
         }
         guard let started else {
-            close(socket.descriptor)
+            socket.closeUnlessClosed()
             throw .cannotStart(reason: configuration.tls == nil
                 ? "libmicrohttpd refused the configuration"
                 : "libmicrohttpd refused the configuration; check that the TLS certificate and key are valid PEM and match")

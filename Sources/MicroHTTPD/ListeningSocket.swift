@@ -11,6 +11,13 @@ struct ListeningSocket {
     let descriptor: Int32
     let isIPv6: Bool
     let port: Int
+    /// Tells the socket apart from a later one that reuses its number.
+    private let identity: Identity?
+
+    private struct Identity: Equatable {
+        let device: UInt
+        let inode: UInt
+    }
 
     init(host: String, port: Int, backlog: Int32) throws(HTTPServerError) {
         var hints = addrinfo()
@@ -46,6 +53,22 @@ struct ListeningSocket {
         self.descriptor = fd
         self.isIPv6 = first.pointee.ai_family == AF_INET6
         self.port = boundPort
+        self.identity = Self.identity(of: fd)
+    }
+
+    /// Closes the socket after libmicrohttpd refused to start with it, unless
+    /// the library closed it already: it does for some refusals (bad TLS
+    /// material) and not others (clashing options). By then the number may
+    /// name a socket another thread has opened, which must not be closed.
+    func closeUnlessClosed() {
+        guard let identity, Self.identity(of: descriptor) == identity else { return }
+        close(descriptor)
+    }
+
+    private static func identity(of descriptor: Int32) -> Identity? {
+        var status = stat()
+        guard fstat(descriptor, &status) == 0 else { return nil }
+        return Identity(device: UInt(status.st_dev), inode: UInt(status.st_ino))
     }
 
     private static func port(of address: sockaddr_storage) -> Int {

@@ -1,0 +1,42 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Testing
+@testable import MicroHTTPD
+
+/// When libmicrohttpd refuses to start, it has closed the listening socket
+/// or not, depending on why; the server closes it only in the second case.
+struct ListeningSocketTests {
+    @Test func aSocketTheLibraryLeftOpenIsClosed() throws {
+        let listening = try ListeningSocket(host: "127.0.0.1", port: 0, backlog: 8)
+        #expect(connects(to: listening.port), "listening before")
+        listening.closeUnlessClosed()
+        #expect(!connects(to: listening.port), "closed after")
+    }
+
+    /// The library closed it, and another thread's socket has its number
+    /// now: closing the number again would take that socket from its owner.
+    @Test func aNumberThatNamesAnotherSocketNowIsLeftAlone() throws {
+        let listening = try ListeningSocket(host: "127.0.0.1", port: 0, backlog: 8)
+        let other = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        // Closes the listening socket and gives its number to `other` in one
+        // step, so no other test's socket is caught in between.
+        #expect(dup2(other, listening.descriptor) == listening.descriptor)
+        close(other)
+        listening.closeUnlessClosed()
+        #expect(fcntl(listening.descriptor, F_GETFD) != -1, "the other socket is still open")
+        close(listening.descriptor)
+    }
+
+    private func connects(to port: Int) -> Bool {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        } == 0
+    }
+}
