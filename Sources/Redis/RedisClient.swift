@@ -388,9 +388,11 @@ public final class RedisClient: @unchecked Sendable {
 
     /// Takes a new map, connects to every primary in it (so that each runs
     /// the setup commands, and readiness means all of them), and closes
-    /// connections to nodes that left it.
-    private func install(_ map: SlotMap) {
+    /// connections to nodes that left it. A map that arrives after `close()`
+    /// is dropped: connections made then would never be closed.
+    func install(_ map: SlotMap) {
         let gone: [RedisConnection] = lock.withLock {
+            guard !closed else { return [] }
             slots = map
             currentTopology = .cluster
             for node in map.nodes { _ = connectionLocked(to: node) }

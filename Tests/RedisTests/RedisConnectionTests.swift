@@ -264,6 +264,19 @@ struct RedisConnectionTests {
         #expect(client.isConnected)
     }
 
+    /// A `CLUSTER SLOTS` reply can arrive while the client closes; the map's
+    /// nodes must not be connected then, or nothing would ever close them.
+    @Test func aSlotMapArrivingAfterCloseConnectsNothing() async throws {
+        let fake = try FakeRedis(reply: Array("+OK\r\n".utf8))
+        let client = RedisClient(seeds: [RedisNode(host: "127.0.0.1", port: 1)])
+        client.close()
+        let node = RedisNode(host: "127.0.0.1", port: fake.port)
+        let reply = RESPValue.array([.array([.integer(0), .integer(16383), .array([.bulk(Array(node.host.utf8)), .integer(Int64(node.port))])])])
+        client.install(try #require(SlotMap(reply, answeredBy: node)))
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(fake.accepted == 0)
+    }
+
     @Test func aClientUsesTheFirstSeedThatAnswers() async throws {
         let gone = try RedisServer()
         gone.stop()
@@ -397,7 +410,7 @@ final class FakeRedis: Sendable {
                 Thread {
                     var buffer = [UInt8](repeating: 0, count: 4096)
                     while read(client, &buffer, buffer.count) > 0 {
-                        _ = reply.withUnsafeBytes { write(client, $0.baseAddress, $0.count) }
+                        _ = reply.withUnsafeBytes { send(client, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
                     }
                     sockets.close(client)
                 }.start()
