@@ -145,8 +145,8 @@ public final class RedisConnection: @unchecked Sendable {
         }
     }
 
-    /// Whether `close()` has taken effect: whatever waited has failed and the
-    /// I/O thread is done.
+    /// Whether `close()` has taken effect: whatever waited has failed, and the
+    /// I/O thread is on its way out (it still hands those failures over).
     var isClosed: Bool {
         lock.withLock { if case .closed = phase { true } else { false } }
     }

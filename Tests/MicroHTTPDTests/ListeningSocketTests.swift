@@ -19,10 +19,12 @@ struct ListeningSocketTests {
     @Test func aNumberThatNamesAnotherSocketNowIsLeftAlone() throws {
         let listening = try ListeningSocket(host: "127.0.0.1", port: 0, backlog: 8)
         let other = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        try #require(other >= 0)
         // Closes the listening socket and gives its number to `other` in one
         // step, so no other test's socket is caught in between.
-        #expect(dup2(other, listening.descriptor) == listening.descriptor)
+        let replaced = dup2(other, listening.descriptor) == listening.descriptor
         close(other)
+        try #require(replaced)
         listening.closeUnlessClosed()
         #expect(fcntl(listening.descriptor, F_GETFD) != -1, "the other socket is still open")
         close(listening.descriptor)

@@ -21,6 +21,7 @@ final class StepClock: @unchecked Sendable {
 }
 
 /// A logger writing into two temporary files instead of stdout and stderr.
+/// The logger must not outlive it: the files close with it.
 final class CapturedLog {
     let logger: Logger
     private let outputPath = FileManager.default.temporaryDirectory.appendingPathComponent("log-out-\(UUID().uuidString)").path
@@ -36,6 +37,9 @@ final class CapturedLog {
     }
 
     deinit {
+        // Lines still buffered are written now, not by the logger's own
+        // deinit after the files have closed (into whatever reused their numbers).
+        logger.flush()
         close(output)
         close(errors)
         unlink(outputPath)
