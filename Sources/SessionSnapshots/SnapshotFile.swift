@@ -194,8 +194,11 @@ public struct SnapshotFile: Sendable {
             }
             written += count
         }
-        guard fsync(fd) == 0, close(fd) == 0 else {
-            let failure = unwritable()
+        // Closed even when the sync failed: a disk that keeps failing would
+        // otherwise cost a descriptor every interval.
+        let syncFailure: Failure? = fsync(fd) == 0 ? nil : unwritable()
+        let closed = close(fd) == 0
+        if let failure = syncFailure ?? (closed ? nil : unwritable()) {
             unlink(temporary)
             throw failure
         }
