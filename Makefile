@@ -18,7 +18,7 @@ run: deps release
 test:
 	scripts/install-deps.sh --test
 	$(SWIFT) build --build-tests -Xswiftc -warnings-as-errors
-	SWIFT=$(SWIFT) scripts/swift-test.sh --skip-build
+	SWIFT="$(SWIFT)" scripts/swift-test.sh --skip-build
 	$(MAKE) test-live-redis test-tsan test-asan check-spec check-readme check-metrics check-conformance fuzz check-demo check-binary test-container test-deploy
 
 ## The fast loop: core and API unit tests, no sockets.
@@ -29,12 +29,12 @@ test-quick:
 ## the tests start (tests that need the memory store use it still).
 .PHONY: test-live-redis
 test-live-redis:
-	TOPCHROME_TEST_STORE=redis SWIFT=$(SWIFT) scripts/swift-test.sh --skip-build --filter LiveServerTests \
+	TOPCHROME_TEST_STORE=redis SWIFT="$(SWIFT)" scripts/swift-test.sh --skip-build --filter LiveServerTests \
 	  --skip 'PersistenceDrillTests|ProcessLifecycleTests|ReplicaLiveTests|RedisOutageLiveTests|RedisClusterFailoverLiveTests'
 
 ## The whole suite under the thread sanitizer (its own build folder).
 test-tsan:
-	SWIFT=$(SWIFT) scripts/swift-test.sh --sanitize=thread --build-path .build/tsan
+	SWIFT="$(SWIFT)" scripts/swift-test.sh --sanitize=thread --build-path .build/tsan
 
 deps:
 	scripts/install-deps.sh

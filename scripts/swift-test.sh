@@ -13,15 +13,16 @@ set -uo pipefail
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 
-"${SWIFT:-swift}" test "$@" 2>&1 | tee "$log"
+# Unquoted: SWIFT may be a command with arguments ("xcrun swift").
+${SWIFT:-swift} test "$@" 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
 (( status == 0 )) && exit 0
 
 echo
 echo "==== swift test $* failed (exit $status) ===="
 echo "-- messages:"
-grep -aE 'Fatal error|Program crashed|^\*\*\* |[Ff]atal|terminated|corrupt|double free|Assertion|✘ Test .* (failed|recorded)|error: ' "$log" \
-  | grep -av '^\s*$' | head -n 40
+grep -aE 'Fatal error|Program crashed|^\*\*\* |[Ff]atal|terminated|corrupt|double free|Assertion|Sanitizer|✘ Test .* (failed|recorded)|error: ' "$log" \
+  | grep -av '^\s*$' | tail -n 40
 echo "-- the crashed thread, if one did:"
 awk '/^Thread [0-9]+.* crashed:$/ { show = 1; lines = 0 }
      show { print; if (++lines >= 30 || ($0 == "" && lines > 2)) show = 0 }' "$log"

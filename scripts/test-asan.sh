@@ -35,7 +35,7 @@ echo "test-asan: building the tests with -sanitize=address in $build"
 swift build --build-tests --sanitize=address --build-path "$build" "${linker[@]}"
 echo "test-asan: built in $(( SECONDS - started )) s; running swift test"
 status=0
-scripts/swift-test.sh --skip-build --sanitize=address --build-path "$build" "${linker[@]}" "$@" || status=$?
+SWIFT=swift scripts/swift-test.sh --skip-build --sanitize=address --build-path "$build" "${linker[@]}" "$@" || status=$?
 
 shopt -s nullglob
 found=("$reports"/asan.*)
