@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The Redis store's figures (BENCHMARKS.md "Redis store", issue 12):
-#   1. the ceiling: redis-benchmark calling topchrome_apply itself, the
+#   1. the ceiling: redis-benchmark calling the library's apply itself, the
 #      arguments a scroll report becomes, at 32 connections, pipelined and not;
 #   2. POST scroll through one replica (wrk, 32 connections) on one Redis and
 #      on a 3-primary cluster: req/s, p99, CPU per request of the replica and
@@ -137,6 +137,9 @@ echo "# load: $(uptime)"
 start_redis single
 single_port=$redis_port single_pid=$redis_pid
 redis-cli -p "$single_port" -x FUNCTION LOAD REPLACE <"$library" >/dev/null
+# Its functions are named after it, version included: topchrome_2_apply...
+library_name=$(head -1 "$library" | sed 's/^#!lua name=//')
+export library_name
 
 # What the replica sends for one scroll report, seen by MONITOR: the ceiling calls the same.
 start_replica a "redis://127.0.0.1:$single_port"
@@ -161,9 +164,11 @@ import sys
 def resp(*words):
     out = [f"*{len(words)}\r\n"] + [f"${len(w.encode())}\r\n{w}\r\n" for w in words]
     return "".join(out)
-sys.stdout.write("".join(resp("FCALL", "topchrome_create", "1", "topchrome:{%012d}" % i, "3600000", "0") for i in range(1000)))
+import os
+create = os.environ["library_name"] + "_create"
+sys.stdout.write("".join(resp("FCALL", create, "1", "topchrome:{%012d}" % i, "3600000", "0") for i in range(1000)))
 PY
-ceiling_args=(FCALL topchrome_apply 1 'topchrome:{__rand_int__}' 3600000 1.0 0 r __rand_int__ -499.0 v)
+ceiling_args=(FCALL "${library_name}_apply" 1 'topchrome:{__rand_int__}' 3600000 1.0 0 r __rand_int__ -499.0 v)
 for shape in "32 16" "32 1" "1 32"; do
   read -r connections pipeline <<<"$shape"
   for run in $(seq "$RUNS"); do
@@ -226,8 +231,8 @@ def resp(*words):
 out = []
 for _ in range(int(sys.argv[1])):
     key = "topchrome:{%s}" % os.urandom(16).hex()
-    out.append(resp("FCALL", "topchrome_create", "1", key, "3600000", "0"))
-    out.append(resp("FCALL", "topchrome_apply", "1", key, "3600000", "1.0", "0", "q", "379.5", "0", "v", "123456"))
+    out.append(resp("FCALL", os.environ["library_name"] + "_create", "1", key, "3600000", "0"))
+    out.append(resp("FCALL", os.environ["library_name"] + "_apply", "1", key, "3600000", "1.0", "0", "q", "379.5", "0", "v", "123456"))
 sys.stdout.write("".join(out))
 PY
 used_after=$(redis-cli -p "$single_port" INFO memory | awk -F: '/^used_memory:/ {print $2+0}')

@@ -44,8 +44,8 @@ public struct AppliedInputs: Sendable, Hashable {
     }
 }
 
-/// The chrome's rules inside Redis: typed calls of the `topchrome` function
-/// library (topchrome.lua), each one `FCALL`, one round trip, atomic.
+/// The chrome's rules inside Redis: typed calls of the `topchrome_<version>`
+/// function library (topchrome.lua), each one `FCALL`, one round trip, atomic.
 ///
 /// A session is the hash `<keyPrefix>{<id>}`; the id is the hash tag, so in
 /// a cluster the session and its change channel live on one shard. Every
@@ -54,6 +54,12 @@ public struct AppliedInputs: Sendable, Hashable {
 public struct ChromeFunctions: Sendable {
     /// The library's text, as loaded on every primary.
     public static let library: String = functionLibrary
+
+    /// The library's name, with its version: the version changes with any
+    /// function's arguments or reply, so replicas of two builds can share a
+    /// Redis during a rolling upgrade, each calling its own library (loading
+    /// one never replaces the other). Its functions are `<name>_create` and so on.
+    public static let libraryName = "topchrome_2"
 
     /// Loads (or replaces) the library: a setup command for every connection
     /// (`RedisConfiguration.setupCommands`), so a restarted or promoted
@@ -160,8 +166,8 @@ public struct ChromeFunctions: Sendable {
     // MARK: Arguments
 
     private static let fcall = Array("FCALL".utf8), oneKey = Array("1".utf8)
-    private static let createFunction = Array("topchrome_create".utf8), getFunction = Array("topchrome_get".utf8)
-    private static let applyFunction = Array("topchrome_apply".utf8), deleteFunction = Array("topchrome_delete".utf8)
+    private static let createFunction = Array("\(libraryName)_create".utf8), getFunction = Array("\(libraryName)_get".utf8)
+    private static let applyFunction = Array("\(libraryName)_apply".utf8), deleteFunction = Array("\(libraryName)_delete".utf8)
 
     private static func ttlArgument(_ idleTimeout: Duration?) -> [UInt8] {
         guard let idleTimeout else { return Array("none".utf8) }
@@ -317,7 +323,7 @@ public struct ChromeFunctions: Sendable {
         }
     }
 
-    /// Whether `topchrome_apply` changed the session, as its seventh element
+    /// Whether the library's `apply` changed the session, as its seventh element
     /// says: inputs that left it as it was (an inset it had, a report that
     /// moved nothing, stale reports) changed only its expiry. A library
     /// without that element (loaded by an older replica) is taken to have changed it.
@@ -333,7 +339,7 @@ public struct ChromeFunctions: Sendable {
 
     // The decoders are package-wide so the fuzz target can give them any reply.
 
-    /// What `topchrome_apply` answered.
+    /// What the library's `apply` answered.
     package static func applied(_ id: SessionID, from reply: RESPValue) throws -> AppliedInputs {
         guard let outcome = try outcome(id, from: reply) else { return AppliedInputs(outcome: .notFound, reports: []) }
         guard case .done = outcome else { return AppliedInputs(outcome: outcome, reports: []) }

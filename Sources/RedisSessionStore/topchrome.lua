@@ -1,4 +1,4 @@
-#!lua name=topchrome
+#!lua name=topchrome_2
 -- The rules of the top chrome (TopChromeCore's ChromeRules and
 -- InMemorySessionStore.apply), run inside Redis so that a change is one atomic
 -- round trip. Held equal to the Swift rules by the shared vectors in
@@ -163,7 +163,7 @@ local function set(state, inset, revealed)
   return true
 end
 
--- FCALL topchrome_create 1 key ttl inset: a new session, revealed at version 1;
+-- FCALL topchrome_2_create 1 key ttl inset: a new session, revealed at version 1;
 -- nil if the key exists (the caller draws another id).
 local function create(keys, argv)
   local ttl = lifetime(argv[1])
@@ -175,7 +175,7 @@ local function create(keys, argv)
   return reply('done', state)
 end
 
--- FCALL topchrome_get 1 key ttl: the session, as a use of it (its TTL slides); nil if none.
+-- FCALL topchrome_2_get 1 key ttl: the session, as a use of it (its TTL slides); nil if none.
 local function get(keys, argv)
   local ttl = lifetime(argv[1])
   local state = load(keys[1])
@@ -184,7 +184,7 @@ local function get(keys, argv)
   return reply('done', state)
 end
 
--- FCALL topchrome_apply 1 key ttl threshold n condition... input...: the
+-- FCALL topchrome_2_apply 1 key ttl threshold n condition... input...: the
 -- inputs in order as one unit if the condition holds. nil if no session;
 -- 'failed' and the state, untouched, if the condition does not hold; else
 -- 'done', the state, one letter per scroll report: a(pplied),
@@ -237,7 +237,7 @@ local function apply(keys, argv)
   return reply('done', state, table.concat(outcomes), changed)
 end
 
--- FCALL topchrome_delete 1 key n condition...: removes the session if the
+-- FCALL topchrome_2_delete 1 key n condition...: removes the session if the
 -- condition holds. nil if none; 'failed' or 'done' and the state it had.
 local function delete(keys, argv)
   local clauses = condition(argv, 1)
@@ -249,7 +249,13 @@ local function delete(keys, argv)
   return reply('done', state)
 end
 
-redis.register_function('topchrome_create', create)
-redis.register_function('topchrome_get', get)
-redis.register_function('topchrome_apply', apply)
-redis.register_function('topchrome_delete', delete)
+-- The library's name carries its version (ChromeFunctions.libraryName, the
+-- first line too), and so do its functions' names: bump it whenever a
+-- function's arguments or reply change. Replicas of two builds then share a
+-- Redis during a rolling upgrade, each loading and calling its own library;
+-- under one name, each replica's load would replace the other's.
+local LIBRARY = 'topchrome_2'
+redis.register_function(LIBRARY .. '_create', create)
+redis.register_function(LIBRARY .. '_get', get)
+redis.register_function(LIBRARY .. '_apply', apply)
+redis.register_function(LIBRARY .. '_delete', delete)

@@ -3,7 +3,7 @@ import Redis
 import RedisSessionStore
 import TopChromeCore
 
-/// `functions`: what the server reads from the `topchrome` function library
+/// `functions`: what the server reads from the `topchrome_<version>` function library
 /// (Sources/RedisSessionStore/topchrome.lua): the messages of a session's
 /// change channel (`ChromeFunctions.event`) and the replies of `FCALL`
 /// (`ChromeFunctions.session`, `.outcome`, `.applied`).
@@ -146,7 +146,7 @@ enum FunctionsTarget {
     /// The shapes topchrome.lua returns, read from its comments: null for no
     /// session; else `[status, inset, revealed, version, seq or null]`, texts
     /// (bulk or status strings), the inset a finite number, revealed `1` or
-    /// `0`, version and seq unsigned decimals; `topchrome_apply`'s `done`
+    /// `0`, version and seq unsigned decimals; the library's `apply`'s `done`
     /// adds a sixth element, one letter a, h or s per scroll report, and a
     /// seventh, whether the session changed (which no decoder reads).
     enum Reference {

@@ -76,7 +76,7 @@ struct ChromeFunctionsTests {
             (["1000", "inf", "0"], "threshold must be a finite number"),
             (["0", "1", "0"], "ttl must be at least 1 ms"),
         ] {
-            let reply = try await backend.client.send(["FCALL", "topchrome_apply", "1", key] + arguments)
+            let reply = try await backend.client.send(["FCALL", ChromeFunctions.libraryName + "_apply", "1", key] + arguments)
             guard case let .error(message) = reply else {
                 Issue.record("\(arguments) answered \(reply)")
                 continue
@@ -117,6 +117,40 @@ struct ChromeFunctionsTests {
             return
         }
         #expect(libraries.count == 1, "the library is loaded")
+    }
+
+    /// During a rolling upgrade, replicas of the last build and of this one
+    /// share a Redis, and each loads its library on every connection. This
+    /// build's load must leave the other library and its functions as they
+    /// are, and the other's load must leave this one's: under one name, each
+    /// load replaced the other, and the last build's replicas got replies of
+    /// a shape they refuse.
+    @Test func theLastBuildsLibraryAndThisOneLiveSideBySide() async throws {
+        let server = try RedisServer()
+        let client = RedisClient(seeds: [server.node])
+        defer { client.close() }
+        // The last build's library as it stands in for it: its name and
+        // function names without a version, its reply of the old shape.
+        let lastBuild = """
+            #!lua name=topchrome
+            redis.register_function('topchrome_get', function(keys, args) return 'the last build' end)
+            """
+        _ = try await client.send(["FUNCTION", "LOAD", "REPLACE", lastBuild])
+        let functions = ChromeFunctions(client: client)
+        let load = ChromeFunctions.loadCommand.map { String(decoding: $0, as: UTF8.self) }
+        #expect(try await client.send(load) == .bulk(Array(ChromeFunctions.libraryName.utf8)))
+        #expect(try await functions.session(SessionID.random()) == nil)
+        #expect(try await client.send(["FCALL", "topchrome_get", "1", "k"]) == .bulk(Array("the last build".utf8)))
+
+        _ = try await client.send(["FUNCTION", "LOAD", "REPLACE", lastBuild])
+        #expect(try await functions.session(SessionID.random()) == nil, "the last build's load left this one's in place")
+    }
+
+    /// The name that calls use is the name the library registers.
+    @Test func theLibraryIsNamedAsItsCallsSay() {
+        let name = ChromeFunctions.libraryName
+        #expect(ChromeFunctions.library.hasPrefix("#!lua name=\(name)\n"))
+        #expect(ChromeFunctions.library.contains("local LIBRARY = '\(name)'\n"))
     }
 
     private func pttl(_ key: String) async throws -> Int64? {
