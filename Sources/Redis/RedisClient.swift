@@ -16,10 +16,20 @@ public final class RedisClient: @unchecked Sendable {
 
     private let seeds: [RedisNode]
     let configuration: RedisConfiguration
+    /// For the connections of commands with a follow-up: they tell nobody of
+    /// outages and reconnections, which the shared connection to the same
+    /// node already reports.
+    private let followUpConfiguration: RedisConfiguration
     private let lock = PthreadLock()
 
     // Guarded by `lock`.
     private var connections: [RedisNode: RedisConnection] = [:]
+    /// A second connection per node, for commands with a follow-up (a change
+    /// and its `WAIT`): `WAIT` holds the connection it runs on until enough
+    /// replicas answer or it times out, which on the shared connection would
+    /// hold up every read of the node, for the whole timeout while a replica
+    /// is down.
+    private var followUpConnections: [RedisNode: RedisConnection] = [:]
     private var currentTopology = Topology.unknown
     /// The seed that answered discovery.
     private var home: RedisNode
@@ -39,6 +49,10 @@ public final class RedisClient: @unchecked Sendable {
         let slot: Int?
         let deadline: ContinuousClock.Instant
         let reply: Reply
+
+        var hasFollowUp: Bool {
+            if case .followedUp = reply { true } else { false }
+        }
 
         /// Hands the caller its result, with no follow-up.
         func finish(_ result: Result<RESPValue, RedisError>) {
@@ -72,6 +86,12 @@ public final class RedisClient: @unchecked Sendable {
         precondition(!seeds.isEmpty, "a Redis client needs at least one seed node")
         self.seeds = seeds
         self.configuration = configuration
+        var quiet = configuration
+        quiet.connected = { _ in }
+        quiet.connectionEvents = { _ in }
+        quiet.metrics.reconnected = { _ in }
+        quiet.metrics.disconnected = { _ in }
+        followUpConfiguration = quiet
         home = seeds[0]
         discover()
     }
@@ -147,7 +167,9 @@ public final class RedisClient: @unchecked Sendable {
     /// thread while it hands out the first reply, before that thread can
     /// drop or replace the socket; routing it by key instead could send it
     /// to another node when the slot map changes in between, or to a fresh
-    /// socket that never wrote, whose `WAIT` confirms at once.
+    /// socket that never wrote, whose `WAIT` confirms at once. Such commands
+    /// have a connection of their own to each node, so a `WAIT` never holds
+    /// up the commands without a follow-up.
     public func send(_ arguments: [[UInt8]], key: [UInt8]? = nil, deadline: ContinuousClock.Instant? = nil,
                      followedBy followUp: @escaping @Sendable (RESPValue) -> FollowUp?,
                      completion: @escaping FollowUpCompletion) {
@@ -181,8 +203,11 @@ public final class RedisClient: @unchecked Sendable {
     public func close() {
         let open = lock.withLock {
             closed = true
-            defer { connections = [:] }
-            return Array(connections.values)
+            defer {
+                connections = [:]
+                followUpConnections = [:]
+            }
+            return Array(connections.values) + Array(followUpConnections.values)
         }
         for connection in open { connection.close() }
     }
@@ -211,7 +236,7 @@ public final class RedisClient: @unchecked Sendable {
             guard !closed else { return (nil, false) }
             let mustDiscover = currentTopology == .unknown && !discovering
             let node = target ?? command.slot.flatMap { slots?[$0] } ?? home
-            return (connectionLocked(to: node), mustDiscover)
+            return (command.hasFollowUp ? followUpConnectionLocked(to: node) : connectionLocked(to: node), mustDiscover)
         }
         if mustDiscover { discover() }
         guard let connection else {
@@ -268,6 +293,13 @@ public final class RedisClient: @unchecked Sendable {
         if let connection = connections[node] { return connection }
         let connection = RedisConnection(to: node, configuration: configuration)
         connections[node] = connection
+        return connection
+    }
+
+    private func followUpConnectionLocked(to node: RedisNode) -> RedisConnection {
+        if let connection = followUpConnections[node] { return connection }
+        let connection = RedisConnection(to: node, configuration: followUpConfiguration)
+        followUpConnections[node] = connection
         return connection
     }
 
@@ -398,8 +430,10 @@ public final class RedisClient: @unchecked Sendable {
             for node in map.nodes { _ = connectionLocked(to: node) }
             let keep = map.nodes.union(seeds)
             let gone = connections.filter { !keep.contains($0.key) }
+            let goneFollowUps = followUpConnections.filter { !keep.contains($0.key) }
             for node in gone.keys { connections[node] = nil }
-            return Array(gone.values)
+            for node in goneFollowUps.keys { followUpConnections[node] = nil }
+            return Array(gone.values) + Array(goneFollowUps.values)
         }
         for connection in gone { connection.close() }
         refreshEnded()

@@ -264,6 +264,43 @@ struct RedisConnectionTests {
         #expect(client.isConnected)
     }
 
+    /// `WAIT` holds the connection it runs on until enough replicas answer or
+    /// it times out: here, a Redis without replicas, for its whole timeout.
+    /// A read sent meanwhile is answered at once all the same.
+    @Test func aWaitingFollowUpHoldsNoOtherCommandUp() async throws {
+        let server = try RedisServer()
+        let client = RedisClient(seeds: [server.node])
+        defer { client.close() }
+        #expect(try await client.send(["SET", "w", "1"]) == .simple("OK"))
+
+        let waited = Confirmation()
+        client.send([Array("SET".utf8), Array("w".utf8), Array("2".utf8)], followedBy: { _ in
+            RedisClient.FollowUp([Array("WAIT".utf8), Array("1".utf8), Array("1500".utf8)], deadline: .now + .seconds(5))
+        }) { first, second in
+            waited.set(first: first, second: second)
+        }
+        try await Task.sleep(for: .milliseconds(100))  // the WAIT is in Redis
+        let started = ContinuousClock.now
+        #expect(try await client.send(["GET", "w"]) == .bulk(Array("2".utf8)))
+        let read = ContinuousClock.now - started
+        #expect(read < .milliseconds(700), "the read took \(read), behind the WAIT")
+        #expect(waited.value == nil, "the WAIT was still waiting")
+
+        #expect(await eventually(within: 5) { waited.value != nil })
+        #expect(waited.value?.first == .success(.simple("OK")))
+        #expect(waited.value?.second == .success(.integer(0)), "no replica: WAIT answers 0 at its timeout")
+    }
+
+    /// What a follow-up command's completion was handed.
+    final class Confirmation: @unchecked Sendable {
+        private let lock = NSLock()
+        private var results: (first: Result<RESPValue, RedisError>, second: Result<RESPValue, RedisError>?)?
+        var value: (first: Result<RESPValue, RedisError>, second: Result<RESPValue, RedisError>?)? { lock.withLock { results } }
+        func set(first: Result<RESPValue, RedisError>, second: Result<RESPValue, RedisError>?) {
+            lock.withLock { results = (first, second) }
+        }
+    }
+
     /// A `CLUSTER SLOTS` reply can arrive while the client closes; the map's
     /// nodes must not be connected then, or nothing would ever close them.
     @Test func aSlotMapArrivingAfterCloseConnectsNothing() async throws {
