@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Runs `swift test` with the given arguments, its output as usual. When it
 # fails, it ends with what a log's last lines must show: the crash or failure
-# messages, the crashed thread's frames, and the tests that had started but
-# not finished. A crash takes the whole test process down, and its backtrace
-# (every thread, every image) pushes the message itself far up the log.
+# messages and, after a crash, the crashed thread's frames and the tests that
+# had started but not finished. A crash takes the whole test process down,
+# and its backtrace (every thread, every image) pushes the message itself
+# far up the log.
 #
 #   scripts/swift-test.sh [swift test arguments, e.g. --skip-build --filter X]
 #
@@ -21,18 +22,24 @@ status=${PIPESTATUS[0]}
 echo
 echo "==== swift test $* failed (exit $status) ===="
 echo "-- messages:"
-grep -aE 'Fatal error|Program crashed|^\*\*\* |[Ff]atal|terminated|corrupt|double free|Assertion|Sanitizer|✘ Test .* (failed|recorded)|error: ' "$log" \
-  | grep -av '^\s*$' | tail -n 40
-echo "-- the crashed thread, if one did:"
-awk '/^Thread [0-9]+.* crashed:$/ { show = 1; lines = 0 }
-     show { print; if (++lines >= 30 || ($0 == "" && lines > 2)) show = 0 }' "$log"
-echo "-- tests started and not finished:"
-# swift-testing: "◇ Test NAME started." / "✔ Test NAME passed…" / "✘ Test NAME failed…";
-# XCTest: "Test Case 'NAME' started" / "… passed (" / "… failed (".
-awk '
-  /^◇ Test .* started\.$/ && !/^◇ Test run started/ { name = substr($0, index($0, "Test ") + 5); sub(/ started\.$/, "", name); open[name] = 1 }
-  /^(✔|✘) Test /                { name = substr($0, index($0, "Test ") + 5); sub(/ (passed|failed) .*$/, "", name); delete open[name] }
-  /^Test Case .* started/      { name = $0; sub(/^Test Case /, "", name); sub(/ started.*$/, "", name); open[name] = 1 }
-  /^Test Case .* (passed|failed) \(/ { name = $0; sub(/^Test Case /, "", name); sub(/ (passed|failed) \(.*$/, "", name); delete open[name] }
-  END { for (name in open) print "  " name }' "$log" | sort | head -n 60
+# Swift's traps, glibc's own aborts (heap checks, fortify, stack protector),
+# the sanitizers, and the failed expectations.
+grep -aE 'Fatal error|Program crashed|exited with unexpected signal|^\*\*\* |^(free|malloc|realloc)\(\)|^double free|^munmap_chunk|^corrupted size|SUMMARY: .*Sanitizer|WARNING: ThreadSanitizer|✘ Test .* (failed|recorded)' "$log" \
+  | tail -n 40
+if grep -aqE 'Program crashed|exited with unexpected signal' "$log"; then
+  echo "-- the crashed thread:"
+  awk '/^Thread [0-9]+.* crashed:$/ { show = 1; lines = 0 }
+       show { print; if (++lines >= 30 || ($0 == "" && lines > 2)) show = 0 }' "$log"
+  echo "-- tests started and not finished:"
+  # swift-testing: "◇ Test NAME started." / "✔ Test NAME [with N test cases] passed…" /
+  # "✘ Test NAME … failed…"; XCTest: "Test Case 'NAME' started" / "… passed (" / "… failed (".
+  awk '
+    /^◇ Test .* started\.$/ && !/^◇ Test (run|case) / {
+      name = substr($0, index($0, "Test ") + 5); sub(/ started\.$/, "", name); open[name] = 1 }
+    /^(✔|✘) Test / && !/^(✔|✘) Test run / {
+      name = substr($0, index($0, "Test ") + 5); sub(/ (with [0-9]+ test cases? )?(passed|failed) .*$/, "", name); delete open[name] }
+    /^Test Case .* started/      { name = $0; sub(/^Test Case /, "", name); sub(/ started.*$/, "", name); open[name] = 1 }
+    /^Test Case .* (passed|failed) \(/ { name = $0; sub(/^Test Case /, "", name); sub(/ (passed|failed) \(.*$/, "", name); delete open[name] }
+    END { for (name in open) print "  " name }' "$log" | sort | head -n 60
+fi
 exit "$status"
