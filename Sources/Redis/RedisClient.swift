@@ -236,7 +236,7 @@ public final class RedisClient: @unchecked Sendable {
             guard !closed else { return (nil, false) }
             let mustDiscover = currentTopology == .unknown && !discovering
             let node = target ?? command.slot.flatMap { slots?[$0] } ?? home
-            return (command.hasFollowUp ? followUpConnectionLocked(to: node) : connectionLocked(to: node), mustDiscover)
+            return (connectionLocked(to: node, forFollowUps: command.hasFollowUp), mustDiscover)
         }
         if mustDiscover { discover() }
         guard let connection else {
@@ -289,17 +289,10 @@ public final class RedisClient: @unchecked Sendable {
         command.finish(.failure(error))
     }
 
-    private func connectionLocked(to node: RedisNode) -> RedisConnection {
-        if let connection = connections[node] { return connection }
-        let connection = RedisConnection(to: node, configuration: configuration)
-        connections[node] = connection
-        return connection
-    }
-
-    private func followUpConnectionLocked(to node: RedisNode) -> RedisConnection {
-        if let connection = followUpConnections[node] { return connection }
-        let connection = RedisConnection(to: node, configuration: followUpConfiguration)
-        followUpConnections[node] = connection
+    private func connectionLocked(to node: RedisNode, forFollowUps: Bool = false) -> RedisConnection {
+        if let connection = forFollowUps ? followUpConnections[node] : connections[node] { return connection }
+        let connection = RedisConnection(to: node, configuration: forFollowUps ? followUpConfiguration : configuration)
+        if forFollowUps { followUpConnections[node] = connection } else { connections[node] = connection }
         return connection
     }
 
