@@ -163,7 +163,7 @@ local function set(state, inset, revealed)
   return true
 end
 
--- FCALL topchrome_2_create 1 key ttl inset: a new session, revealed at version 1;
+-- FCALL <library>_create 1 key ttl inset: a new session, revealed at version 1;
 -- nil if the key exists (the caller draws another id).
 local function create(keys, argv)
   local ttl = lifetime(argv[1])
@@ -175,7 +175,7 @@ local function create(keys, argv)
   return reply('done', state)
 end
 
--- FCALL topchrome_2_get 1 key ttl: the session, as a use of it (its TTL slides); nil if none.
+-- FCALL <library>_get 1 key ttl: the session, as a use of it (its TTL slides); nil if none.
 local function get(keys, argv)
   local ttl = lifetime(argv[1])
   local state = load(keys[1])
@@ -184,7 +184,7 @@ local function get(keys, argv)
   return reply('done', state)
 end
 
--- FCALL topchrome_2_apply 1 key ttl threshold n condition... input...: the
+-- FCALL <library>_apply 1 key ttl threshold n condition... input...: the
 -- inputs in order as one unit if the condition holds. nil if no session;
 -- 'failed' and the state, untouched, if the condition does not hold; else
 -- 'done', the state, one letter per scroll report: a(pplied),
@@ -237,7 +237,7 @@ local function apply(keys, argv)
   return reply('done', state, table.concat(outcomes), changed)
 end
 
--- FCALL topchrome_2_delete 1 key n condition...: removes the session if the
+-- FCALL <library>_delete 1 key n condition...: removes the session if the
 -- condition holds. nil if none; 'failed' or 'done' and the state it had.
 local function delete(keys, argv)
   local clauses = condition(argv, 1)
