@@ -215,6 +215,21 @@ public struct SnapshotFile: Sendable {
         }
     }
 
+    /// Checks that snapshots can be written here, by writing a temp file
+    /// beside the state file and removing it. At start: a folder that does
+    /// not exist (a typo) or is read-only would otherwise be found only by
+    /// the first snapshot, and every session would be lost at the stop.
+    public func checkWritable() throws(Failure) {
+        var template = Array((path + Self.temporaryMarker + "XXXXXX").utf8CString)
+        let fd = mkstemp(&template)
+        guard fd >= 0 else {
+            let reason = String(cString: strerror(errno))
+            throw .unwritable(path: path, reason: "its folder '\(directory)' cannot take a file (\(reason))")
+        }
+        close(fd)
+        unlink(template)
+    }
+
     /// Removes temp files that writers of this state file left behind (a
     /// `kill -9` or power loss during a write); returns how many. Only for
     /// when no write can be under way, i.e. at start.

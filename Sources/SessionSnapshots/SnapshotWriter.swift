@@ -27,6 +27,8 @@ public final class SnapshotWriter: @unchecked Sendable {
     private var written: UInt64 = 0
     /// Set by the last snapshot (under `writing`): nothing is written after it.
     private var isFinished = false
+    /// How the writes went (under `writing`).
+    private var record = SnapshotRecord()
     /// Test hooks, to hold a snapshot at a chosen point while another runs.
     let pauses: Pauses
 
@@ -75,9 +77,62 @@ public final class SnapshotWriter: @unchecked Sendable {
             guard !isFinished else { return false }
             if isLast { isFinished = true }
             guard generation > written else { return false }
-            try file.write(sessions)
+            do throws(SnapshotFile.Failure) {
+                try file.write(sessions)
+            } catch {
+                record.failed(error)
+                throw error
+            }
+            record.saved(at: Self.wallClock())
             written = generation
             return true
         }
+    }
+
+    /// How snapshots have gone so far, for `/metrics` and `/readyz`.
+    public var health: SnapshotRecord {
+        writing.withLock { record }
+    }
+
+    /// Marks the file as holding every session now: at start, right after
+    /// it was read into an empty store.
+    public func markCurrent() {
+        writing.withLock { record.lastSaved = Self.wallClock() }
+    }
+
+    /// Seconds since the Unix epoch: operators compare it with their own clocks.
+    private static func wallClock() -> Double {
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
+    }
+}
+
+/// The writes of a state file so far. A failing write leaves the last good
+/// snapshot in place, so sessions are lost only if the service stops while
+/// writes fail; an operator must hear of it before then.
+public struct SnapshotRecord: Sendable, Equatable {
+    /// When the file last held every session (Unix seconds); nil if never.
+    public var lastSaved: Double?
+    public var saves = 0
+    public var failures = 0
+    /// Failures since the last good write: 0 when all is well.
+    public var failuresInARow = 0
+    /// Why the last write failed, while failures go on.
+    public var lastFailure: SnapshotFile.Failure?
+
+    public init() {}
+
+    mutating func saved(at time: Double) {
+        lastSaved = time
+        saves += 1
+        failuresInARow = 0
+        lastFailure = nil
+    }
+
+    mutating func failed(_ failure: SnapshotFile.Failure) {
+        failures += 1
+        failuresInARow += 1
+        lastFailure = failure
     }
 }

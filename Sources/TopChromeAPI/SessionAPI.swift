@@ -30,6 +30,8 @@ public final class SessionAPI: HTTPResponder {
     private let watchers: WatcherHub
     /// Families of `/metrics` that the store's wiring adds (e.g. Redis round trips).
     private let storeMetrics: (any MetricsFamilies)?
+    /// What `/readyz` names as degraded when it goes wrong (e.g. the state file).
+    private let readinessDetails: [any ReadinessDetail]
     private let maxBodyBytes: Int
     private let authToken: BearerToken?
     private let metrics: ServiceMetrics
@@ -38,9 +40,10 @@ public final class SessionAPI: HTTPResponder {
 
     public convenience init(store: any SessionStore & SessionChangeFeed, maxBodyBytes: Int, authToken: String? = nil,
                             maxWaitSeconds: Int = 60, metrics: ServiceMetrics = ServiceMetrics(),
-                            statistics: ChromeStatistics = ChromeStatistics()) {
+                            statistics: ChromeStatistics = ChromeStatistics(), storeMetrics: (any MetricsFamilies)? = nil,
+                            readinessDetails: [any ReadinessDetail] = []) {
         self.init(backend: .local(store), maxBodyBytes: maxBodyBytes, authToken: authToken, maxWaitSeconds: maxWaitSeconds,
-                  metrics: metrics, statistics: statistics, storeMetrics: nil)
+                  metrics: metrics, statistics: statistics, storeMetrics: storeMetrics, readinessDetails: readinessDetails)
     }
 
     /// The API over a store in another process, shared by every replica.
@@ -48,11 +51,12 @@ public final class SessionAPI: HTTPResponder {
                             authToken: String? = nil, maxWaitSeconds: Int = 60, metrics: ServiceMetrics = ServiceMetrics(),
                             statistics: ChromeStatistics = ChromeStatistics(), storeMetrics: (any MetricsFamilies)? = nil) {
         self.init(backend: .remote(remoteStore), maxBodyBytes: maxBodyBytes, authToken: authToken,
-                  maxWaitSeconds: maxWaitSeconds, metrics: metrics, statistics: statistics, storeMetrics: storeMetrics)
+                  maxWaitSeconds: maxWaitSeconds, metrics: metrics, statistics: statistics, storeMetrics: storeMetrics,
+                  readinessDetails: [])
     }
 
     private init(backend: Backend, maxBodyBytes: Int, authToken: String?, maxWaitSeconds: Int, metrics: ServiceMetrics,
-                 statistics: ChromeStatistics, storeMetrics: (any MetricsFamilies)?) {
+                 statistics: ChromeStatistics, storeMetrics: (any MetricsFamilies)?, readinessDetails: [any ReadinessDetail]) {
         self.maxWaitSeconds = maxWaitSeconds
         self.backend = backend
         self.watchers = switch backend {
@@ -60,6 +64,7 @@ public final class SessionAPI: HTTPResponder {
         case let .remote(store): WatcherHub(feed: .remote(store))
         }
         self.storeMetrics = storeMetrics
+        self.readinessDetails = readinessDetails
         self.maxBodyBytes = maxBodyBytes
         self.authToken = authToken.map(BearerToken.init)
         self.metrics = metrics
@@ -132,7 +137,7 @@ public final class SessionAPI: HTTPResponder {
                 throw Problem(status: 503, detail: "The session store cannot be reached: \(reason)",
                               headers: [("Retry-After", "1")])
             }
-            return Self.json(200, ["status": "ready"])
+            return readinessAnswer()
         case .openAPI:
             return HTTPResponse(status: 200, headers: HTTPHeaders([("Content-Type", "application/yaml")]),
                                 body: Array(openAPIDocument.utf8))
@@ -218,6 +223,24 @@ public final class SessionAPI: HTTPResponder {
             try body(of: request, RequestBodies.disappear)
             return try apply(.disappear, to: id, request, &buffers)
         }
+    }
+
+    /// `{"status":"ready"}`, and under `degraded` what is going wrong
+    /// without making answers wrong (see ``ReadinessDetail``).
+    private func readinessAnswer() -> HTTPResponse {
+        let problems = readinessDetails.compactMap { detail in detail.problem().map { (detail.name, $0) } }
+        var json = JSONWriter()
+        json.object { object in
+            object.member("status") { $0.string("ready") }
+            if !problems.isEmpty {
+                object.member("degraded") { value in
+                    value.object { degraded in
+                        for (name, problem) in problems { degraded.member(name) { $0.string(problem) } }
+                    }
+                }
+            }
+        }
+        return HTTPResponse(status: 200, headers: HTTPHeaders([("Content-Type", "application/json")]), body: json.bytes)
     }
 
     /// `/v1` and everything under `/v1/`: what the bearer token guards.

@@ -61,10 +61,13 @@ public final class TopChromeService: Sendable {
                                              subscriptions: subscriptions)
             memoryStore = store
             redisStore = nil
+            let snapshots = configuration.stateFile.map { SnapshotWriter(file: SnapshotFile(path: $0), collect: store.snapshot) }
+            let stateFile = snapshots.map(StateFileMetrics.init)
             api = SessionAPI(store: store, maxBodyBytes: configuration.maxBodyBytes,
                              authToken: configuration.authToken, maxWaitSeconds: configuration.maxWaitSeconds,
-                             metrics: metrics, statistics: store.statistics)
-            snapshots = configuration.stateFile.map { SnapshotWriter(file: SnapshotFile(path: $0), collect: store.snapshot) }
+                             metrics: metrics, statistics: store.statistics, storeMetrics: stateFile,
+                             readinessDetails: stateFile.map { [$0] } ?? [])
+            self.snapshots = snapshots
         case let .redis(seeds):
             let redisMetrics = RedisStoreMetrics()
             let store = RedisStoreSetup(configuration: configuration, seeds: seeds, metrics: redisMetrics.hooks,
@@ -105,6 +108,12 @@ public final class TopChromeService: Sendable {
                 throw .stateFile(.corrupt(path: snapshots.file.path, line: 0, reason: "it holds more sessions than --max-sessions"))
             }
             snapshots.file.removeLeftovers()
+            do {
+                try snapshots.file.checkWritable()
+            } catch {
+                throw .stateFile(error)
+            }
+            snapshots.markCurrent()
             chores.every(.seconds(configuration.snapshotInterval)) { [self] in saveSnapshot() }
         }
         do {
@@ -130,12 +139,20 @@ public final class TopChromeService: Sendable {
         }
     }
 
+    /// How a stop went.
+    public struct StopOutcome: Sendable {
+        /// Whether in-flight requests all finished within the timeout.
+        public var requestsFinished: Bool
+        /// Why the last snapshot could not be written: the sessions changed
+        /// since the last good one are lost, and the exit status must say so.
+        public var lostSessions: SnapshotFile.Failure?
+    }
+
     /// Graceful stop: `/readyz` turns 503, event streams end, long-polls get
     /// 503, requests already received are answered and later ones refused
-    /// with 503, then every connection closes.
-    /// Returns whether in-flight requests all finished within the timeout.
+    /// with 503, then every connection closes and the state file is written.
     @discardableResult
-    public func stop() -> Bool {
+    public func stop() -> StopOutcome {
         api.isReady = false
         chores.cancelAll()
         api.closeWatchers()
@@ -143,10 +160,10 @@ public final class TopChromeService: Sendable {
         // After the server stopped: every change a client was told of is in
         // it. A periodic snapshot still running is waited for, and none
         // can land after this one.
-        save(isLast: true)
+        let failure = save(isLast: true)
         redisStore?.close()
         logger.flush()
-        return finished
+        return StopOutcome(requestsFinished: finished, lostSessions: failure)
     }
 
     /// Writes the state file now. A failure is reported and the service goes
@@ -155,12 +172,16 @@ public final class TopChromeService: Sendable {
         save(isLast: false)
     }
 
-    private func save(isLast: Bool) {
-        guard let snapshots else { return }
+    @discardableResult
+    private func save(isLast: Bool) -> SnapshotFile.Failure? {
+        guard let snapshots else { return nil }
         do {
             if isLast { try snapshots.saveLast() } else { try snapshots.save() }
+            return nil
         } catch {
-            logger.log(.error, "snapshot failed", ["error": .string("\(error)")])
+            let message = isLast ? "last snapshot failed; sessions changed since the last good one are lost" : "snapshot failed"
+            logger.log(.error, message, ["error": .string("\(error)")], always: true)
+            return error
         }
     }
 }

@@ -61,8 +61,13 @@ enum Launcher {
         logger.log(.info, "topchrome stopping", ["signal": .int(Int(received)),
                                                  "timeout_ms": .int(Int(configuration.shutdownTimeout * 1000))],
                    always: true)
-        let clean = service.stop()
-        if clean {
+        let outcome = service.stop()
+        if outcome.lostSessions != nil {
+            // An orchestrator sees a failed stop; the error line says why.
+            logger.log(.error, "topchrome stopped without saving its sessions", always: true)
+            exit(1)
+        }
+        if outcome.requestsFinished {
             logger.log(.info, "topchrome stopped", always: true)
         } else {
             logger.log(.warn, "topchrome stopped; some requests did not finish in time", always: true)

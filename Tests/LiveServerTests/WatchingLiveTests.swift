@@ -267,7 +267,7 @@ final class BackgroundRequest: @unchecked Sendable {
             try stopping.client().request("GET", "/v1/sessions/\(id)", headers: [("If-None-Match", "\"1\""), ("Prefer", "wait=30")])
         }
         #expect(eventually { stopping.service.watcherCount == 2 })
-        let stoppedCleanly = stopping.service.stop()
+        let stoppedCleanly = stopping.service.stop().requestsFinished
         #expect(stoppedCleanly)
         #expect(try waiting.value.status == 503)
         while try stream.next() != nil {}

@@ -1,0 +1,96 @@
+import Foundation
+import Testing
+
+/// A state file that cannot be written, as operators meet it: a mistyped
+/// folder at start, a folder that goes away while the service runs, and the
+/// last snapshot failing at the stop. None of them may lose sessions silently.
+@Suite struct StateFileHealthTests {
+    typealias RunningServer = ProcessLifecycleTests.RunningServer
+
+    let folder: URL
+
+    init() throws {
+        folder = FileManager.default.temporaryDirectory.appendingPathComponent("state-health-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+    }
+
+    @Test func aFolderThatDoesNotExistStopsTheStart() throws {
+        let path = folder.appendingPathComponent("missing/state.jsonl").path
+        let server = try RunningServer(["--port", "0", "--state-file", path])
+        #expect(server.waitForExit(within: 10) == 2)
+        let errors = server.standardError
+        #expect(errors.contains("cannot write state file '\(path)'"), "\(errors)")
+        #expect(errors.contains("its folder '\(folder.path)/missing' cannot take a file (No such file or directory)"), "\(errors)")
+    }
+
+    @Test func aFolderThatIsAFileStopsTheStart() throws {
+        let notAFolder = folder.appendingPathComponent("plain")
+        try Data("x".utf8).write(to: notAFolder)
+        let server = try RunningServer(["--port", "0", "--state-file", notAFolder.path + "/state.jsonl"])
+        #expect(server.waitForExit(within: 10) == 2)
+        #expect(server.standardError.contains("state.jsonl': Not a directory"), "\(server.standardError)")
+    }
+
+    /// The check leaves nothing behind in the folder.
+    @Test func theStartCheckLeavesNoFile() throws {
+        let path = folder.appendingPathComponent("state.jsonl").path
+        let server = try RunningServer(["--port", "0", "--state-file", path])
+        _ = try server.waitUntilListening()
+        #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path).isEmpty)
+        server.signal(SIGTERM)
+        #expect(server.waitForExit(within: 10) == 0)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path) == ["state.jsonl"])
+    }
+
+    /// Snapshots that fail while the service runs show on `/readyz` (still
+    /// 200: the answers are right, and the only instance must keep serving)
+    /// and on `/metrics`; a good write clears `/readyz` again.
+    @Test func failingSnapshotsShowOnReadinessAndMetrics() throws {
+        let inner = folder.appendingPathComponent("inner")
+        try FileManager.default.createDirectory(at: inner, withIntermediateDirectories: true)
+        let path = inner.appendingPathComponent("state.jsonl").path
+        let server = try RunningServer(["--port", "0", "--state-file", path, "--snapshot-interval", "1"])
+        _ = try server.waitUntilListening()
+        let client = try TestHTTPClient(port: server.port)
+        #expect(try client.request("POST", "/v1/sessions").status == 201)
+        let healthy = try client.request("GET", "/readyz")
+        #expect(healthy.status == 200)
+        #expect(try healthy.json["degraded"] == nil)
+        #expect(eventually { (try? client.request("GET", "/metrics").text.contains("topchrome_state_file_writes_total{result=\"saved\"} 1")) == true })
+
+        try FileManager.default.removeItem(at: inner)
+        #expect(eventually(within: 10) { (try? client.request("GET", "/readyz").json["degraded"]) != nil })
+        let degraded = try client.request("GET", "/readyz")
+        #expect(degraded.status == 200)
+        let detail = try #require((try degraded.json["degraded"] as? [String: Any])?["stateFile"] as? String)
+        #expect(detail.contains("cannot write state file '\(path)'"), "\(detail)")
+        #expect(detail.contains("failed in a row; it last held every session at 20"), "\(detail)")
+        let metrics = try client.request("GET", "/metrics").text
+        #expect(!metrics.contains("topchrome_state_file_writes_total{result=\"failed\"} 0"), "\(metrics)")
+        #expect(!metrics.contains("topchrome_state_file_failures_in_a_row 0\n"), "\(metrics)")
+        #expect(metrics.contains("topchrome_state_file_last_saved_timestamp_seconds 1"), "\(metrics)")
+
+        try FileManager.default.createDirectory(at: inner, withIntermediateDirectories: true)
+        #expect(eventually(within: 10) { (try? client.request("GET", "/readyz").json["degraded"]) == nil })
+        #expect(try client.request("GET", "/metrics").text.contains("topchrome_state_file_failures_in_a_row 0\n"))
+        server.signal(SIGTERM)
+        #expect(server.waitForExit(within: 10) == 0)
+    }
+
+    /// The last snapshot failing at the stop is an error line and exit 1,
+    /// so an orchestrator sees the sessions were lost.
+    @Test func aFailingLastSnapshotFailsTheStop() throws {
+        let inner = folder.appendingPathComponent("inner")
+        try FileManager.default.createDirectory(at: inner, withIntermediateDirectories: true)
+        let path = inner.appendingPathComponent("state.jsonl").path
+        let server = try RunningServer(["--port", "0", "--state-file", path])
+        _ = try server.waitUntilListening()
+        #expect(try TestHTTPClient(port: server.port).request("POST", "/v1/sessions").status == 201)
+        try FileManager.default.removeItem(at: inner)
+        server.signal(SIGTERM)
+        #expect(server.waitForExit(within: 10) == 1)
+        let errors = server.standardError
+        #expect(errors.contains("last snapshot failed; sessions changed since the last good one are lost"), "\(errors)")
+        #expect(errors.contains("topchrome stopped without saving its sessions"), "\(errors)")
+    }
+}
