@@ -128,6 +128,18 @@ public struct ChromeFunctions: Sendable {
         }
     }
 
+    /// Slides the session's expiry without reading it: a watched session is
+    /// in use while nobody changes it. Completes with whether it exists, or
+    /// nil when Redis did not answer.
+    public func keepAlive(_ id: SessionID, completion: @escaping @Sendable (Bool?) -> Void) {
+        let key = key(for: id)
+        let command = idleTimeout == nil ? [Array("EXISTS".utf8), key] : [Array("PEXPIRE".utf8), key, ttlArgument]
+        client.send(command, key: key) { result in
+            guard case let .success(.integer(found)) = result else { return completion(nil) }
+            completion(found == 1)
+        }
+    }
+
     /// `SessionStore.apply` in one `FCALL`.
     public func apply(_ inputs: [ChromeInput], to id: SessionID, if condition: VersionCondition,
                       completion: @escaping Completion<AppliedInputs>) {

@@ -107,7 +107,7 @@ final class RedisChangeFeed: @unchecked Sendable {
             guard let late = channels[id]?.joining.removeValue(forKey: ObjectIdentifier(subscriber)) else { return (nil, nil) }
             return (late, endIfUnwatched(id))
         }
-        if let ended { self.subscriber.unsubscribe(ended) }
+        if let ended { release(ended, of: id) }
         late?.reply(.failure(.unavailable(reason: "Redis did not confirm the session's channel in time", mayHaveApplied: false)))
     }
 
@@ -117,7 +117,7 @@ final class RedisChangeFeed: @unchecked Sendable {
             channels[id]?.joining[ObjectIdentifier(subscriber)] = nil
             return endIfUnwatched(id)
         }
-        if let ended { self.subscriber.unsubscribe(ended) }
+        if let ended { release(ended, of: id) }
     }
 
     // MARK: Listening
@@ -162,7 +162,7 @@ final class RedisChangeFeed: @unchecked Sendable {
             subscriptions.publishUnheard(id)
             return endIfUnwatched(id)
         }
-        if let ended { subscriber.unsubscribe(ended) }
+        if let ended { release(ended, of: id) }
     }
 
     private func heard(_ message: [UInt8], on id: SessionID) {
@@ -176,7 +176,7 @@ final class RedisChangeFeed: @unchecked Sendable {
             subscriptions.publish(event)
             return endIfUnwatched(id)
         }
-        if let ended { subscriber.unsubscribe(ended) }
+        if let ended { release(ended, of: id) }
     }
 
     /// Reads the session. Starts the subscribers that joined before this
@@ -203,12 +203,12 @@ final class RedisChangeFeed: @unchecked Sendable {
                             subscriptions.publishResynchronized(session.map { .changed($0) } ?? .removed(id))
                         }
                     case .failure:
-                        break  // read again by the next check (`checkWatchedSessionsExist`)
+                        break  // read again by the next check (`keepWatchedSessionsAlive`)
                     }
                 }
                 return endIfUnwatched(id)
             }
-            if let ended { subscriber.unsubscribe(ended) }
+            if let ended { release(ended, of: id) }
             for (reply, result) in replies { reply(result) }
         }
     }
@@ -245,6 +245,14 @@ final class RedisChangeFeed: @unchecked Sendable {
         return result
     }
 
+    /// Stops listening to a channel nobody here watches any more. The
+    /// session's idle time starts now: while watched it was kept alive
+    /// (`keepWatchedSessionsAlive`), and the last watcher leaving is its last use.
+    private func release(_ subscription: RedisSubscriber.Subscription, of id: SessionID) {
+        subscriber.unsubscribe(subscription)
+        functions.keepAlive(id) { _ in }
+    }
+
     /// Forgets the channel once nobody here watches the session; under the lock.
     private func endIfUnwatched(_ id: SessionID) -> RedisSubscriber.Subscription? {
         guard let channel = channels[id], channel.joining.isEmpty, !subscriptions.isWatched(id) else { return nil }
@@ -254,10 +262,11 @@ final class RedisChangeFeed: @unchecked Sendable {
 
     // MARK: Expiry
 
-    /// Asks Redis whether each watched session still exists, and tells the
-    /// watchers of those that expired; reads again those whose channel came
-    /// back while Redis could not be read.
-    func checkWatchedSessionsExist() {
+    /// Keeps each watched session from expiring (a watched session is in
+    /// use), and tells the watchers of those that are gone all the same;
+    /// reads again those whose channel came back while Redis could not be
+    /// read. Run more often than the idle timeout (the service: a quarter of it).
+    func keepWatchedSessionsAlive() {
         let watched: [(SessionID, Int?)] = lock.withLock {
             channels.compactMap { id, channel in
                 guard channel.isLive else { return nil }
@@ -273,15 +282,14 @@ final class RedisChangeFeed: @unchecked Sendable {
                 read(id, number: number, resynchronizing: true)
                 continue
             }
-            let key = functions.key(for: id)
-            functions.client.send([Array("EXISTS".utf8), key], key: key) { [self] result in
-                guard case .success(.integer(0)) = result else { return }
+            functions.keepAlive(id) { [self] exists in
+                guard exists == false else { return }
                 let ended = lock.withLock { () -> RedisSubscriber.Subscription? in
                     guard channels[id] != nil else { return nil }
                     subscriptions.publish(.removed(id))
                     return endIfUnwatched(id)
                 }
-                if let ended { subscriber.unsubscribe(ended) }
+                if let ended { release(ended, of: id) }
             }
         }
     }

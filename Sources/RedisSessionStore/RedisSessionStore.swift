@@ -80,11 +80,12 @@ public final class RedisSessionStore: RemoteSessionStore, RemoteChangeFeed {
         feed.unsubscribe(subscriber, from: id)
     }
 
-    /// Tells watchers of sessions that expired in Redis that they are gone:
-    /// Redis drops an idle key without a word on the session's channel.
-    /// The service calls this periodically, as the memory store sweeps.
-    public func checkWatchedSessionsExist() {
-        feed.checkWatchedSessionsExist()
+    /// Keeps the sessions watched here from expiring, and tells watchers of
+    /// sessions gone all the same (Redis drops a key without a word on the
+    /// session's channel). The service calls this periodically, more often
+    /// than the idle timeout, as the memory store sweeps.
+    public func keepWatchedSessionsAlive() {
+        feed.keepWatchedSessionsAlive()
     }
 
     /// Closes the connections to Redis: the service has stopped.

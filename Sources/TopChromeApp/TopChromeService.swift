@@ -131,11 +131,12 @@ public final class TopChromeService: Sendable {
             chores.every(interval) { store.removeExpired() }
         }
         if let store = redisStore {
-            // Redis drops idle sessions silently; their watchers learn of it
-            // here. Channels that came back while Redis could not be read
-            // are read again here too.
+            // Watched sessions are kept from expiring here, four times per
+            // idle timeout; watchers of sessions Redis dropped all the same
+            // learn of it, and channels that came back while Redis could not
+            // be read are read again.
             let interval = min(store.functions.idleTimeout.map { $0 / 4 } ?? .seconds(5), .seconds(5))
-            chores.every(interval) { store.checkWatchedSessionsExist() }
+            chores.every(interval) { store.keepWatchedSessionsAlive() }
         }
     }
 

@@ -21,6 +21,9 @@ public final class InMemorySessionStore: SessionStore, SessionChangeFeed {
     public let capacity: Int
     /// A session untouched this long is dropped; nil keeps sessions forever.
     /// Clients vanish without saying goodbye; their sessions must not pile up.
+    /// A watched session is in use however long nobody changes it (an app
+    /// idle on one screen): it does not expire, and its idle time starts
+    /// when its last watcher leaves.
     public let idleTimeout: Duration?
 
     private let shards: Shards
@@ -171,11 +174,26 @@ public final class InMemorySessionStore: SessionStore, SessionChangeFeed {
         return try subscribed.get()
     }
 
+    /// Ends a subscription. The session's idle time starts again now: an app
+    /// that watched one screen for longer than the idle timeout must not
+    /// lose its session the moment it stops watching.
+    public func unsubscribe(_ subscriber: any SessionSubscriber, from id: SessionID) {
+        let tick = currentTick()
+        // Under the session's lock: no sweep can find it unwatched and
+        // expired between the removal and the new idle start.
+        shard(for: id).withLock { sessions in
+            subscriptions.remove(subscriber, from: id)
+            guard idleClock != nil, let place = sessions.place(of: id) else { return }
+            sessions.set(sessions.state(at: place, id), lastUsed: tick, at: place, id)
+        }
+    }
+
     /// Where the session is, unless it is missing or has expired (then it is dropped here).
     @inline(__always)
     private func livePlace(of id: SessionID, in sessions: inout ShardSessions, at tick: UInt64) -> Place? {
         guard let place = sessions.place(of: id) else { return nil }
-        guard let idleClock, idleClock.isExpired(lastUsed: sessions.lastUsed(at: place, id), now: tick) else {
+        guard let idleClock, idleClock.isExpired(lastUsed: sessions.lastUsed(at: place, id), now: tick),
+              !subscriptions.isWatched(id) else {
             return place
         }
         sessions.remove(at: place, id)
@@ -225,13 +243,17 @@ public final class InMemorySessionStore: SessionStore, SessionChangeFeed {
             let dropped = shards[index].withLock { sessions in
                 var dropped = 0
                 sessions.table.removeAll { slot in
-                    guard idleClock.isExpired(lastUsed: slot.lastUsed, now: tick) else { return false }
+                    guard idleClock.isExpired(lastUsed: slot.lastUsed, now: tick), !subscriptions.isWatched(slot.id) else {
+                        return false
+                    }
                     subscriptions.publish(.removed(slot.id))
                     dropped += 1
                     return true
                 }
                 if !sessions.aside.isEmpty {
-                    let expired = sessions.aside.filter { idleClock.isExpired(lastUsed: $0.value.lastUsed, now: tick) }.keys
+                    let expired = sessions.aside.filter {
+                        idleClock.isExpired(lastUsed: $0.value.lastUsed, now: tick) && !subscriptions.isWatched($0.key)
+                    }.keys
                     for id in expired {
                         sessions.aside[id] = nil
                         subscriptions.publish(.removed(id))
@@ -265,140 +287,5 @@ public final class InMemorySessionStore: SessionStore, SessionChangeFeed {
     private func allows(_ condition: VersionCondition, _ version: UInt64) -> Bool {
         if case .always = condition { return true }
         return condition.holds(for: version)
-    }
-}
-
-/// Where a session is in its shard.
-private enum Place {
-    case slot(Int)
-    /// In ``ShardSessions/aside``.
-    case aside
-}
-
-/// A session whose state no slot can hold (see ``SessionSlot/fits(_:)``).
-private struct AsideEntry {
-    var state: ChromeState
-    var lastUsed: UInt64
-}
-
-/// One shard's sessions: nearly all in the table, the odd one aside.
-private struct ShardSessions: ~Copyable {
-    var table = SessionTable()
-    /// Sessions no slot can hold: normally none, so a miss in the table
-    /// costs one check more and a hit nothing.
-    var aside: [SessionID: AsideEntry] = [:]
-
-    @inline(__always)
-    func place(of id: SessionID) -> Place? {
-        if let index = table.index(high: id.high, low: id.low) { return .slot(index) }
-        if aside.isEmpty || aside[id] == nil { return nil }
-        return .aside
-    }
-
-    @inline(__always)
-    func state(at place: Place, _ id: SessionID) -> ChromeState {
-        switch place {
-        case let .slot(index): table[index].state
-        case .aside: aside[id]!.state
-        }
-    }
-
-    @inline(__always)
-    func lastUsed(at place: Place, _ id: SessionID) -> UInt64 {
-        switch place {
-        case let .slot(index): table[index].lastUsed
-        case .aside: aside[id]!.lastUsed
-        }
-    }
-
-    /// Changes the session at `place`, moving it between table and aside if it must.
-    @inline(__always)
-    mutating func set(_ state: ChromeState, lastUsed tick: UInt64, at place: Place, _ id: SessionID) {
-        if case let .slot(index) = place, SessionSlot.fits(state) {
-            table[index].set(state, lastUsed: tick)
-        } else {
-            remove(at: place, id)
-            insert(Session(id: id, state: state), lastUsed: tick)
-        }
-    }
-
-    /// Adds a session that is not here yet.
-    mutating func insert(_ session: Session, lastUsed tick: UInt64) {
-        let id = session.id
-        if id.high | id.low != 0 && SessionSlot.fits(session.state) {
-            table.insert(SessionSlot(id: id, state: session.state, lastUsed: tick))
-        } else {
-            aside[id] = AsideEntry(state: session.state, lastUsed: tick)
-        }
-    }
-
-    mutating func remove(at place: Place, _ id: SessionID) {
-        switch place {
-        case let .slot(index): table.remove(at: index)
-        case .aside: aside[id] = nil
-        }
-    }
-}
-
-/// The shards, in one allocation the store frees in its deinit: a shard
-/// object would be retained and released on every call and its sessions
-/// checked for exclusive access, which together cost as much as the rest of
-/// applying a report. Shards lie 128 bytes apart so threads on different
-/// shards do not share cache lines. Sendable because a shard's sessions are
-/// only ever touched under its mutex.
-private struct Shards: @unchecked Sendable {
-    private static let sessionsOffset = roundUp(MemoryLayout<pthread_mutex_t>.size, to: 64)
-    fileprivate static let stride = roundUp(sessionsOffset + MemoryLayout<ShardSessions>.size, to: 128)
-
-    private let base: UnsafeMutableRawPointer
-    /// A power of two.
-    let count: Int
-
-    init(count: Int) {
-        self.count = count
-        base = UnsafeMutableRawPointer.allocate(byteCount: count * Self.stride, alignment: 128)
-        for index in 0..<count {
-            let shard = base + index * Self.stride
-            let mutex = shard.bindMemory(to: pthread_mutex_t.self, capacity: 1)
-            mutex.initialize(to: pthread_mutex_t())
-            precondition(pthread_mutex_init(mutex, nil) == 0, "pthread_mutex_init failed")
-            (shard + Self.sessionsOffset).bindMemory(to: ShardSessions.self, capacity: 1).initialize(to: ShardSessions())
-        }
-    }
-
-    func deallocate() {
-        for index in 0..<count {
-            let shard = self[index]
-            shard.sessions.deinitialize(count: 1)
-            pthread_mutex_destroy(shard.mutex)
-        }
-        base.deallocate()
-    }
-
-    @inline(__always)
-    subscript(index: Int) -> Shard {
-        let shard = base + index * Self.stride
-        return Shard(
-            mutex: shard.assumingMemoryBound(to: pthread_mutex_t.self),
-            sessions: (shard + Self.sessionsOffset).assumingMemoryBound(to: ShardSessions.self))
-    }
-
-    private static func roundUp(_ size: Int, to alignment: Int) -> Int {
-        (size + alignment - 1) / alignment * alignment
-    }
-}
-
-/// One lock and the sessions it guards. A pthread mutex, as `NSLock` uses
-/// inside, rather than `Mutex`: the thread sanitizer reports false races on
-/// `Mutex` with this toolchain.
-private struct Shard {
-    let mutex: UnsafeMutablePointer<pthread_mutex_t>
-    let sessions: UnsafeMutablePointer<ShardSessions>
-
-    @inline(__always)
-    func withLock<Result>(_ body: (inout ShardSessions) throws -> Result) rethrows -> Result {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
-        return try body(&sessions.pointee)
     }
 }

@@ -98,12 +98,10 @@ final class Recorder: SessionSubscriber, @unchecked Sendable {
 
     @Test func idleSessionsExpire() throws {
         let clock = ManualClock()
-        let seen = Recorder()
         let store = InMemorySessionStore(idleTimeout: .seconds(60), now: { clock.now })
         let touched = try store.create(inset: 0).id
         let idle = try store.create(inset: 0).id
         let forgotten = try store.create(inset: 0).id
-        try seen.subscribe(to: [idle, forgotten], in: store)
         clock.advance(by: .seconds(40))
         #expect(store.apply([.disappear], to: touched) != nil)
         clock.advance(by: .seconds(40))
@@ -113,7 +111,31 @@ final class Recorder: SessionSubscriber, @unchecked Sendable {
         #expect(store.removeExpired() == 1)
         #expect(store.count == 1)
         #expect(store.session(forgotten) == nil)
-        #expect(Set(seen.all) == [.removed(idle), .removed(forgotten)], "subscribers learn of expiry too")
+    }
+
+    /// An app idle on one screen keeps watching: its session is in use.
+    /// The idle time starts when the last watcher leaves.
+    @Test func watchedSessionsDoNotExpire() throws {
+        let clock = ManualClock()
+        let store = InMemorySessionStore(idleTimeout: .seconds(60), now: { clock.now })
+        let first = Recorder(), second = Recorder()
+        let swept = try store.create(inset: 0).id
+        let touched = try store.create(inset: 0).id
+        try first.subscribe(to: [swept, touched], in: store)
+        try second.subscribe(to: [swept], in: store)
+        clock.advance(by: .seconds(200))
+        #expect(store.removeExpired() == 0, "the sweep keeps watched sessions")
+        #expect(store.session(touched) != nil, "a watched session is not dropped when touched")
+        store.unsubscribe(first, from: swept)
+        clock.advance(by: .seconds(200))
+        #expect(store.removeExpired() == 0, "one watcher is left")
+        store.unsubscribe(second, from: swept)
+        clock.advance(by: .seconds(40))
+        #expect(store.removeExpired() == 0, "idle for 40 s since its last watcher left")
+        clock.advance(by: .seconds(40))
+        #expect(store.removeExpired() == 1)
+        #expect(first.all.isEmpty && second.all.isEmpty, "no watcher heard of a removal")
+        #expect(store.session(touched) != nil, "still watched")
     }
 
     @Test func noTimeoutKeepsSessions() throws {
