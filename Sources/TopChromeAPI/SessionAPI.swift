@@ -170,7 +170,7 @@ public final class SessionAPI: HTTPResponder {
             }
         case .session(nil), .events(nil), .inset(nil), .scroll(nil), .disappear(nil):
             // A malformed id names no session: the store is not asked.
-            throw Self.unknownSession
+            throw Self.notASessionID
         case let .session(id?):
             let preconditions = try Self.preconditions(of: request)
             switch (backend, request.method == "DELETE") {
@@ -257,6 +257,11 @@ public final class SessionAPI: HTTPResponder {
     static let changesUnheard = Problem(
         status: 503, detail: "The session store was lost while waiting for a change, so the session's state is unknown; try again.",
         headers: [("Retry-After", "1")])
+
+    /// Still 404 (no such resource), but a client that mangled the id (upper
+    /// case, a UUID's dashes) learns that, rather than that it expired.
+    static let notASessionID = Problem.notFound(
+        "This is not a session id: an id is 32 lower-case hexadecimal digits (not all zero), without dashes, as POST /v1/sessions returns it.")
 
     static let unknownSession = Problem.notFound(
         "No session has this id; it may have been deleted or expired after being idle.")

@@ -295,6 +295,22 @@ import Testing
         try expectProblem(try client.request("GET", "/v1/sessions/\(nobody)/elsewhere"), 404)
     }
 
+    /// A mangled id (upper case, a UUID's dashes) is still 404, but the
+    /// client learns it is not an id at all, not that its session expired.
+    @Test(arguments: ["0123456789ABCDEF0123456789ABCDEF", "01234567-89ab-cdef-0123-456789abcdef", "not-an-id"])
+    func malformedIdsAreSaidToBeNoIds(_ id: String) throws {
+        let client = try server.client()
+        for response in [try client.request("GET", "/v1/sessions/\(id)"),
+                         try client.json("POST", "/v1/sessions/\(id)/scroll", #"{"contentOffsetY": 0}"#),
+                         try client.request("GET", "/v1/sessions/\(id)/events")] {
+            try expectProblem(response, 404)
+            let detail = try response.json["detail"] as? String ?? ""
+            #expect(detail.contains("not a session id: an id is 32 lower-case hexadecimal digits"), "\(detail)")
+        }
+        let unknown = try client.request("GET", "/v1/sessions/\(String(repeating: "0", count: 31))1")
+        #expect(try unknown.json["detail"] as? String == "No session has this id; it may have been deleted or expired after being idle.")
+    }
+
     @Test func encodedSeparatorsAndNULCannotDisguiseAPath() throws {
         let id = try server.createSession()
         let client = try server.client()
