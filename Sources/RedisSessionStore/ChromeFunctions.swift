@@ -354,7 +354,7 @@ public struct ChromeFunctions: Sendable {
     /// What the library's `apply` answered.
     package static func applied(_ id: SessionID, from reply: RESPValue) throws -> AppliedInputs {
         guard let outcome = try outcome(id, from: reply) else { return AppliedInputs(outcome: .notFound, reports: []) }
-        guard case .done = outcome else { return AppliedInputs(outcome: outcome, reports: []) }
+        guard case let .done(session, _) = outcome else { return AppliedInputs(outcome: outcome, reports: []) }
         guard case let .array(values) = reply, values.count == 6 || values.count == 7, case let .bulk(letters) = values[5] else {
             throw ChromeFunctionError.unexpectedReply(reply)
         }
@@ -366,7 +366,7 @@ public struct ChromeFunctions: Sendable {
             default: throw ChromeFunctionError.unexpectedReply(reply)
             }
         }
-        return AppliedInputs(outcome: outcome, reports: reports)
+        return AppliedInputs(outcome: .done(session, staleReports: reports.count { $0 == .stale }), reports: reports)
     }
 
     /// nil for a null reply (no such session); else the session, if the status is `status`.

@@ -500,7 +500,12 @@ public final class SessionAPI: HTTPResponder {
 
     private static func changed(_ outcome: StoreOutcome, reusing buffers: inout ResponseBuffers) throws(Problem) -> HTTPResponse {
         switch outcome {
-        case let .done(session): return Self.stateResponse(session, reusing: &buffers)
+        case let .done(session, staleReports):
+            var response = Self.stateResponse(session, reusing: &buffers)
+            // Still 200 (the report was received, and the state is current),
+            // but a client whose seq went backwards must be able to notice.
+            if staleReports > 0 { response.headers.add(name: "TopChrome-Stale-Reports", value: String(staleReports)) }
+            return response
         case .conditionFailed: throw Self.preconditionFailed
         case .notFound: throw Self.unknownSession
         }

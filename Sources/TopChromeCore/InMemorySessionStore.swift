@@ -131,15 +131,17 @@ public final class InMemorySessionStore: SessionStore, SessionChangeFeed {
             guard allows(condition, state.version) else {
                 return .conditionFailed(Session(id: id, state: state))
             }
+            var stale = 0
             for input in inputs {
                 let (next, outcome) = rules.step(input, from: state)
                 statistics.record(outcome, flipped: next.isRevealed != state.isRevealed)
+                if outcome == .stale { stale += 1 }
                 let changed = next.version != state.version
                 state = next
                 if changed { subscriptions.publish(.changed(Session(id: id, state: next))) }
             }
             sessions.set(state, lastUsed: tick, at: place, id)
-            return .done(Session(id: id, state: state))
+            return .done(Session(id: id, state: state), staleReports: stale)
         }
     }
 

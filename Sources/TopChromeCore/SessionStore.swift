@@ -45,7 +45,10 @@ public enum VersionCondition: Sendable, Hashable {
 /// What became of a request to change a session.
 public enum StoreOutcome: Sendable, Hashable {
     /// Done; the session as it is afterwards (for a removal: as it was).
-    case done(Session)
+    /// `staleReports`: scroll reports ignored because their `seq` was not
+    /// newer than one applied before; a client whose seq went backwards
+    /// (a clock stepped back, a counter reset) learns of it from this.
+    case done(Session, staleReports: Int = 0)
     /// The condition did not hold; nothing changed. The session as it is.
     case conditionFailed(Session)
     case notFound
@@ -92,7 +95,7 @@ extension SessionStore {
 
     /// Applies `inputs` unconditionally; the session afterwards, or nil if it does not exist.
     public func apply(_ inputs: [ChromeInput], to id: SessionID) -> Session? {
-        guard case let .done(session) = apply(inputs, to: id, if: .always) else { return nil }
+        guard case let .done(session, _) = apply(inputs, to: id, if: .always) else { return nil }
         return session
     }
 

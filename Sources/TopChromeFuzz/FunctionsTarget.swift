@@ -118,7 +118,7 @@ enum FunctionsTarget {
             check(decoded { try ChromeFunctions.session(id, from: written, status: "done") } == .value(session),
                   "\(session.state) written as \(written) reads back otherwise: \(input)")
         }
-        if case let .value(applied) = applied, case let .done(session) = applied.outcome {
+        if case let .value(applied) = applied, case let .done(session, _) = applied.outcome {
             let letters = applied.reports.map { outcome -> UInt8 in
                 switch outcome {
                 case .applied: UInt8(ascii: "a")
@@ -183,7 +183,7 @@ enum FunctionsTarget {
                     default: return .refused
                     }
                 }
-                return .value(AppliedInputs(outcome: .done(session), reports: reports))
+                return .value(AppliedInputs(outcome: .done(session, staleReports: reports.count { $0 == .stale }), reports: reports))
             default: return .refused
             }
         }

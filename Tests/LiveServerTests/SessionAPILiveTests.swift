@@ -197,6 +197,26 @@ import Testing
         #expect(try response.json["version"] as? Int == 3)
     }
 
+    /// A stale report is accepted (200, the current state) but the answer
+    /// says it was ignored: a client whose seq went backwards notices.
+    @Test func staleReportsAreCountedInTheAnswer() throws {
+        let id = try server.createSession()
+        let client = try server.client()
+        let fresh = try client.json("POST", "/v1/sessions/\(id)/scroll", #"{"contentOffsetY": 500, "seq": 10}"#)
+        #expect(fresh.status == 200)
+        #expect(fresh.header("TopChrome-Stale-Reports") == nil)
+        let stale = try client.json("POST", "/v1/sessions/\(id)/scroll", #"{"contentOffsetY": 0, "seq": 5}"#)
+        #expect(stale.status == 200)
+        #expect(stale.header("TopChrome-Stale-Reports") == "1")
+        #expect(try stale.json["isRevealed"] as? Bool == false, "ignored")
+        let batch = try client.json("POST", "/v1/sessions/\(id)/scroll",
+            #"[{"contentOffsetY": 600, "seq": 9}, {"contentOffsetY": 700, "seq": 11}, {"contentOffsetY": 0, "seq": 11}, {"contentOffsetY": 800}]"#)
+        #expect(batch.header("TopChrome-Stale-Reports") == "2")
+        let later = try client.json("POST", "/v1/sessions/\(id)/scroll", #"{"contentOffsetY": 0, "seq": 12}"#)
+        #expect(later.header("TopChrome-Stale-Reports") == nil)
+        #expect(try later.json["isRevealed"] as? Bool == true)
+    }
+
     @Test func badBatchChangesNothing() throws {
         let id = try server.createSession()
         let client = try server.client()

@@ -46,26 +46,33 @@ struct RuleVectorTests {
     }
 
     private func checkMemoryStore(_ vector: RuleVector) throws {
-        let clock = Atomic<Int64>(0)
-        let store = InMemorySessionStore(
-            rules: ChromeRules(revealThreshold: vector.threshold), idleTimeout: .seconds(100),
-            now: { .seconds(clock.load(ordering: .relaxed)) })
-        let id = SessionID.random()
-        let recorder = Recorder()
-        if let start = vector.start {
-            try store.restore([Session(id: id, state: start)])
-            _ = try store.subscribe(recorder, to: id)
+        // Twice: watched, for the events; unwatched, for the expiry (a
+        // watched session does not expire, and the watcher leaving is a use).
+        for watched in [true, false] {
+            let clock = Atomic<Int64>(0)
+            let store = InMemorySessionStore(
+                rules: ChromeRules(revealThreshold: vector.threshold), idleTimeout: .seconds(100),
+                now: { .seconds(clock.load(ordering: .relaxed)) })
+            let id = SessionID.random()
+            let recorder = Recorder()
+            if let start = vector.start {
+                try store.restore([Session(id: id, state: start)])
+                if watched { _ = try store.subscribe(recorder, to: id) }
+            }
+            clock.store(60, ordering: .relaxed)
+            let outcome = switch vector.request {
+            case let .apply(inputs, condition): store.apply(inputs, to: id, if: condition)
+            case let .remove(condition): store.remove(id, if: condition)
+            }
+            #expect(ExactOutcome(outcome) == expectedOutcome(vector, id), "memory store")
+            if watched {
+                #expect(recorder.events == expectedEvents(vector, id), "memory store")
+            } else {
+                // Restored at 0 s, used at 60 s, idle for 100 s: alive at 130 s only if that use counted.
+                clock.store(130, ordering: .relaxed)
+                #expect((store.session(id) != nil) == slides(vector), "memory store expiry")
+            }
         }
-        clock.store(60, ordering: .relaxed)
-        let outcome = switch vector.request {
-        case let .apply(inputs, condition): store.apply(inputs, to: id, if: condition)
-        case let .remove(condition): store.remove(id, if: condition)
-        }
-        #expect(ExactOutcome(outcome) == expectedOutcome(vector, id), "memory store")
-        #expect(recorder.events == expectedEvents(vector, id), "memory store")
-        // Restored at 0 s, used at 60 s, idle for 100 s: alive at 130 s only if that use counted.
-        clock.store(130, ordering: .relaxed)
-        #expect((store.session(id) != nil) == slides(vector), "memory store expiry")
     }
 
     private func checkRedis(_ vector: RuleVector, on backend: RedisBackend) async throws {
@@ -110,7 +117,7 @@ struct RuleVectorTests {
         }
         // And the state stored is the one returned.
         let stored = try await functions.session(id)
-        if case let .done(session) = outcome, case .applied = vector.expected {
+        if case let .done(session, _) = outcome, case .applied = vector.expected {
             #expect(stored.map { Exact($0.state) } == Exact(session.state), "\(backend.name)")
         }
     }
@@ -164,7 +171,7 @@ enum ExactOutcome: Hashable {
 
     init(_ outcome: StoreOutcome) {
         switch outcome {
-        case let .done(session): self = .done(session.id, Exact(session.state))
+        case let .done(session, _): self = .done(session.id, Exact(session.state))
         case let .conditionFailed(session): self = .conditionFailed(session.id, Exact(session.state))
         case .notFound: self = .notFound
         }

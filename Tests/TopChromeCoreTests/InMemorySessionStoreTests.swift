@@ -62,7 +62,7 @@ final class Recorder: SessionSubscriber, @unchecked Sendable {
         let id = try store.create(inset: 0).id
         let refused = store.apply([.setInset(59)], to: id, if: .versionIn([7]))
         #expect(refused == .conditionFailed(Session(id: id, state: ChromeState())))
-        guard case let .done(session) = store.apply([.setInset(59)], to: id, if: .versionIn([1])) else {
+        guard case let .done(session, _) = store.apply([.setInset(59)], to: id, if: .versionIn([1])) else {
             Issue.record("condition held but nothing was applied")
             return
         }
@@ -158,7 +158,7 @@ final class Recorder: SessionSubscriber, @unchecked Sendable {
         /// The outcome without the session's id: the two stores draw different ids.
         func shape(_ outcome: StoreOutcome) -> String {
             switch outcome {
-            case let .done(session): "done \(session.state)"
+            case let .done(session, _): "done \(session.state)"
             case let .conditionFailed(session): "conditionFailed \(session.state)"
             case .notFound: "notFound"
             }
