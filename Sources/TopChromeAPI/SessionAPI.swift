@@ -31,7 +31,8 @@ public final class SessionAPI: HTTPResponder {
     /// Families of `/metrics` that the store's wiring adds (e.g. Redis round trips).
     private let storeMetrics: (any MetricsFamilies)?
     private let maxBodyBytes: Int
-    private let authToken: BearerToken?
+    /// Nil when no token is configured: then requests never read it.
+    private let authToken: CurrentBearerToken?
     private let metrics: ServiceMetrics
     private let statistics: ChromeStatistics
     private let ready = Atomic<Bool>(true)
@@ -61,7 +62,7 @@ public final class SessionAPI: HTTPResponder {
         }
         self.storeMetrics = storeMetrics
         self.maxBodyBytes = maxBodyBytes
-        self.authToken = authToken.map(BearerToken.init)
+        self.authToken = authToken.map { CurrentBearerToken(BearerToken($0)) }
         self.metrics = metrics
         self.statistics = statistics
     }
@@ -75,6 +76,16 @@ public final class SessionAPI: HTTPResponder {
 
     /// Event streams and long-polls open now.
     public var watcherCount: Int { watchers.count }
+
+    /// Requests from now on need this token (a rotation without a restart).
+    /// Only an API made with a token has one to replace: one made without
+    /// stays open, and this returns false.
+    @discardableResult
+    public func replaceAuthToken(_ token: String) -> Bool {
+        guard let authToken else { return false }
+        authToken.replace(with: BearerToken(token))
+        return true
+    }
 
     /// Sends every event stream a heartbeat, so proxies keep it open and a
     /// client that left is noticed.
@@ -111,7 +122,7 @@ public final class SessionAPI: HTTPResponder {
         // A missing or doubled Host, like ambiguous framing, is refused by the
         // server before the request comes here (see `refusal(of:)`).
         if let authToken, Self.isUnderV1(request.pathBytes) {
-            try authToken.check(request.headers["Authorization"])
+            try authToken.value.check(request.headers["Authorization"])
         }
         guard let route else {
             throw .notFound("There is no resource at this path; the API lives under /v1/sessions.")
