@@ -182,6 +182,9 @@ public struct ServiceConfiguration: Sendable, Equatable {
 
         Serves the top chrome state (inset, isRevealed) of app sessions over HTTP.
         Every option also reads from its environment variable; options win.
+        SIGTERM or SIGINT stops gracefully; SIGHUP never stops: it reads the
+        token file and the TLS certificate and key again, keeping the old ones
+        if the new ones cannot be used, and logs what it did.
 
         Options:
 
