@@ -263,6 +263,7 @@ private let releaseStream: MHD_ContentReaderFreeCallback = { cls in
 /// session's pointer, and the connection's context names the server's
 /// identities. They outlive every handshake (see ``TLSIdentities``), so the
 /// pointers handed over stay valid; GnuTLS frees none of them.
+///
 /// A function rather than a closure like the others: GnuTLS declares the
 /// callback's function type, not a pointer to it, which Swift imports as a
 /// plain Swift function type that a closure constant cannot be converted from.
