@@ -14,17 +14,23 @@ ARG RUNTIME_IMAGE=debian:bookworm-slim
 ARG LIBMICROHTTPD_VERSION=0.9.75-*
 # The same for hiredis (the Redis store's client): bookworm's 0.14.1.
 ARG HIREDIS_VERSION=0.14.1-*
+# And for GnuTLS's headers (build stage only; the run stage gets the library
+# with libmicrohttpd12): bookworm's 3.7.9.
+ARG GNUTLS_VERSION=3.7.9-*
 
 # --- build -------------------------------------------------------------------
 FROM ${SWIFT_IMAGE} AS build
 ARG LIBMICROHTTPD_VERSION
 ARG HIREDIS_VERSION
+ARG GNUTLS_VERSION
 
-# The CMicroHTTPD system-library target finds libmicrohttpd through pkg-config;
+# The CMicroHTTPD system-library target finds libmicrohttpd through pkg-config,
+# and links GnuTLS itself (it hands TLS handshakes their certificate);
 # CHiredis finds hiredis's headers in /usr/include.
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       libmicrohttpd-dev="${LIBMICROHTTPD_VERSION}" \
+      libgnutls28-dev="${GNUTLS_VERSION}" \
       libhiredis-dev="${HIREDIS_VERSION}" \
       pkg-config="1.8.*" \
  && rm -rf /var/lib/apt/lists/*
@@ -62,7 +68,7 @@ ARG LIBMICROHTTPD_VERSION
 ARG HIREDIS_VERSION
 
 # The shared libraries the binary needs beyond the base image: libmicrohttpd
-# (it brings GnuTLS and friends as dependencies) and hiredis, for
+# (it brings GnuTLS, which the binary also links, as a dependency) and hiredis, for
 # `--store redis://…`. `apt-get clean`: debian:bookworm-slim
 # drops apt's caches by itself, a locally built bookworm base may not (about
 # 75 MB of package caches otherwise end up in the image).

@@ -23,11 +23,12 @@ let package = Package(
         // Sessions kept in a file across restarts, written atomically.
         .target(name: "SessionSnapshots", dependencies: ["TopChromeCore", "StrictJSON", "Locking"]),
 
-        // Debian's libmicrohttpd, seen from Swift through a few C shims.
+        // Debian's libmicrohttpd, seen from Swift through a few C shims, and
+        // the GnuTLS it does TLS with (the server hands it the certificate).
         .systemLibrary(
             name: "CMicroHTTPD",
             pkgConfig: "libmicrohttpd",
-            providers: [.apt(["libmicrohttpd-dev"])]
+            providers: [.apt(["libmicrohttpd-dev", "libgnutls28-dev"])]
         ),
 
         // One lock for state that threads share: a pthread mutex (see PthreadLock.swift for why).

@@ -2,7 +2,12 @@
 //
 // Swift does not import C-variadic functions, and libmicrohttpd configures
 // daemons and answers queries through them. Each shim below is a fixed-arity
-// wrapper around exactly one such call; nothing else belongs here.
+// wrapper around exactly one such call, or says why Swift cannot make the
+// call itself; nothing else belongs here.
+//
+// GnuTLS's headers come in for the certificate callback: libmicrohttpd hands
+// TLS handshakes to GnuTLS, which asks that callback for the server's
+// certificate, so a reload can change it on a running daemon.
 #ifndef CMICROHTTPD_SHIMS_H
 #define CMICROHTTPD_SHIMS_H
 
@@ -11,6 +16,8 @@
 #include <sys/types.h>
 #include <sys/socket.h>
 #include <microhttpd.h>
+#include <gnutls/gnutls.h>
+#include <gnutls/abstract.h>
 
 /// Leaves request paths exactly as sent. Decoding them would let `%2F`
 /// pose as a separator and `%00` cut a path short once it is a C string.
@@ -29,12 +36,12 @@ static inline struct MHD_Daemon *
 CMHD_start_daemon(unsigned int flags,
                   MHD_AccessHandlerCallback handler, void *handler_cls,
                   MHD_RequestCompletedCallback completed, void *completed_cls,
-                  MHD_NotifyConnectionCallback connection_notified,
+                  MHD_NotifyConnectionCallback connection_notified, void *connection_notified_cls,
                   struct MHD_OptionItem *options)
 {
     return MHD_start_daemon(flags, 0, NULL, NULL, handler, handler_cls,
                             MHD_OPTION_NOTIFY_COMPLETED, completed, completed_cls,
-                            MHD_OPTION_NOTIFY_CONNECTION, connection_notified, NULL,
+                            MHD_OPTION_NOTIFY_CONNECTION, connection_notified, connection_notified_cls,
                             MHD_OPTION_UNESCAPE_CALLBACK, CMHD_keep_escapes, NULL,
                             MHD_OPTION_ARRAY, options,
                             MHD_OPTION_END);
@@ -55,6 +62,16 @@ static inline enum MHD_Result
 CMHD_set_response_flags(struct MHD_Response *response, enum MHD_ResponseFlags flags)
 {
     return MHD_set_response_options(response, flags, MHD_RO_END);
+}
+
+/// `MHD_OPTION_HTTPS_CERT_CALLBACK` takes GnuTLS's certificate callback in
+/// the option item's data pointer; Swift cannot turn a C function pointer
+/// into a data pointer without a bit cast, so the item is made here, typed.
+static inline struct MHD_OptionItem
+CMHD_certificate_callback_option(gnutls_certificate_retrieve_function2 *callback)
+{
+    struct MHD_OptionItem item = { MHD_OPTION_HTTPS_CERT_CALLBACK, 0, (void *) callback };
+    return item;
 }
 
 #endif

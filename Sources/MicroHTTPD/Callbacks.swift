@@ -141,11 +141,18 @@ let requestCompleted: MHD_RequestCompletedCallback = { cls, _, requestContext, _
 /// Gives each connection the context its requests reuse, and frees it with
 /// the connection, unless a request still uses it (then that request's
 /// completion frees it, whichever of the two libmicrohttpd reports first).
-let connectionNotified: MHD_NotifyConnectionCallback = { _, _, socketContext, code in
+let connectionNotified: MHD_NotifyConnectionCallback = { cls, _, socketContext, code in
     guard let socketContext else { return }
     switch code {
     case .CONNECTION_NOTIFY_STARTED:
-        socketContext.pointee = UnsafeMutableRawPointer(UnsafeMutablePointer<RequestContext>.makeContext())
+        let context = UnsafeMutablePointer<RequestContext>.makeContext()
+        if let cls {
+            // Before the TLS handshake, which looks the certificate up here.
+            context.pointee.tlsIdentities = Unmanaged<RequestDispatcher>.fromOpaque(cls)._withUnsafeGuaranteedRef {
+                $0.tlsIdentities.map(Unmanaged.passUnretained)
+            }
+        }
+        socketContext.pointee = UnsafeMutableRawPointer(context)
     case .CONNECTION_NOTIFY_CLOSED:
         guard let existing = socketContext.pointee else { return }
         socketContext.pointee = nil
@@ -247,4 +254,33 @@ private let readStream: MHD_ContentReaderCallback = { cls, _, buffer, max in
 private let releaseStream: MHD_ContentReaderFreeCallback = { cls in
     guard let cls else { return }
     Unmanaged<ResponseStream>.fromOpaque(cls).takeRetainedValue().closed()
+}
+
+/// GnuTLS asks for the server's certificate at each handshake (libmicrohttpd
+/// passes this on as `MHD_OPTION_HTTPS_CERT_CALLBACK`): the identity current
+/// when the handshake begins, so a reload changes it for new connections
+/// while open ones keep theirs. libmicrohttpd makes the connection the TLS
+/// session's pointer, and the connection's context names the server's
+/// identities. They outlive every handshake (see ``TLSIdentities``), so the
+/// pointers handed over stay valid; GnuTLS frees none of them.
+///
+/// A function rather than a closure like the others: GnuTLS declares the
+/// callback's function type, not a pointer to it, which Swift imports as a
+/// plain Swift function type that a closure constant cannot be converted from.
+func certificateForHandshake(
+    _ session: gnutls_session_t?, _ acceptedAuthorities: UnsafePointer<gnutls_datum_t>?, _ authorityCount: Int32,
+    _ keyAlgorithms: UnsafePointer<gnutls_pk_algorithm_t>?, _ keyAlgorithmCount: Int32,
+    _ chain: UnsafeMutablePointer<UnsafeMutablePointer<gnutls_pcert_st>?>?, _ chainLength: UnsafeMutablePointer<UInt32>?,
+    _ key: UnsafeMutablePointer<gnutls_privkey_t?>?
+) -> Int32 {
+    guard let session, let chain, let chainLength, let key,
+          let connection = gnutls_session_get_ptr(session),
+          let shared = CMHD_socket_context(OpaquePointer(connection)),
+          let identities = shared.assumingMemoryBound(to: RequestContext.self).pointee.tlsIdentities,
+          let identity = identities._withUnsafeGuaranteedRef({ $0.current })
+    else { return -1 }  // no certificate: the handshake fails, the server goes on
+    chain.pointee = identity.chain
+    chainLength.pointee = identity.chainLength
+    key.pointee = identity.key
+    return 0
 }

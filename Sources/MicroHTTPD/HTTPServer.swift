@@ -11,13 +11,13 @@ public final class HTTPServer: @unchecked Sendable {
     private let lock = PthreadLock()
     private var daemon: OpaquePointer?
     private var boundPort = 0
-    private var tlsStrings: [CString] = []
 
     public init(configuration: HTTPServerConfiguration, responder: any HTTPResponder,
                 observer: (any HTTPExchangeObserver)? = nil) {
         self.configuration = configuration
         self.dispatcher = RequestDispatcher(responder: responder, observer: observer,
-                                            maxBodyBytes: configuration.maxBodyBytes)
+                                            maxBodyBytes: configuration.maxBodyBytes,
+                                            tlsIdentities: configuration.tls == nil ? nil : TLSIdentities())
     }
 
     deinit {
@@ -38,6 +38,16 @@ public final class HTTPServer: @unchecked Sendable {
         lock.lock()
         defer { lock.unlock() }
         guard daemon == nil else { throw .alreadyStarted }
+        // Checked before the socket is taken: a certificate that cannot serve
+        // is the operator's to fix, whatever the address. A restart after a
+        // stop keeps the certificate the last reload gave.
+        if let identities = dispatcher.tlsIdentities, identities.current == nil, let tls = configuration.tls {
+            do {
+                identities.add(try TLSIdentity(tls))
+            } catch {
+                throw .cannotStart(reason: "the TLS certificate and key cannot serve HTTPS: \(error)")
+            }
+        }
         let socket = try ListeningSocket(
             host: configuration.host, port: configuration.port, backlog: configuration.listenBacklog)
 
@@ -57,27 +67,23 @@ public final class HTTPServer: @unchecked Sendable {
         if configuration.threads > 1 {
             options.append(MHD_OptionItem(option: .THREAD_POOL_SIZE, value: configuration.threads, ptr_value: nil))
         }
-        if let tls = configuration.tls {
-            // libmicrohttpd reads the PEM text while starting; it is kept
-            // (and wiped) with the server all the same.
-            let certificate = CString(tls.certificatePEM), key = CString(tls.privateKeyPEM)
-            tlsStrings = [certificate, key]
+        if dispatcher.tlsIdentities != nil {
+            // Not MHD_OPTION_HTTPS_MEM_CERT/KEY, which libmicrohttpd reads
+            // once at start: each handshake asks for the current certificate,
+            // so ``replaceTLSCredentials(_:)`` works on a running server.
             flags |= MHD_USE_TLS.rawValue
-            options.append(MHD_OptionItem(option: .HTTPS_MEM_CERT, value: 0, ptr_value: certificate.pointer))
-            options.append(MHD_OptionItem(option: .HTTPS_MEM_KEY, value: 0, ptr_value: key.pointer))
+            options.append(CMHD_certificate_callback_option(certificateForHandshake))
         }
         options.append(MHD_OptionItem(option: .END, value: 0, ptr_value: nil))
 
         let context = Unmanaged.passUnretained(dispatcher).toOpaque()
         let started = options.withUnsafeMutableBufferPointer { items in
-            CMHD_start_daemon(UInt32(flags), accessHandler, context, requestCompleted, context, connectionNotified,
+            CMHD_start_daemon(UInt32(flags), accessHandler, context, requestCompleted, context, connectionNotified, context,
                               items.baseAddress)
         }
         guard let started else {
             socket.closeUnlessClosed()
-            throw .cannotStart(reason: configuration.tls == nil
-                ? "libmicrohttpd refused the configuration"
-                : "libmicrohttpd refused the configuration; check that the TLS certificate and key are valid PEM and match")
+            throw .cannotStart(reason: "libmicrohttpd refused the configuration")
         }
         daemon = started
         boundPort = socket.port
@@ -112,7 +118,19 @@ public final class HTTPServer: @unchecked Sendable {
 
         MHD_stop_daemon(daemon)  // closes the listening socket too
         self.daemon = nil
+        dispatcher.tlsIdentities?.dropAllButCurrent()
         return finished
+    }
+
+    /// Serves new TLS connections with this certificate and key from now on
+    /// (a rotation without a restart); connections already open keep the
+    /// one they began with. Credentials that cannot serve (PEM that does not
+    /// parse, a key that does not match) change nothing, and the error says why.
+    public func replaceTLSCredentials(_ credentials: TLSCredentials) throws(TLSCredentialsError) {
+        guard let identities = dispatcher.tlsIdentities else {
+            throw TLSCredentialsError(description: "the server does not serve HTTPS")
+        }
+        identities.add(try TLSIdentity(credentials))
     }
 }
 
@@ -125,28 +143,14 @@ final class RequestDispatcher: Sendable {
     let suspensions = SuspensionRegistry()
     /// Set when stopping: responses then ask clients to close the connection.
     let isDraining = Atomic<Bool>(false)
+    /// The certificates TLS handshakes present; nil when serving plain HTTP.
+    let tlsIdentities: TLSIdentities?
 
-    init(responder: any HTTPResponder, observer: (any HTTPExchangeObserver)?, maxBodyBytes: Int) {
+    init(responder: any HTTPResponder, observer: (any HTTPExchangeObserver)?, maxBodyBytes: Int,
+         tlsIdentities: TLSIdentities?) {
         self.responder = responder
         self.observer = observer
         self.maxBodyBytes = maxBodyBytes
-    }
-}
-
-/// A NUL-terminated copy of a string for C, zeroed when released (it may hold a private key).
-final class CString {
-    let pointer: UnsafeMutableRawPointer
-    private let count: Int
-
-    init(_ text: String) {
-        let bytes = Array(text.utf8) + [0]
-        count = bytes.count
-        pointer = UnsafeMutableRawPointer.allocate(byteCount: count, alignment: 1)
-        pointer.copyMemory(from: bytes, byteCount: count)
-    }
-
-    deinit {
-        memset(pointer, 0, count)
-        pointer.deallocate()
+        self.tlsIdentities = tlsIdentities
     }
 }

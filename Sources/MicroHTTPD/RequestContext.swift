@@ -33,6 +33,10 @@ struct RequestContext {
     var isOrphaned = false
     /// Made for one request only (its connection had no free context): freed with it.
     var isForOneRequest = false
+    /// The server's certificates, for this connection's TLS handshake, which
+    /// runs before any request and finds the server only through this
+    /// context. Set once for the connection, so ``reset()`` keeps it.
+    var tlsIdentities: Unmanaged<TLSIdentities>?
 
     /// Buffers above this many bytes are let go between requests, so one
     /// large upload does not hold memory for the rest of the connection.

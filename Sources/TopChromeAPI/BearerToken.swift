@@ -1,3 +1,5 @@
+import Locking
+
 /// The shared secret that guards the session API when one is configured.
 /// A session id already is a capability; the token keeps strangers from
 /// creating sessions or probing ids at all.
@@ -40,5 +42,25 @@ struct BearerToken: Sendable {
 
     private static func unauthorized(_ detail: String, challenge: String) -> Problem {
         Problem(status: 401, detail: detail, headers: [("WWW-Authenticate", challenge)])
+    }
+}
+
+/// The token the API checks now. A reload (SIGHUP) replaces it while
+/// requests are being checked, so secrets rotate without a restart; each
+/// check reads it under a lock, uncontended but for the instant of a reload.
+final class CurrentBearerToken: @unchecked Sendable {
+    private let lock = PthreadLock()
+    private var token: BearerToken
+
+    init(_ token: BearerToken) {
+        self.token = token
+    }
+
+    var value: BearerToken {
+        lock.withLock { token }
+    }
+
+    func replace(with token: BearerToken) {
+        lock.withLock { self.token = token }
     }
 }

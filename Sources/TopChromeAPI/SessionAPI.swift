@@ -33,7 +33,8 @@ public final class SessionAPI: HTTPResponder {
     /// What `/readyz` names as degraded when it goes wrong (e.g. the state file).
     private let readinessDetails: [any ReadinessDetail]
     private let maxBodyBytes: Int
-    private let authToken: BearerToken?
+    /// Nil when no token is configured: then requests never read it.
+    private let authToken: CurrentBearerToken?
     private let metrics: ServiceMetrics
     private let statistics: ChromeStatistics
     private let ready = Atomic<Bool>(true)
@@ -66,7 +67,7 @@ public final class SessionAPI: HTTPResponder {
         self.storeMetrics = storeMetrics
         self.readinessDetails = readinessDetails
         self.maxBodyBytes = maxBodyBytes
-        self.authToken = authToken.map(BearerToken.init)
+        self.authToken = authToken.map { CurrentBearerToken(BearerToken($0)) }
         self.metrics = metrics
         self.statistics = statistics
     }
@@ -80,6 +81,16 @@ public final class SessionAPI: HTTPResponder {
 
     /// Event streams and long-polls open now.
     public var watcherCount: Int { watchers.count }
+
+    /// Requests from now on need this token (a rotation without a restart).
+    /// Only an API made with a token has one to replace: one made without
+    /// stays open, and this returns false.
+    @discardableResult
+    public func replaceAuthToken(_ token: String) -> Bool {
+        guard let authToken else { return false }
+        authToken.replace(with: BearerToken(token))
+        return true
+    }
 
     /// Sends every event stream a heartbeat, so proxies keep it open and a
     /// client that left is noticed.
@@ -116,7 +127,7 @@ public final class SessionAPI: HTTPResponder {
         // A missing or doubled Host, like ambiguous framing, is refused by the
         // server before the request comes here (see `refusal(of:)`).
         if let authToken, Self.isUnderV1(request.pathBytes) {
-            try authToken.check(request.headers["Authorization"])
+            try authToken.value.check(request.headers["Authorization"])
         }
         guard let route else {
             throw .notFound("There is no resource at this path; the API lives under /v1/sessions.")

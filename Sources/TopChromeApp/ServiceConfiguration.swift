@@ -44,10 +44,15 @@ public struct ServiceConfiguration: Sendable, Equatable {
     /// When set, every /v1 request must carry `Authorization: Bearer <token>`.
     /// Read from a file so the secret never shows in a process list.
     public var authToken: String?
+    /// Where `authToken` was read, read again on reload (SIGHUP) so the token rotates without a restart.
+    public var authTokenFile: String?
     /// Certificate (chain) and private key for HTTPS, PEM text read at
     /// parse time so a missing file stops the start at once; both or neither.
     public var tlsCertificatePEM: String?
     public var tlsKeyPEM: String?
+    /// Where those were read, read again on reload (SIGHUP) for the same reason.
+    public var tlsCertificateFile: String?
+    public var tlsKeyFile: String?
     /// Where sessions survive restarts; nil keeps them in memory only.
     public var stateFile: String?
     /// Seconds between snapshots to the state file (besides the one at shutdown).
@@ -177,6 +182,9 @@ public struct ServiceConfiguration: Sendable, Equatable {
 
         Serves the top chrome state (inset, isRevealed) of app sessions over HTTP.
         Every option also reads from its environment variable; options win.
+        SIGTERM or SIGINT stops gracefully; SIGHUP never stops: it reads the
+        token file and the TLS certificate and key again, keeping the old ones
+        if the new ones cannot be used, and logs what it did.
 
         Options:
 
@@ -255,21 +263,17 @@ public struct ServiceConfiguration: Sendable, Equatable {
         Option(name: "max-wait", placeholder: "S", help: "Longest long-poll wait honoured, in seconds (default 60).") { value, source, config throws(UsageError) in
             config.maxWaitSeconds = try integer(value, source, in: 1...3600)
         },
-        Option(name: "auth-token-file", placeholder: "PATH", help: "Require 'Authorization: Bearer <token>' on /v1, token read from PATH.") { value, source, config throws(UsageError) in
-            // White space around the token (an editor's final newline) is not part of it.
-            var token = try contents(of: value, source)[...]
-            while token.first?.isWhitespace == true { token.removeFirst() }
-            while token.last?.isWhitespace == true { token.removeLast() }
-            guard !token.isEmpty, token.utf8.allSatisfy({ (0x21...0x7E).contains($0) }) else {
-                throw UsageError(description: "\(source): the token in '\(value)' must be one word of printable ASCII")
-            }
-            config.authToken = String(token)
+        Option(name: "auth-token-file", placeholder: "PATH", help: "Require 'Authorization: Bearer <token>' on /v1, token read from PATH (again on SIGHUP).") { value, source, config throws(UsageError) in
+            config.authToken = try bearerToken(inFile: value, source)
+            config.authTokenFile = value
         },
-        Option(name: "tls-cert", placeholder: "PATH", help: "Serve HTTPS with this PEM certificate (chain).") { value, source, config throws(UsageError) in
+        Option(name: "tls-cert", placeholder: "PATH", help: "Serve HTTPS with this PEM certificate (chain); read again on SIGHUP.") { value, source, config throws(UsageError) in
             config.tlsCertificatePEM = try contents(of: value, source)
+            config.tlsCertificateFile = value
         },
-        Option(name: "tls-key", placeholder: "PATH", help: "The PEM private key for --tls-cert.") { value, source, config throws(UsageError) in
+        Option(name: "tls-key", placeholder: "PATH", help: "The PEM private key for --tls-cert; read again on SIGHUP.") { value, source, config throws(UsageError) in
             config.tlsKeyPEM = try contents(of: value, source)
+            config.tlsKeyFile = value
         },
         Option(name: "log-format", placeholder: "F", help: "Log lines as 'text' (default) or 'json'.") { value, source, config throws(UsageError) in
             guard let format = LogFormat(rawValue: value) else {
@@ -350,37 +354,6 @@ public struct ServiceConfiguration: Sendable, Equatable {
         }
         return .redis(nodes)
     }
-
-    /// A file's text, or a usage error naming the option and the cause.
-    /// Read with `read(2)` until its end, so that a device or pipe that reads
-    /// as nothing (`/dev/null`) is simply empty: FoundationEssentials' file
-    /// reading answers nil there, and leaks its buffer on an empty file.
-    static func contents(of path: String, _ source: String) throws(UsageError) -> String {
-        let file = open(path, O_RDONLY | O_CLOEXEC)
-        guard file >= 0 else { throw UsageError(description: "\(source): cannot read '\(path)'") }
-        defer { close(file) }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 4096)
-        while true {
-            let count = read(file, &chunk, chunk.count)
-            if count == 0 { break }
-            if count < 0 {
-                if errno == EINTR { continue }
-                throw UsageError(description: "\(source): cannot read '\(path)'")
-            }
-            bytes.append(contentsOf: chunk[..<count])
-            // Secrets and tokens are short; this bounds a mistake like /dev/zero.
-            guard bytes.count <= Self.largestReadFile else {
-                throw UsageError(description: "\(source): '\(path)' is larger than 1 MiB")
-            }
-        }
-        guard let text = String(validating: bytes, as: UTF8.self) else {
-            throw UsageError(description: "\(source): '\(path)' is not UTF-8 text")
-        }
-        return text
-    }
-
-    private static let largestReadFile = 1 << 20
 
     private static func seconds(_ value: String, _ source: String, in range: ClosedRange<Double>) throws(UsageError) -> Double {
         guard let number = Double(value), number.isFinite, range.contains(number) else {

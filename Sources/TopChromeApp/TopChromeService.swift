@@ -20,8 +20,8 @@ public enum StartupError: Error, CustomStringConvertible {
     }
 
     /// 2 for configuration the operator must fix (like a bad flag), 1 otherwise.
-    /// The server refuses to start only once its address is bound, so what
-    /// it refuses then is its configuration: the TLS certificate or key.
+    /// What the server refuses as it starts, besides an address it cannot
+    /// listen on, is its configuration: the TLS certificate or key.
     public var exitStatus: Int32 {
         switch self {
         case .stateFile, .server(.cannotStart): 2
@@ -45,6 +45,7 @@ public final class TopChromeService: Sendable {
     private let server: HTTPServer
     private let chores = Chores()
     private let snapshots: SnapshotWriter?
+    private let reloads: Reloads
 
     public init(configuration: ServiceConfiguration) {
         self.configuration = configuration
@@ -83,6 +84,7 @@ public final class TopChromeService: Sendable {
         }
         server = HTTPServer(configuration: configuration.httpServer, responder: api,
                             observer: ExchangeRecorder(metrics: metrics, logger: logger))
+        reloads = Reloads(configuration: configuration)
     }
 
     /// The port listened on; the real one when configured with 0.
@@ -165,6 +167,18 @@ public final class TopChromeService: Sendable {
         redisStore?.close()
         logger.flush()
         return StopOutcome(requestsFinished: finished, lostSessions: failure)
+    }
+
+    /// Reads the bearer token file and the TLS certificate and key again
+    /// (SIGHUP), so secrets rotate without a restart, and logs a line saying
+    /// what changed. What cannot be used (a file unreadable, empty or
+    /// invalid, a key that does not match its certificate) changes nothing:
+    /// the old token or certificate stays, and the line says why. Requests
+    /// and streams go on throughout; connections already open keep the
+    /// certificate they began with.
+    public func reload() {
+        let outcome = reloads.run(api: api, server: server)
+        logger.log(outcome.keptSomething ? .warn : .info, "topchrome reload: " + outcome.description, always: true)
     }
 
     /// Writes the state file now. A failure is reported and the service goes

@@ -4,18 +4,20 @@ import Glibc
 import FoundationEssentials
 import TopChromeApp
 
-/// Reads the configuration, starts the service, waits for SIGTERM or
-/// SIGINT, stops gracefully.
+/// Reads the configuration, starts the service, reloads its secrets on
+/// SIGHUP, and stops gracefully on SIGTERM or SIGINT.
 enum Launcher {
     static func run() -> Never {
         // Before the signal mask below: an exec'd program inherits it.
         if CommandLine.arguments.dropFirst().first == "watch" { runWatch() }
 
-        // Block the stop signals before any thread starts, so every thread
-        // inherits the mask and only `sigwait` below receives them. This also
-        // undoes an inherited "ignore SIGINT" (servers started with `&`).
-        var stopSignals = Self.stopSignals
-        pthread_sigmask(SIG_BLOCK, &stopSignals, nil)
+        // Block the signals we act on before any thread starts, so every
+        // thread inherits the mask and only `sigwait` below receives them
+        // (SIGHUP's default would end the process without its last
+        // snapshot). This also undoes an inherited "ignore SIGINT" (servers
+        // started with `&`).
+        var handled = Self.handledSignals
+        pthread_sigmask(SIG_BLOCK, &handled, nil)
         signal(SIGPIPE, SIG_IGN)
 
         var arguments = Array(CommandLine.arguments.dropFirst())
@@ -54,9 +56,13 @@ enum Launcher {
         }
         logger.log(.info, "topchrome listening on \(service.url)", always: true)
 
-        var stopSignals = Self.stopSignals
+        // SIGHUP reloads, as operators of nginx, Consul and Caddy expect,
+        // and never stops the server; SIGTERM and SIGINT stop it.
+        var handled = Self.handledSignals
         var received: Int32 = 0
-        sigwait(&stopSignals, &received)
+        while sigwait(&handled, &received) == 0, received == SIGHUP {
+            service.reload()
+        }
 
         logger.log(.info, "topchrome stopping", ["signal": .int(Int(received)),
                                                  "timeout_ms": .int(Int(configuration.shutdownTimeout * 1000))],
@@ -93,11 +99,12 @@ enum Launcher {
         fail("topchrome: cannot run \(program): \(String(cString: strerror(errno)))", status: 2)
     }
 
-    private static var stopSignals: sigset_t {
+    private static var handledSignals: sigset_t {
         var set = sigset_t()
         sigemptyset(&set)
         sigaddset(&set, SIGTERM)
         sigaddset(&set, SIGINT)
+        sigaddset(&set, SIGHUP)
         return set
     }
 

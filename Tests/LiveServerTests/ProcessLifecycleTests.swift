@@ -237,6 +237,7 @@ import Testing
         #expect(help.waitForExit(within: 5) == 0)
         usleep(50_000)
         #expect(help.standardOutput.contains("--max-sessions"))
+        #expect(help.standardOutput.contains("SIGHUP never stops"))
         let version = try RunningServer(["--version"])
         #expect(version.waitForExit(within: 5) == 0)
         usleep(50_000)

@@ -71,7 +71,7 @@ import Testing
         #expect(socketSlot == nil)
         #expect(context.pointee.isOrphaned && context.pointee.isInUse, "still in use, so not freed")
 
-        let dispatcher = RequestDispatcher(responder: NoResponder(), observer: nil, maxBodyBytes: 16)
+        let dispatcher = RequestDispatcher(responder: NoResponder(), observer: nil, maxBodyBytes: 16, tlsIdentities: nil)
         withExtendedLifetime(dispatcher) {
             requestCompleted(Unmanaged.passUnretained(dispatcher).toOpaque(), nil, &requestSlot, .REQUEST_TERMINATED_COMPLETED_OK)
         }

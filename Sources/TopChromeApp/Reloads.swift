@@ -1,0 +1,85 @@
+import Locking
+import MicroHTTPD
+import TopChromeAPI
+
+/// Re-reads the files that hold secrets on SIGHUP, as nginx, Consul and
+/// Caddy do, so a rotated token or certificate is served without a restart.
+/// Remembers what it read last: an unchanged file is said to be unchanged,
+/// and an unchanged certificate is not loaded again (the server keeps every
+/// certificate it loads until it stops). One reload runs at a time.
+final class Reloads: @unchecked Sendable {
+    private let lock = PthreadLock()
+    private let tokenFile: String?
+    private let certificateFile: String?
+    private let keyFile: String?
+    private var token: String?
+    private var credentials: TLSCredentials?
+
+    init(configuration: ServiceConfiguration) {
+        tokenFile = configuration.authTokenFile
+        certificateFile = configuration.tlsCertificateFile
+        keyFile = configuration.tlsKeyFile
+        token = configuration.authToken
+        credentials = configuration.httpServer.tls
+    }
+
+    /// What one reload did, for its log line.
+    struct Outcome: CustomStringConvertible {
+        var parts: [String] = []
+        /// Something could not be used and the old one stays: worth a warning.
+        var keptSomething = false
+
+        var description: String {
+            parts.isEmpty ? "nothing to reload (no --auth-token-file, --tls-cert or --tls-key)" : parts.joined(separator: "; ")
+        }
+    }
+
+    func run(api: SessionAPI, server: HTTPServer) -> Outcome {
+        lock.withLock {
+            var outcome = Outcome()
+            if let tokenFile { reloadToken(from: tokenFile, api: api, into: &outcome) }
+            if let certificateFile, let keyFile {
+                reloadCertificate(from: certificateFile, keyFile, server: server, into: &outcome)
+            }
+            return outcome
+        }
+    }
+
+    private func reloadToken(from path: String, api: SessionAPI, into outcome: inout Outcome) {
+        let new: String
+        do {
+            new = try ServiceConfiguration.bearerToken(inFile: path, "--auth-token-file")
+        } catch {
+            outcome.keptSomething = true
+            outcome.parts.append("kept the old bearer token: \(error)")
+            return
+        }
+        guard new != token else {
+            outcome.parts.append("bearer token unchanged")
+            return
+        }
+        api.replaceAuthToken(new)
+        token = new
+        outcome.parts.append("bearer token replaced")
+    }
+
+    private func reloadCertificate(from certificateFile: String, _ keyFile: String, server: HTTPServer,
+                                   into outcome: inout Outcome) {
+        let new: TLSCredentials
+        do {
+            new = TLSCredentials(certificatePEM: try ServiceConfiguration.contents(of: certificateFile, "--tls-cert"),
+                                 privateKeyPEM: try ServiceConfiguration.contents(of: keyFile, "--tls-key"))
+            guard new != credentials else {
+                outcome.parts.append("TLS certificate and key unchanged")
+                return
+            }
+            try server.replaceTLSCredentials(new)
+        } catch {
+            outcome.keptSomething = true
+            outcome.parts.append("kept the old TLS certificate and key: \(error)")
+            return
+        }
+        credentials = new
+        outcome.parts.append("TLS certificate and key replaced (new connections get them)")
+    }
+}
