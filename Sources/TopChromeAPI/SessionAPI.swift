@@ -30,8 +30,7 @@ public final class SessionAPI: HTTPResponder {
     private let watchers: WatcherHub
     /// Families of `/metrics` that the store's wiring adds (e.g. Redis round trips).
     private let storeMetrics: (any MetricsFamilies)?
-    /// What `/readyz` names as degraded when it goes wrong (e.g. the state file).
-    private let readinessDetails: [any ReadinessDetail]
+    private let readiness: Readiness
     private let maxBodyBytes: Int
     /// Nil when no token is configured: then requests never read it.
     private let authToken: CurrentBearerToken?
@@ -65,9 +64,14 @@ public final class SessionAPI: HTTPResponder {
         case let .remote(store): WatcherHub(feed: .remote(store))
         }
         self.storeMetrics = storeMetrics
-        self.readinessDetails = readinessDetails
         self.maxBodyBytes = maxBodyBytes
-        self.authToken = authToken.map { CurrentBearerToken(BearerToken($0)) }
+        let token = authToken.map { CurrentBearerToken(BearerToken($0)) }
+        self.authToken = token
+        let storeReadiness: (@Sendable () -> RemoteStoreReadiness)? = switch backend {
+        case .local: nil
+        case let .remote(store): { store.readiness }
+        }
+        readiness = Readiness(store: storeReadiness, details: readinessDetails, authToken: token)
         self.metrics = metrics
         self.statistics = statistics
     }
@@ -143,12 +147,7 @@ public final class SessionAPI: HTTPResponder {
         case .health:
             return Self.json(200, ["status": "ok"])
         case .readiness:
-            guard isReady else { throw Self.shuttingDown }
-            if case let .remote(store) = backend, case let .unavailable(reason) = store.readiness {
-                throw Problem(status: 503, detail: "The session store cannot be reached: \(reason)",
-                              headers: [("Retry-After", "1")])
-            }
-            return readinessAnswer()
+            return try readiness.answer(isReady: isReady, authorization: request.headers["Authorization"])
         case .openAPI:
             return HTTPResponse(status: 200, headers: HTTPHeaders([("Content-Type", "application/yaml")]),
                                 body: Array(openAPIDocument.utf8))
@@ -234,24 +233,6 @@ public final class SessionAPI: HTTPResponder {
             try body(of: request, RequestBodies.disappear)
             return try apply(.disappear, to: id, request, &buffers)
         }
-    }
-
-    /// `{"status":"ready"}`, and under `degraded` what is going wrong
-    /// without making answers wrong (see ``ReadinessDetail``).
-    private func readinessAnswer() -> HTTPResponse {
-        let problems = readinessDetails.compactMap { detail in detail.problem().map { (detail.name, $0) } }
-        var json = JSONWriter()
-        json.object { object in
-            object.member("status") { $0.string("ready") }
-            if !problems.isEmpty {
-                object.member("degraded") { value in
-                    value.object { degraded in
-                        for (name, problem) in problems { degraded.member(name) { $0.string(problem) } }
-                    }
-                }
-            }
-        }
-        return HTTPResponse(status: 200, headers: HTTPHeaders([("Content-Type", "application/json")]), body: json.bytes)
     }
 
     /// `/v1` and everything under `/v1/`: what the bearer token guards.

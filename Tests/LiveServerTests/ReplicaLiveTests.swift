@@ -209,6 +209,22 @@ import TopChromeApp
         #expect(try server.client().json("POST", "/v1/sessions", "").status == 201)
     }
 
+    /// Redis's address and errors are for operators: with a bearer token,
+    /// `/readyz` tells them only to a request that carries it.
+    @Test func readinessDetailsNeedTheToken() throws {
+        let redis = try RedisServer()
+        redis.stop()
+        let server = try LiveServer(store: .redis([redis.node]), keyPrefix: "outage:") { $0.authToken = "s3cret-token" }
+        let anyone = try server.client().request("GET", "/readyz")
+        #expect(anyone.status == 503)
+        #expect(anyone.header("Retry-After") == "1")
+        #expect(try anyone.json["detail"] as? String == "The session store cannot be reached.")
+        #expect(!anyone.text.contains("127.0.0.1"), "\(anyone.text)")
+        let operatorView = try server.client().request("GET", "/readyz", headers: [("Authorization", "Bearer s3cret-token")])
+        #expect(operatorView.status == 503)
+        #expect(operatorView.text.contains("127.0.0.1:\(redis.port)"), "\(operatorView.text)")
+    }
+
     @Test func aNewWatcherGets503WithinTheTimeoutWhileRedisIsGone() throws {
         let redis = try RedisServer()
         let server = try LiveServer(store: .redis([redis.node]), keyPrefix: "watchless:") { $0.redisTimeout = 0.5 }

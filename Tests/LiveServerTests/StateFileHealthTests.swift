@@ -77,6 +77,26 @@ import Testing
         #expect(server.waitForExit(within: 10) == 0)
     }
 
+    /// The state file's path and error are for operators: with a bearer
+    /// token, `/readyz` names them only to a request that carries it.
+    @Test func degradedNeedsTheToken() throws {
+        let inner = folder.appendingPathComponent("inner")
+        try FileManager.default.createDirectory(at: inner, withIntermediateDirectories: true)
+        let token = folder.appendingPathComponent("token")
+        try Data("s3cret-token\n".utf8).write(to: token)
+        let server = try RunningServer(["--port", "0", "--state-file", inner.appendingPathComponent("state.jsonl").path,
+                                        "--snapshot-interval", "1", "--auth-token-file", token.path])
+        _ = try server.waitUntilListening()
+        try FileManager.default.removeItem(at: inner)
+        let client = try TestHTTPClient(port: server.port)
+        let authorized = [("Authorization", "Bearer s3cret-token")]
+        #expect(eventually(within: 10) { (try? client.request("GET", "/readyz", headers: authorized).json["degraded"]) != nil })
+        let anyone = try client.request("GET", "/readyz")
+        #expect(anyone.status == 200)
+        #expect(anyone.text == #"{"status":"ready"}"#)
+        server.signal(SIGKILL)
+    }
+
     /// The last snapshot failing at the stop is an error line and exit 1,
     /// so an orchestrator sees the sessions were lost.
     @Test func aFailingLastSnapshotFailsTheStop() throws {
