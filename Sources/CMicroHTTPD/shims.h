@@ -57,6 +57,16 @@ CMHD_socket_context(struct MHD_Connection *connection)
     return info == NULL ? NULL : info->socket_context;
 }
 
+/// `MHD_get_connection_info` is variadic: the client's socket address, for
+/// the access log (read once per connection).
+static inline const struct sockaddr *
+CMHD_client_address(struct MHD_Connection *connection)
+{
+    const union MHD_ConnectionInfo *info =
+        MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    return info == NULL ? NULL : info->client_addr;
+}
+
 /// `MHD_set_response_options` is variadic: one set of flags, nothing else.
 static inline enum MHD_Result
 CMHD_set_response_flags(struct MHD_Response *response, enum MHD_ResponseFlags flags)

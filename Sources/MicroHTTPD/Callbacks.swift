@@ -141,11 +141,12 @@ let requestCompleted: MHD_RequestCompletedCallback = { cls, _, requestContext, _
 /// Gives each connection the context its requests reuse, and frees it with
 /// the connection, unless a request still uses it (then that request's
 /// completion frees it, whichever of the two libmicrohttpd reports first).
-let connectionNotified: MHD_NotifyConnectionCallback = { cls, _, socketContext, code in
+let connectionNotified: MHD_NotifyConnectionCallback = { cls, connection, socketContext, code in
     guard let socketContext else { return }
     switch code {
     case .CONNECTION_NOTIFY_STARTED:
         let context = UnsafeMutablePointer<RequestContext>.makeContext()
+        context.pointee.client = connection.flatMap(clientAddress(of:))
         if let cls {
             // Before the TLS handshake, which looks the certificate up here.
             context.pointee.tlsIdentities = Unmanaged<RequestDispatcher>.fromOpaque(cls)._withUnsafeGuaranteedRef {
@@ -176,7 +177,13 @@ private func contextForNewRequest(on connection: OpaquePointer) -> UnsafeMutable
     }
     let context = UnsafeMutablePointer<RequestContext>.makeContext()
     context.pointee.isForOneRequest = true
+    context.pointee.client = clientAddress(of: connection)
     return context
+}
+
+/// The peer's address as text, read once per connection.
+private func clientAddress(of connection: OpaquePointer) -> String? {
+    CMHD_client_address(connection).flatMap(ClientAddress.init).map(\.text)
 }
 
 private let collectHeader: MHD_KeyValueIteratorN = { cls, _, key, keySize, value, valueSize in
@@ -230,7 +237,9 @@ private func queue(
     }
     let result = MHD_queue_response(connection, UInt32(response.status), created)
     dispatcher.observer?.completed(HTTPExchange(
-        method: context.pointee.method, pathBytes: context.pointee.path, endpoint: context.pointee.endpoint,
+        method: context.pointee.method, pathBytes: context.pointee.path,
+        client: dispatcher.trustedProxies.client(of: context.pointee.client, forwardedFor: context.pointee.headers),
+        endpoint: context.pointee.endpoint,
         status: response.status,
         bodyBytes: sentBodyBytes(of: response, method: context.pointee.method),
         duration: ContinuousClock.now - context.pointee.startedAt, isStream: response.stream != nil))

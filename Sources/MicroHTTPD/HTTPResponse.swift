@@ -70,6 +70,9 @@ public struct HTTPExchange: Sendable {
     }
     /// ``path`` as the bytes that came (see ``HTTPRequest/pathBytes``).
     public var pathBytes: [UInt8]
+    /// Who asked: the peer's address, or behind a trusted proxy the client
+    /// it names in `X-Forwarded-For`; nil if the socket named none.
+    public var client: String?
     /// The ``HTTPResponse/endpoint`` the responder gave; nil if it gave none
     /// or never saw the request (refused early).
     public var endpoint: Int?
@@ -81,16 +84,17 @@ public struct HTTPExchange: Sendable {
     public var duration: Duration
     public var isStream: Bool
 
-    public init(method: String, path: String, endpoint: Int?, status: Int, bodyBytes: Int, duration: Duration,
-                isStream: Bool) {
-        self.init(method: method, pathBytes: Array(path.utf8), endpoint: endpoint, status: status, bodyBytes: bodyBytes,
-                  duration: duration, isStream: isStream)
+    public init(method: String, path: String, client: String? = nil, endpoint: Int?, status: Int, bodyBytes: Int,
+                duration: Duration, isStream: Bool) {
+        self.init(method: method, pathBytes: Array(path.utf8), client: client, endpoint: endpoint, status: status,
+                  bodyBytes: bodyBytes, duration: duration, isStream: isStream)
     }
 
-    init(method: String, pathBytes: [UInt8], endpoint: Int?, status: Int, bodyBytes: Int, duration: Duration,
-         isStream: Bool) {
+    init(method: String, pathBytes: [UInt8], client: String?, endpoint: Int?, status: Int, bodyBytes: Int,
+         duration: Duration, isStream: Bool) {
         self.method = method
         self.pathBytes = pathBytes
+        self.client = client
         self.endpoint = endpoint
         self.status = status
         self.bodyBytes = bodyBytes

@@ -17,7 +17,8 @@ public final class HTTPServer: @unchecked Sendable {
         self.configuration = configuration
         self.dispatcher = RequestDispatcher(responder: responder, observer: observer,
                                             maxBodyBytes: configuration.maxBodyBytes,
-                                            tlsIdentities: configuration.tls == nil ? nil : TLSIdentities())
+                                            tlsIdentities: configuration.tls == nil ? nil : TLSIdentities(),
+                                            trustedProxies: configuration.trustedProxies)
     }
 
     deinit {
@@ -146,8 +147,11 @@ final class RequestDispatcher: Sendable {
     /// The certificates TLS handshakes present; nil when serving plain HTTP.
     let tlsIdentities: TLSIdentities?
 
+    let trustedProxies: TrustedProxies
+
     init(responder: any HTTPResponder, observer: (any HTTPExchangeObserver)?, maxBodyBytes: Int,
-         tlsIdentities: TLSIdentities?) {
+         tlsIdentities: TLSIdentities?, trustedProxies: TrustedProxies = TrustedProxies()) {
+        self.trustedProxies = trustedProxies
         self.responder = responder
         self.observer = observer
         self.maxBodyBytes = maxBodyBytes

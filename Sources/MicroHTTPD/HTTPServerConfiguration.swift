@@ -27,6 +27,8 @@ public struct HTTPServerConfiguration: Sendable {
     public var connectionMemoryBytes: Int = 8192
     /// Pending connections the kernel queues before accept.
     public var listenBacklog: Int32 = 1024
+    /// Proxies whose `X-Forwarded-For` names the client in ``HTTPExchange/client``.
+    public var trustedProxies = TrustedProxies()
     /// Serve HTTPS (through libmicrohttpd's GnuTLS) with these; nil serves plain HTTP.
     public var tls: TLSCredentials?
 

@@ -37,6 +37,8 @@ struct RequestContext {
     /// runs before any request and finds the server only through this
     /// context. Set once for the connection, so ``reset()`` keeps it.
     var tlsIdentities: Unmanaged<TLSIdentities>?
+    /// The peer's address (see ``HTTPExchange/client``); set once for the connection.
+    var client: String?
 
     /// Buffers above this many bytes are let go between requests, so one
     /// large upload does not hold memory for the rest of the connection.

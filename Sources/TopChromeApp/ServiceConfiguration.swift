@@ -7,12 +7,22 @@ import Redis
 import TopChromeCore
 
 /// Where sessions live.
-public enum SessionStorage: Sendable, Equatable {
+public enum SessionStorage: Sendable, Equatable, CustomStringConvertible {
     /// In this process: fast, and gone with it unless a state file keeps them.
     case memory
     /// In Redis, shared by every replica: a single server, or the seed
     /// nodes of a Redis Cluster (which one is found out at start).
     case redis([RedisNode])
+
+    /// As `--store` takes it: `memory`, or `redis://HOST:PORT[,HOST:PORT…]`.
+    public var description: String {
+        switch self {
+        case .memory: "memory"
+        case let .redis(nodes):
+            "redis://" + nodes.map { $0.host.contains(":") ? "[\($0.host)]:\($0.port)" : "\($0.host):\($0.port)" }
+                .joined(separator: ",")
+        }
+    }
 }
 
 /// Everything an operator can set, from flags or their `TOPCHROME_*`
@@ -60,6 +70,11 @@ public struct ServiceConfiguration: Sendable, Equatable {
     public var logFormat = LogFormat.text
     /// `info` logs every request; `warn` only problems.
     public var logLevel = LogLevel.info
+    /// Where warnings and errors go: with everything else by default, so a
+    /// story told over several lines (Redis lost, then back) reads in order.
+    public var logErrorsToStderr = false
+    /// Proxies whose `X-Forwarded-For` names the client in the access log.
+    public var trustedProxies: [AddressRange] = []
     public var store = SessionStorage.memory
     /// `AUTH` for every Redis connection; read from a file, like the bearer token.
     public var redisPassword: String?
@@ -83,6 +98,7 @@ public struct ServiceConfiguration: Sendable, Equatable {
         server.maxConnections = maxConnections
         server.connectionMemoryBytes = connectionMemory
         server.maxConnectionsPerAddress = maxConnectionsPerIP
+        server.trustedProxies = TrustedProxies(trustedProxies)
         if let certificate = tlsCertificatePEM, let key = tlsKeyPEM {
             server.tls = TLSCredentials(certificatePEM: certificate, privateKeyPEM: key)
         }
@@ -286,6 +302,20 @@ public struct ServiceConfiguration: Sendable, Equatable {
                 throw UsageError(description: "\(source) must be debug, info, warn or error, not '\(value)'")
             }
             config.logLevel = level
+        },
+        Option(name: "log-errors-to", placeholder: "S", help: "Where warn and error lines go: stdout (default, with the rest) or stderr.") { value, source, config throws(UsageError) in
+            guard value == "stdout" || value == "stderr" else {
+                throw UsageError(description: "\(source) must be stdout or stderr, not '\(value)'")
+            }
+            config.logErrorsToStderr = value == "stderr"
+        },
+        Option(name: "trusted-proxy", placeholder: "CIDR", help: "Log the client X-Forwarded-For names when the peer is in CIDR (repeatable, or comma-separated).") { value, source, config throws(UsageError) in
+            for text in value.split(separator: ",", omittingEmptySubsequences: false) {
+                guard let range = AddressRange(text) else {
+                    throw UsageError(description: "\(source) must be addresses or CIDR blocks (10.0.0.0/8, ::1), comma-separated, not '\(text)'")
+                }
+                config.trustedProxies.append(range)
+            }
         },
         Option(name: "state-file", placeholder: "PATH", help: "Keep sessions across restarts in PATH (written atomically).") { value, source, config throws(UsageError) in
             guard !value.isEmpty else { throw UsageError(description: "\(source) must not be empty") }

@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import Dispatch
 import Locking
 import MicroHTTPD
@@ -55,7 +58,8 @@ public final class TopChromeService: Sendable {
         let subscriptions = SessionSubscriptions(limits: .init(total: configuration.maxWatchers,
                                                                perSession: configuration.maxWatchersPerSession))
         let metrics = ServiceMetrics()
-        logger = Logger(format: configuration.logFormat, level: configuration.logLevel)
+        logger = Logger(format: configuration.logFormat, level: configuration.logLevel,
+                        errors: configuration.logErrorsToStderr ? STDERR_FILENO : STDOUT_FILENO)
         switch configuration.store {
         case .memory:
             let store = InMemorySessionStore(rules: rules, capacity: configuration.maxSessions, idleTimeout: idleTimeout,
@@ -100,10 +104,14 @@ public final class TopChromeService: Sendable {
     public var watcherCount: Int { api.watcherCount }
 
     /// Loads the state file (if any), then starts serving.
-    public func start() throws(StartupError) {
+    @discardableResult
+    public func start() throws(StartupError) -> StartOutcome {
+        var outcome = StartOutcome()
         if let snapshots, let store = memoryStore {
             do {
-                try store.restore(try snapshots.file.read())
+                let sessions = try snapshots.file.read()
+                try store.restore(sessions)
+                outcome.restoredSessions = sessions.count
             } catch let failure as SnapshotFile.Failure {
                 throw .stateFile(failure)
             } catch {
@@ -140,6 +148,13 @@ public final class TopChromeService: Sendable {
             let interval = min(store.functions.idleTimeout.map { $0 / 4 } ?? .seconds(5), .seconds(5))
             chores.every(interval) { store.keepWatchedSessionsAlive() }
         }
+        return outcome
+    }
+
+    /// What a start found.
+    public struct StartOutcome: Sendable {
+        /// Sessions read back from the state file; nil without one.
+        public var restoredSessions: Int?
     }
 
     /// How a stop went.

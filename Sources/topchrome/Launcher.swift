@@ -48,13 +48,21 @@ enum Launcher {
     private static func serve(_ configuration: ServiceConfiguration) -> Never {
         let service = TopChromeService(configuration: configuration)
         let logger = service.logger
+        let started: TopChromeService.StartOutcome
         do {
-            try service.start()
+            started = try service.start()
         } catch {
             logger.log(.error, "topchrome: \(error)", always: true)
             exit(error.exitStatus)
         }
-        logger.log(.info, "topchrome listening on \(service.url)", always: true)
+        // The operator's first question after a start: which store, and did the sessions come back?
+        if let restored = started.restoredSessions {
+            logger.log(.info, "topchrome listening on \(service.url)",
+                       ["store": .string(configuration.store.description), "sessions_restored": .int(restored)], always: true)
+        } else {
+            logger.log(.info, "topchrome listening on \(service.url)", ["store": .string(configuration.store.description)],
+                       always: true)
+        }
 
         // SIGHUP reloads, as operators of nginx, Consul and Caddy expect,
         // and never stops the server; SIGTERM and SIGINT stop it.

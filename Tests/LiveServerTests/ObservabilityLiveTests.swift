@@ -83,7 +83,7 @@ import Testing
         let expected = "info request method=POST route=/v1/sessions/{id}/scroll status=200 duration_ms="
         #expect(eventually(within: 10) { server.standardOutput.contains(expected) })
         let line = server.standardOutput.split(separator: "\n").first { $0.contains(expected) } ?? ""
-        #expect(line.hasSuffix(" session=\(id.prefix(8))"))
+        #expect(line.hasSuffix(" session=\(id.prefix(8)) client=127.0.0.1"))
         server.signal(SIGTERM)
         #expect(server.waitForExit(within: 10) == 0)
     }
@@ -107,7 +107,7 @@ import Testing
         #expect(requests.count == 5)
         let last = try #require(requests.last)
         #expect(last.contains(" method=DELETE route=/v1/sessions/{id} status=204 "))
-        #expect(last.hasSuffix(" session=\(id.prefix(8))"))
+        #expect(last.hasSuffix(" session=\(id.prefix(8)) client=127.0.0.1"))
         let lastIndex = try #require(lines.lastIndex(of: last))
         let stopped = try #require(lines.firstIndex { $0.hasSuffix(" info topchrome stopped") })
         #expect(lastIndex < stopped)
@@ -131,7 +131,7 @@ import Testing
         #expect(requests.count == 4)
         guard requests.count == 4 else { return }
         #expect(requests[0].contains(" method=POST route=/v1/sessions status=201 "))
-        #expect(requests[0].hasSuffix(" session=\(id.prefix(8))"), "\(requests[0])")
+        #expect(requests[0].hasSuffix(" session=\(id.prefix(8)) client=127.0.0.1"), "\(requests[0])")
         #expect(requests[1].contains(" status=200 ") && requests[1].contains(" bytes=\(full.body.count) "))
         #expect(full.body.count > 0)
         #expect(requests[2].contains(" status=304 ") && requests[2].contains(" bytes=0 "), "\(requests[2])")
@@ -148,5 +148,65 @@ import Testing
         let output = server.standardOutput
         #expect(output.contains("listening on"), "lifecycle lines are always written")
         #expect(!output.contains(" request "))
+    }
+
+    /// Behind a trusted proxy the access log names the client it forwarded
+    /// for (the right-most address not itself trusted), as nginx's realip
+    /// does; from anyone else `X-Forwarded-For` is not believed.
+    @Test func accessLinesNameTheClientBehindTrustedProxies() throws {
+        func clients(trusting proxies: [String]) throws -> [String] {
+            let server = try ProcessLifecycleTests.RunningServer(["--port", "0"] + proxies.flatMap { ["--trusted-proxy", $0] })
+            _ = try server.waitUntilListening()
+            let client = try TestHTTPClient(port: server.port)
+            for forwarded in ["203.0.113.9", "198.51.100.1, 203.0.113.9, 10.0.0.2", "2001:db8::7", "not-an-address", ""] {
+                try client.request("GET", "/healthz", headers: forwarded.isEmpty ? [] : [("X-Forwarded-For", forwarded)])
+            }
+            server.signal(SIGTERM)
+            #expect(server.waitForExit(within: 10) == 0)
+            return server.log.split(separator: "\n").filter { $0.contains(" info request ") }
+                .map { String($0.split(separator: " client=").last ?? "") }
+        }
+        #expect(try clients(trusting: ["127.0.0.1", "10.0.0.0/8"]) == ["203.0.113.9", "203.0.113.9", "2001:db8::7", "127.0.0.1", "127.0.0.1"])
+        #expect(try clients(trusting: []) == Array(repeating: "127.0.0.1", count: 5), "the header alone proves nothing")
+        #expect(try clients(trusting: ["192.0.2.0/24"]) == Array(repeating: "127.0.0.1", count: 5), "the peer is not a trusted proxy")
+    }
+
+    /// A request for a path where nothing lives is logged with that path,
+    /// cut short and escaped, so an operator sees what was asked.
+    @Test func unmatchedPathsAreLoggedEscapedAndBounded() throws {
+        let server = try ProcessLifecycleTests.RunningServer(["--port", "0", "--log-format", "json"])
+        _ = try server.waitUntilListening()
+        let client = try TestHTTPClient(port: server.port)
+        try client.request("GET", "/v2/\"q\"\\ü?x=1")
+        try client.request("GET", "/" + String(repeating: "a", count: 300))
+        try client.request("GET", "/healthz")
+        server.signal(SIGTERM)
+        #expect(server.waitForExit(within: 10) == 0)
+        let requests = try server.log.split(separator: "\n")
+            .compactMap { try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+            .filter { $0["msg"] as? String == "request" }
+        #expect(requests.map { $0["path"] as? String } == ["/v2/%22q%22%5C%C3%BC", "/" + String(repeating: "a", count: 127) + "...", nil])
+    }
+
+    /// The start line names the store and how many sessions came back.
+    @Test func theStartLineNamesTheStoreAndRestoredSessions() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("start-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let state = folder.appendingPathComponent("state.jsonl").path
+        let first = try ProcessLifecycleTests.RunningServer(["--port", "0", "--state-file", state])
+        #expect(try first.waitUntilListening().hasSuffix(" store=memory sessions_restored=0"))
+        let client = try TestHTTPClient(port: first.port)
+        for _ in 0..<3 { try client.request("POST", "/v1/sessions") }
+        first.signal(SIGTERM)
+        #expect(first.waitForExit(within: 10) == 0)
+        let second = try ProcessLifecycleTests.RunningServer(["--port", "0", "--state-file", state])
+        let line = try second.waitUntilListening()
+        #expect(line.hasSuffix(" store=memory sessions_restored=3"), "\(line)")
+        second.signal(SIGTERM)
+        #expect(second.waitForExit(within: 10) == 0)
+        let plain = try ProcessLifecycleTests.RunningServer(["--port", "0"])
+        #expect(try plain.waitUntilListening().hasSuffix(" store=memory"))
+        plain.signal(SIGTERM)
+        _ = plain.waitForExit(within: 10)
     }
 }

@@ -188,7 +188,7 @@ import Testing
         try text.write(toFile: stateFile, atomically: true, encoding: .utf8)
         let server = try RunningServer(["--port", "0", "--state-file", stateFile])
         #expect(server.waitForExit(within: 5) == 2)
-        #expect(server.standardError.contains("(line 2: no valid id)"), "\(server.standardError)")
+        #expect(server.log.contains("(line 2: no valid id)"), "\(server.log)")
         #expect(try String(contentsOfFile: stateFile, encoding: .utf8) == text)
     }
 
@@ -197,7 +197,7 @@ import Testing
         try garbage.write(toFile: stateFile, atomically: true, encoding: .utf8)
         let server = try RunningServer(["--port", "0", "--state-file", stateFile])
         #expect(server.waitForExit(within: 5) == 2)
-        #expect(server.standardError.contains("state file"))
+        #expect(server.log.contains("state file"))
         #expect(try String(contentsOfFile: stateFile, encoding: .utf8) == garbage)
     }
 }

@@ -62,8 +62,9 @@ import Testing
             let deadline = Date().addingTimeInterval(10)
             while Date() < deadline {
                 if let line = standardOutput.split(separator: "\n").first(where: { $0.contains("listening on") }) {
-                    // The URL ends the message in either log format: ...:PORT or ...:PORT"}
-                    let digits = line.split(separator: ":").last?.prefix { $0.isNumber } ?? ""
+                    // The URL ends the message in either log format: ...:PORT and a space or a quote.
+                    let url = line.split(separator: "listening on ", maxSplits: 1).last?.prefix { $0 != " " && $0 != "\"" } ?? ""
+                    let digits = url.split(separator: ":").last?.prefix { $0.isNumber } ?? ""
                     port = Int(digits) ?? 0
                     return String(line)
                 }
@@ -86,6 +87,13 @@ import Testing
                 return nil
             }
             return process.terminationStatus
+        }
+
+        /// The log: every line goes to stdout unless `--log-errors-to stderr`
+        /// (complete once the server has exited).
+        var log: String {
+            usleep(50_000)  // let the last chunk arrive
+            return standardOutput
         }
 
         /// What the server printed on stderr (complete once it has exited).
@@ -206,7 +214,7 @@ import Testing
             "--tls-key", keyIsValid ? "\(folder)/server.key" : "\(folder)/bad-key.pem",
         ])
         #expect(server.waitForExit(within: 5) == 2)
-        #expect(server.standardError.contains("TLS certificate and key"), "\(server.standardError)")
+        #expect(server.log.contains("TLS certificate and key"), "\(server.log)")
     }
 
     @Test func portInUseIsAClearError() throws {
@@ -214,7 +222,7 @@ import Testing
         _ = try first.waitUntilListening()
         let second = try RunningServer(["--port", String(first.port)])
         #expect(second.waitForExit(within: 5) == 1)
-        let message = second.standardError
+        let message = second.log
         #expect(message.contains(" error topchrome: cannot listen on"), "\(message)")
         #expect(message.contains("Address already in use"))
         first.signal(SIGTERM)

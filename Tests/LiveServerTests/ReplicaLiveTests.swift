@@ -605,16 +605,22 @@ import TopChromeApp
         }
         // Many requests and reconnection attempts while Redis is away: one line.
         for _ in 0..<5 { #expect(try client.json("POST", "/v1/sessions", "").status == 503) }
-        #expect(eventually { lines(server.standardError, "Redis unreachable").count == 1 })
+        #expect(eventually { lines(server.log, "Redis unreachable").count == 1 })
         try redis.restart()
         #expect(eventually(within: 10) { (try? client.request("GET", "/readyz").status) == 200 })
         #expect(eventually { lines(server.standardOutput, "Redis reachable again").count == 1 })
         redis.stop()
-        #expect(eventually { lines(server.standardError, "Redis connection lost").count == 1 })
+        #expect(eventually { lines(server.log, "Redis connection lost").count == 1 })
         for _ in 0..<5 { #expect(try client.json("POST", "/v1/sessions", "").status == 503) }
         try "wrong\n".write(to: password, atomically: true, encoding: .utf8)
         server.signal(SIGTERM)
         #expect(server.waitForExit(within: 10) == 0)
+        // One stream, so the story reads in order: away, back, away again.
+        let story = lines(server.log, "Redis").map { line in
+            ["Redis unreachable", "Redis reachable again", "Redis connection lost"].first { line.contains($0) } ?? "?"
+        }
+        #expect(story == ["Redis unreachable", "Redis reachable again", "Redis connection lost"], "\(server.log)")
+        #expect(server.standardError.isEmpty, "\(server.standardError)")
 
         // The wrong password: refused, said once, as an error.
         try redis.restart()
@@ -622,19 +628,19 @@ import TopChromeApp
             ["--port", "0", "--threads", "1", "--log-format", format, "--store", "redis://\(node)",
              "--redis-password-file", password.path])
         _ = try refused.waitUntilListening()
-        #expect(eventually { lines(refused.standardError, "Redis refused the connection").count == 1 })
+        #expect(eventually { lines(refused.log, "Redis refused the connection").count == 1 })
         usleep(300_000)  // retries go on meanwhile
         refused.signal(SIGTERM)
         #expect(refused.waitForExit(within: 10) == 0)
 
-        let errors = server.standardError + refused.standardError
+        let errors = server.log + refused.log
         #expect(lines(errors, "Redis unreachable").count == 1, "\(errors)")
         #expect(lines(errors, "Redis connection lost").count == 1, "\(errors)")
-        let refusal = lines(refused.standardError, "Redis refused the connection")
+        let refusal = lines(refused.log, "Redis refused the connection")
         #expect(refusal.count == 1, "\(errors)")
         #expect(refusal.first?.contains("WRONGPASS") == true)
         #expect(refusal.first?.contains(format == "json" ? #""level":"error""# : "error") == true, "\(refusal)")
-        #expect(lines(server.standardError, "Redis connection lost").first?.contains(format == "json" ? #""level":"warn""# : "warn") == true)
+        #expect(lines(server.log, "Redis connection lost").first?.contains(format == "json" ? #""level":"warn""# : "warn") == true)
         if format == "json" {
             for line in lines(errors + server.standardOutput, "Redis") {
                 #expect((try? JSONSerialization.jsonObject(with: Data(line.utf8))) is [String: Any], "not JSON: \(line)")

@@ -18,9 +18,19 @@ import Testing
         let path = folder.appendingPathComponent("missing/state.jsonl").path
         let server = try RunningServer(["--port", "0", "--state-file", path])
         #expect(server.waitForExit(within: 10) == 2)
-        let errors = server.standardError
+        let errors = server.log
         #expect(errors.contains("cannot write state file '\(path)'"), "\(errors)")
         #expect(errors.contains("its folder '\(folder.path)/missing' cannot take a file (No such file or directory)"), "\(errors)")
+    }
+
+    /// Warnings and errors share the one stream by default; an operator who
+    /// wants them apart asks for it.
+    @Test func errorsGoToStderrWhenAskedTo() throws {
+        let path = folder.appendingPathComponent("missing/state.jsonl").path
+        let server = try RunningServer(["--port", "0", "--state-file", path, "--log-errors-to", "stderr"])
+        #expect(server.waitForExit(within: 10) == 2)
+        #expect(server.standardError.contains("cannot write state file '\(path)'"), "\(server.standardError)")
+        #expect(!server.log.contains("cannot write state file"), "\(server.log)")
     }
 
     @Test func aFolderThatIsAFileStopsTheStart() throws {
@@ -28,7 +38,7 @@ import Testing
         try Data("x".utf8).write(to: notAFolder)
         let server = try RunningServer(["--port", "0", "--state-file", notAFolder.path + "/state.jsonl"])
         #expect(server.waitForExit(within: 10) == 2)
-        #expect(server.standardError.contains("state.jsonl': Not a directory"), "\(server.standardError)")
+        #expect(server.log.contains("state.jsonl': Not a directory"), "\(server.log)")
     }
 
     /// The check leaves nothing behind in the folder.
@@ -109,7 +119,7 @@ import Testing
         try FileManager.default.removeItem(at: inner)
         server.signal(SIGTERM)
         #expect(server.waitForExit(within: 10) == 1)
-        let errors = server.standardError
+        let errors = server.log
         #expect(errors.contains("last snapshot failed; sessions changed since the last good one are lost"), "\(errors)")
         #expect(errors.contains("topchrome stopped without saving its sessions"), "\(errors)")
     }

@@ -65,7 +65,7 @@ final class CapturedLog {
 
     func readmeExchange() throws -> HTTPExchange {
         let id = try #require(SessionID("3b6b1e62" + String(repeating: "0", count: 24)))
-        return HTTPExchange(method: "POST", path: "/v1/sessions/\(id)/scroll",
+        return HTTPExchange(method: "POST", path: "/v1/sessions/\(id)/scroll", client: "127.0.0.1",
                             endpoint: ExchangeEndpoint(template: .scroll, session: id).rawValue,
                             status: 200, bodyBytes: 83, duration: .microseconds(61), isStream: false)
     }
@@ -106,8 +106,9 @@ final class CapturedLog {
                 let endpoint = ExchangeEndpoint(template: template, session: index.isMultiple(of: 2) ? session : nil)
                 let duration = index == 1 ? Duration.seconds(86_400 * 365 * 100) : .microseconds(61 * index)
                 let bodyBytes = index == 2 ? Int.max : 83 * index
-                recorder.completed(HTTPExchange(method: method, path: "", endpoint: endpoint.rawValue, status: status,
-                                                bodyBytes: bodyBytes, duration: duration, isStream: false))
+                let client = index.isMultiple(of: 3) ? "2001:db8::7" : nil
+                recorder.completed(HTTPExchange(method: method, path: "/x y", client: client, endpoint: endpoint.rawValue,
+                                                status: status, bodyBytes: bodyBytes, duration: duration, isStream: false))
                 reference.logger.log(.info, "request") { line in
                     line.field("method", method)
                     line.field("route", verbatim: template.name)
@@ -119,6 +120,8 @@ final class CapturedLog {
                     } else {
                         line.field("session", "-")
                     }
+                    if let client { line.field("client", client) }
+                    if template == .unmatched { line.field("path", "/x%20y") }
                 }
                 count += 1
             }

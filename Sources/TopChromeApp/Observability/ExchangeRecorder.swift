@@ -38,15 +38,43 @@ final class ExchangeRecorder: HTTPExchangeObserver {
         // The closures take the numbers, not the exchange: capturing it copies
         // it (a retain and a release of its method and path) on every line.
         let status = exchange.status, duration = exchange.duration, bodyBytes = exchange.bodyBytes
+        let client = exchange.client
+        // What was asked where nothing lives: a typo, a scanner, an old client.
+        let path = endpoint.template == .unmatched ? Self.loggable(exchange.pathBytes) : nil
         if let index = Self.startIndex(endpoint.template, exchange.method) {
-            logger.log(starts[index]) { Self.writeRest(of: &$0, status, duration, bodyBytes, endpoint) }
+            logger.log(starts[index]) { Self.writeRest(of: &$0, status, duration, bodyBytes, endpoint, client, path) }
         } else {
             let method = exchange.method
             logger.log(.info, "request") { line in
                 Self.writeStart(of: &line, method: method, template: endpoint.template)
-                Self.writeRest(of: &line, status, duration, bodyBytes, endpoint)
+                Self.writeRest(of: &line, status, duration, bodyBytes, endpoint, client, path)
             }
         }
+    }
+
+    /// The longest path a line keeps: enough to tell what was asked, not
+    /// enough for one request to fill the log.
+    static let pathLimit = 128
+
+    /// A path as a log may hold it: bytes that are not visible ASCII, and
+    /// quotes and backslashes, written as `%XX` (what a client sent stays
+    /// readable and one field), cut at ``pathLimit`` with `...`.
+    static func loggable(_ path: [UInt8]) -> String {
+        var text: [UInt8] = []
+        text.reserveCapacity(min(path.count, pathLimit) + 8)
+        let hex = Array("0123456789ABCDEF".utf8)
+        for byte in path {
+            if text.count >= pathLimit {
+                text += Array("...".utf8)
+                break
+            }
+            if (0x21...0x7E).contains(byte), byte != UInt8(ascii: "\""), byte != UInt8(ascii: "\\") {
+                text.append(byte)
+            } else {
+                text += [UInt8(ascii: "%"), hex[Int(byte >> 4)], hex[Int(byte & 0xF)]]
+            }
+        }
+        return String(decoding: text, as: UTF8.self)
     }
 
     private static func writeStart(of line: inout LogLine, method: String, template: Route.Template) {
@@ -57,7 +85,7 @@ final class ExchangeRecorder: HTTPExchangeObserver {
     /// The numbers and the short id: four short fields, room made once.
     @inline(__always)
     private static func writeRest(of line: inout LogLine, _ status: Int, _ duration: Duration, _ bodyBytes: Int,
-                                  _ endpoint: ExchangeEndpoint) {
+                                  _ endpoint: ExchangeEndpoint, _ client: String?, _ path: String?) {
         let names = "status".utf8.count + "duration_ms".utf8.count + "bytes".utf8.count + "session".utf8.count
         line.boundedFields(atMost: names + 4 * BoundedFields.roomPerField) { fields in
             fields.field("status", status: status)
@@ -70,6 +98,9 @@ final class ExchangeRecorder: HTTPExchangeObserver {
                 fields.field("session", verbatim: "-")
             }
         }
+        // An address is digits, hex, dots and colons: nothing to quote or escape.
+        if let client { line.field("client", client) }
+        if let path { line.field("path", path) }
     }
 
     /// Where the start for `template` and `method` is in ``starts``, if it

@@ -40,8 +40,7 @@ public enum LogValue: Sendable {
     case milliseconds(Double)
 }
 
-/// Structured log lines to stdout (debug, info) and stderr (warn, error), as
-/// containers expect.
+/// Structured log lines, to one stream or (warnings and errors) two.
 ///
 /// The access log writes a line per request, so a line must cost little next
 /// to the request: it is written byte by byte into a buffer that is kept and
