@@ -98,7 +98,7 @@ public final class TopChromeService: Sendable {
     public func start() throws(StartupError) {
         if let snapshots, let store = memoryStore {
             do {
-                try store.restore(try snapshots.file.read())
+                try store.restore(try snapshots.file.read(taggedWith: store.epoch))
             } catch let failure as SnapshotFile.Failure {
                 throw .stateFile(failure)
             } catch {

@@ -33,19 +33,26 @@ public final class InMemorySessionStore: SessionStore, SessionChangeFeed {
     public let subscriptions: SessionSubscriptions
     /// What the rules did, counted as inputs are applied.
     public let statistics = ChromeStatistics()
+    /// The tag of every state this store holds, drawn at its start: one per
+    /// store costs no memory per session, and a restart, whose state file may
+    /// be older than what clients saw, then renames every state (clients
+    /// read again) rather than name two states alike.
+    public let epoch: StateTag
 
     /// - Parameters:
     ///   - idleTimeout: any length; past ≈ 56 days expiry gets coarser than
     ///     a second (see `IdleClock`).
     ///   - now: a monotonic clock, for idle expiry; tests pass their own.
     ///   - subscriptions: who watches which session, and how many may.
+    ///   - epoch: fresh for every store but in tests.
     public init(
         rules: ChromeRules = ChromeRules(),
         capacity: Int = 1_000_000,
         idleTimeout: Duration? = .seconds(3600),
         shardCount: Int = 64,
         now: @escaping @Sendable () -> Duration = InMemorySessionStore.uptime,
-        subscriptions: SessionSubscriptions = SessionSubscriptions()
+        subscriptions: SessionSubscriptions = SessionSubscriptions(),
+        epoch: StateTag = .random()
     ) {
         precondition(shardCount > 0 && shardCount & (shardCount - 1) == 0, "shardCount must be a power of two")
         self.rules = rules
@@ -55,6 +62,7 @@ public final class InMemorySessionStore: SessionStore, SessionChangeFeed {
         self.shards = Shards(count: shardCount)
         self.now = now
         self.subscriptions = subscriptions
+        self.epoch = epoch
     }
 
     deinit {
@@ -103,7 +111,7 @@ public final class InMemorySessionStore: SessionStore, SessionChangeFeed {
                 sessions.table.insert(SessionSlot(id: id, state: state, lastUsed: tick))
                 return true
             }
-            if inserted { return Session(id: id, state: state) }
+            if inserted { return Session(id: id, state: state, tag: epoch) }
         }
     }
 
@@ -126,17 +134,17 @@ public final class InMemorySessionStore: SessionStore, SessionChangeFeed {
             guard let place = livePlace(of: id, in: &sessions, at: tick) else { return .notFound }
             var state = sessions.state(at: place, id)
             guard allows(condition, state.version) else {
-                return .conditionFailed(Session(id: id, state: state))
+                return .conditionFailed(Session(id: id, state: state, tag: epoch))
             }
             for input in inputs {
                 let (next, outcome) = rules.step(input, from: state)
                 statistics.record(outcome, flipped: next.isRevealed != state.isRevealed)
                 let changed = next.version != state.version
                 state = next
-                if changed { subscriptions.publish(.changed(Session(id: id, state: next))) }
+                if changed { subscriptions.publish(.changed(Session(id: id, state: next, tag: epoch))) }
             }
             sessions.set(state, lastUsed: tick, at: place, id)
-            return .done(Session(id: id, state: state))
+            return .done(Session(id: id, state: state, tag: epoch))
         }
     }
 
@@ -144,7 +152,7 @@ public final class InMemorySessionStore: SessionStore, SessionChangeFeed {
         let tick = currentTick()
         return shard(for: id).withLock { sessions -> StoreOutcome in
             guard let place = livePlace(of: id, in: &sessions, at: tick) else { return .notFound }
-            let session = Session(id: id, state: sessions.state(at: place, id))
+            let session = Session(id: id, state: sessions.state(at: place, id), tag: epoch)
             guard allows(condition, session.state.version) else { return .conditionFailed(session) }
             sessions.remove(at: place, id)
             held.subtract(1, ordering: .relaxed)
@@ -166,7 +174,7 @@ public final class InMemorySessionStore: SessionStore, SessionChangeFeed {
             }
             let state = sessions.state(at: place, id)
             sessions.set(state, lastUsed: tick, at: place, id)
-            return .success(Session(id: id, state: state))
+            return .success(Session(id: id, state: state, tag: epoch))
         }
         return try subscribed.get()
     }
@@ -190,15 +198,17 @@ public final class InMemorySessionStore: SessionStore, SessionChangeFeed {
         sessions.reserveCapacity(count)
         for index in 0..<shards.count {
             shards[index].withLock { contents in
-                contents.table.forEach { sessions.append(Session(id: $0.id, state: $0.state)) }
-                for (id, entry) in contents.aside { sessions.append(Session(id: id, state: entry.state)) }
+                contents.table.forEach { sessions.append(Session(id: $0.id, state: $0.state, tag: epoch)) }
+                for (id, entry) in contents.aside { sessions.append(Session(id: id, state: entry.state, tag: epoch)) }
             }
         }
         return sessions
     }
 
     /// Puts sessions back as they were, e.g. from a snapshot at start; they
-    /// count as used now. Throws `.full` if they do not fit.
+    /// count as used now, and carry this store's epoch whatever tag they
+    /// came with. For a store that has served no one yet: a restored state
+    /// may reuse a version a client saw with another state of this epoch. Throws `.full` if they do not fit.
     public func restore(_ restored: [Session]) throws(SessionStoreError) {
         guard held.load(ordering: .relaxed) + restored.count <= capacity else { throw .full(capacity: capacity) }
         let tick = currentTick()
@@ -206,7 +216,7 @@ public final class InMemorySessionStore: SessionStore, SessionChangeFeed {
             let isNew = shard(for: session.id).withLock { sessions in
                 let place = sessions.place(of: session.id)
                 if let place { sessions.remove(at: place, session.id) }
-                sessions.insert(session, lastUsed: tick)
+                sessions.insert(session.id, session.state, lastUsed: tick)
                 return place == nil
             }
             if isNew { held.add(1, ordering: .relaxed) }
@@ -264,141 +274,6 @@ public final class InMemorySessionStore: SessionStore, SessionChangeFeed {
     @inline(__always)
     private func allows(_ condition: VersionCondition, _ version: UInt64) -> Bool {
         if case .always = condition { return true }
-        return condition.holds(for: version)
-    }
-}
-
-/// Where a session is in its shard.
-private enum Place {
-    case slot(Int)
-    /// In ``ShardSessions/aside``.
-    case aside
-}
-
-/// A session whose state no slot can hold (see ``SessionSlot/fits(_:)``).
-private struct AsideEntry {
-    var state: ChromeState
-    var lastUsed: UInt64
-}
-
-/// One shard's sessions: nearly all in the table, the odd one aside.
-private struct ShardSessions: ~Copyable {
-    var table = SessionTable()
-    /// Sessions no slot can hold: normally none, so a miss in the table
-    /// costs one check more and a hit nothing.
-    var aside: [SessionID: AsideEntry] = [:]
-
-    @inline(__always)
-    func place(of id: SessionID) -> Place? {
-        if let index = table.index(high: id.high, low: id.low) { return .slot(index) }
-        if aside.isEmpty || aside[id] == nil { return nil }
-        return .aside
-    }
-
-    @inline(__always)
-    func state(at place: Place, _ id: SessionID) -> ChromeState {
-        switch place {
-        case let .slot(index): table[index].state
-        case .aside: aside[id]!.state
-        }
-    }
-
-    @inline(__always)
-    func lastUsed(at place: Place, _ id: SessionID) -> UInt64 {
-        switch place {
-        case let .slot(index): table[index].lastUsed
-        case .aside: aside[id]!.lastUsed
-        }
-    }
-
-    /// Changes the session at `place`, moving it between table and aside if it must.
-    @inline(__always)
-    mutating func set(_ state: ChromeState, lastUsed tick: UInt64, at place: Place, _ id: SessionID) {
-        if case let .slot(index) = place, SessionSlot.fits(state) {
-            table[index].set(state, lastUsed: tick)
-        } else {
-            remove(at: place, id)
-            insert(Session(id: id, state: state), lastUsed: tick)
-        }
-    }
-
-    /// Adds a session that is not here yet.
-    mutating func insert(_ session: Session, lastUsed tick: UInt64) {
-        let id = session.id
-        if id.high | id.low != 0 && SessionSlot.fits(session.state) {
-            table.insert(SessionSlot(id: id, state: session.state, lastUsed: tick))
-        } else {
-            aside[id] = AsideEntry(state: session.state, lastUsed: tick)
-        }
-    }
-
-    mutating func remove(at place: Place, _ id: SessionID) {
-        switch place {
-        case let .slot(index): table.remove(at: index)
-        case .aside: aside[id] = nil
-        }
-    }
-}
-
-/// The shards, in one allocation the store frees in its deinit: a shard
-/// object would be retained and released on every call and its sessions
-/// checked for exclusive access, which together cost as much as the rest of
-/// applying a report. Shards lie 128 bytes apart so threads on different
-/// shards do not share cache lines. Sendable because a shard's sessions are
-/// only ever touched under its mutex.
-private struct Shards: @unchecked Sendable {
-    private static let sessionsOffset = roundUp(MemoryLayout<pthread_mutex_t>.size, to: 64)
-    fileprivate static let stride = roundUp(sessionsOffset + MemoryLayout<ShardSessions>.size, to: 128)
-
-    private let base: UnsafeMutableRawPointer
-    /// A power of two.
-    let count: Int
-
-    init(count: Int) {
-        self.count = count
-        base = UnsafeMutableRawPointer.allocate(byteCount: count * Self.stride, alignment: 128)
-        for index in 0..<count {
-            let shard = base + index * Self.stride
-            let mutex = shard.bindMemory(to: pthread_mutex_t.self, capacity: 1)
-            mutex.initialize(to: pthread_mutex_t())
-            precondition(pthread_mutex_init(mutex, nil) == 0, "pthread_mutex_init failed")
-            (shard + Self.sessionsOffset).bindMemory(to: ShardSessions.self, capacity: 1).initialize(to: ShardSessions())
-        }
-    }
-
-    func deallocate() {
-        for index in 0..<count {
-            let shard = self[index]
-            shard.sessions.deinitialize(count: 1)
-            pthread_mutex_destroy(shard.mutex)
-        }
-        base.deallocate()
-    }
-
-    @inline(__always)
-    subscript(index: Int) -> Shard {
-        let shard = base + index * Self.stride
-        return Shard(
-            mutex: shard.assumingMemoryBound(to: pthread_mutex_t.self),
-            sessions: (shard + Self.sessionsOffset).assumingMemoryBound(to: ShardSessions.self))
-    }
-
-    private static func roundUp(_ size: Int, to alignment: Int) -> Int {
-        (size + alignment - 1) / alignment * alignment
-    }
-}
-
-/// One lock and the sessions it guards. A pthread mutex, as `NSLock` uses
-/// inside, rather than `Mutex`: the thread sanitizer reports false races on
-/// `Mutex` with this toolchain.
-private struct Shard {
-    let mutex: UnsafeMutablePointer<pthread_mutex_t>
-    let sessions: UnsafeMutablePointer<ShardSessions>
-
-    @inline(__always)
-    func withLock<Result>(_ body: (inout ShardSessions) throws -> Result) rethrows -> Result {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
-        return try body(&sessions.pointee)
+        return condition.holds(for: EntityTag(version: version, tag: epoch))
     }
 }

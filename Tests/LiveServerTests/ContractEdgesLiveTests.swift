@@ -18,7 +18,7 @@ import TopChromeApp
     /// The all-zero id is refused by every parser, but a store can be made
     /// to hold it; a malformed id must not reach it (or anything else).
     func plantZeroSession() throws {
-        try server.service.memoryStore!.restore([Session(id: Self.zero, state: ChromeState(inset: 59))])
+        try server.service.memoryStore!.restore([Session(id: Self.zero, state: ChromeState(inset: 59), tag: server.service.memoryStore!.epoch)])
     }
 
     var zeroState: ChromeState? { server.service.memoryStore!.session(Self.zero)?.state }
