@@ -74,8 +74,8 @@ struct StateFollower: Sendable {
 
     private func follow(into output: AsyncThrowingStream<ChromeState, any Error>.Continuation) async throws {
         var parser = ServerSentEventParser()
-        /// The id (`<version>.<tag>`) of the last state yielded.
-        var lastYielded: String?
+        /// The last state yielded, and its event id (`<version>.<tag>`).
+        var lastYielded: (id: String, state: ChromeState)?
         var retry = 0
         var failures = 0
         while true {
@@ -109,10 +109,11 @@ struct StateFollower: Sendable {
                                 // service restored from an older state file or a Redis
                                 // failover counts again from a lower version, or names
                                 // another state with a version already seen, and its state
-                                // is still the truth to show.
-                                if event.lastEventID != lastYielded {
-                                    lastYielded = event.lastEventID
-                                    output.yield(state)
+                                // is still the truth to show. A restart renames every state:
+                                // the one already shown, under a new id, is not shown again.
+                                if event.lastEventID != lastYielded?.id {
+                                    if state != lastYielded?.state { output.yield(state) }
+                                    lastYielded = (event.lastEventID, state)
                                 }
                             case "deleted":
                                 return
