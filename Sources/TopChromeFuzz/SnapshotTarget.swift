@@ -72,7 +72,7 @@ enum SnapshotTarget {
         }
 
         // Restored, every session takes every kind of change.
-        let store = InMemorySessionStore(capacity: max(sessions.count, 1), idleTimeout: nil, shardCount: 1)
+        let store = InMemorySessionStore(capacity: max(sessions.count, 1), idleTimeout: nil, shardCount: 1, epoch: tag)
         do {
             try store.restore(sessions)
         } catch {
