@@ -59,7 +59,7 @@ public struct ChromeFunctions: Sendable {
     /// function's arguments or reply, so replicas of two builds can share a
     /// Redis during a rolling upgrade, each calling its own library (loading
     /// one never replaces the other). Its functions are `<name>_create` and so on.
-    public static let libraryName = "topchrome_2"
+    public static let libraryName = "topchrome_3"
 
     /// Loads (or replaces) the library: a setup command for every connection
     /// (`RedisConfiguration.setupCommands`), so a restarted or promoted
@@ -114,6 +114,7 @@ public struct ChromeFunctions: Sendable {
     /// Creates the session `id`, revealed at version 1; nil if the id is taken.
     public func create(_ id: SessionID, inset: Double, completion: @escaping Completion<Session?>) {
         call(Self.createFunction, id, completion, changed: { $0 != .null }, arguments: {
+            $0.append(StateTag.random().hex)
             $0.append(ttlArgument)
             $0.append(inset)
         }) { reply in
@@ -122,8 +123,18 @@ public struct ChromeFunctions: Sendable {
     }
 
     /// The session, as a use of it; nil if there is none (or it expired).
+    /// When Redis takes no writes (a failed save, too few replicas), read
+    /// without sliding the expiry: a read must not fail for a write it need not make.
     public func session(_ id: SessionID, completion: @escaping Completion<Session?>) {
-        call(Self.getFunction, id, completion, arguments: { $0.append(ttlArgument) }) { reply in
+        call(Self.getFunction, id, { [self] result in
+            guard case let .failure(.refused(message)) = result, Self.refusesWrites(message) else { return completion(result) }
+            call(Self.readFunction, id, completion, command: Self.fcallReadOnly, arguments: { _ in }) { reply in
+                try Self.session(id, from: reply, status: "done")
+            }
+        }, arguments: {
+            $0.append(StateTag.random().hex)
+            $0.append(ttlArgument)
+        }) { reply in
             try Self.session(id, from: reply, status: "done")
         }
     }
@@ -140,10 +151,16 @@ public struct ChromeFunctions: Sendable {
         }
     }
 
+    /// Errors of a Redis that takes no writes now but serves reads.
+    static func refusesWrites(_ message: String) -> Bool {
+        message.hasPrefix("MISCONF") || message.hasPrefix("NOREPLICAS") || message.hasPrefix("READONLY")
+    }
+
     /// `SessionStore.apply` in one `FCALL`.
     public func apply(_ inputs: [ChromeInput], to id: SessionID, if condition: VersionCondition,
                       completion: @escaping Completion<AppliedInputs>) {
         call(Self.applyFunction, id, completion, changed: Self.appliedAChange, arguments: { command in
+            command.append(StateTag.random().hex)
             command.append(ttlArgument)
             command.append(thresholdArgument)
             Self.append(condition, to: &command)
@@ -153,7 +170,10 @@ public struct ChromeFunctions: Sendable {
 
     /// `SessionStore.remove` in one `FCALL`.
     public func remove(_ id: SessionID, if condition: VersionCondition, completion: @escaping Completion<StoreOutcome>) {
-        call(Self.deleteFunction, id, completion, changed: Self.isDone, arguments: { Self.append(condition, to: &$0) }) { reply in
+        call(Self.deleteFunction, id, completion, changed: Self.isDone, arguments: {
+            $0.append(StateTag.random().hex)
+            Self.append(condition, to: &$0)
+        }) { reply in
             try Self.outcome(id, from: reply) ?? .notFound
         }
     }
@@ -163,22 +183,25 @@ public struct ChromeFunctions: Sendable {
     /// a reply: watchers write the state as JSON, which has no NaN.
     public static func event(_ message: [UInt8], of id: SessionID) -> SessionEvent? {
         if message == Array("gone".utf8) { return .removed(id) }
-        let fields = message.split(separator: UInt8(ascii: " "), omittingEmptySubsequences: false).map { String(decoding: $0, as: UTF8.self) }
-        guard fields.count == 3 || fields.count == 4,
-              let version = UInt64(fields[0]), let inset = Double(fields[1]), inset.isFinite, let revealed = revealed(fields[2])
+        let words = message.split(separator: UInt8(ascii: " "), omittingEmptySubsequences: false)
+        let fields = words.map { String(decoding: $0, as: UTF8.self) }
+        guard fields.count == 3 || fields.count == 4, let etag = EntityTag(words[0]),
+              let inset = Double(fields[1]), inset.isFinite, let revealed = revealed(fields[2])
         else { return nil }
         var seq: UInt64?
         if fields.count == 4 {
             guard let number = UInt64(fields[3]) else { return nil }
             seq = number
         }
-        return .changed(Session(id: id, state: ChromeState(inset: inset, isRevealed: revealed, version: version, lastAppliedSeq: seq)))
+        let state = ChromeState(inset: inset, isRevealed: revealed, version: etag.version, lastAppliedSeq: seq)
+        return .changed(Session(id: id, state: state, tag: etag.tag))
     }
 
     // MARK: Arguments
 
-    private static let fcall = Array("FCALL".utf8), oneKey = Array("1".utf8)
+    private static let fcall = Array("FCALL".utf8), fcallReadOnly = Array("FCALL_RO".utf8), oneKey = Array("1".utf8)
     private static let createFunction = Array("\(libraryName)_create".utf8), getFunction = Array("\(libraryName)_get".utf8)
+    private static let readFunction = Array("\(libraryName)_read".utf8)
     private static let applyFunction = Array("\(libraryName)_apply".utf8), deleteFunction = Array("\(libraryName)_delete".utf8)
 
     private static func ttlArgument(_ idleTimeout: Duration?) -> [UInt8] {
@@ -201,22 +224,23 @@ public struct ChromeFunctions: Sendable {
     }
 
     /// The condition as the library reads it: a count, then a conjunction of
-    /// `in n v…`, `notin n v…` and `never`.
+    /// `in n e…`, `notin n e…` and `never`, each `e` an entity tag's text,
+    /// which the library compares as text.
     static func words(_ condition: VersionCondition) -> [[UInt8]] {
         var words: [[UInt8]] = []
         func add(_ condition: VersionCondition) {
             switch condition {
             case .always: break
             case .never: words.append(Array("never".utf8))
-            case let .versionIn(versions): addSet("in", versions)
-            case let .versionNotIn(versions): addSet("notin", versions)
+            case let .oneOf(tags): addSet("in", tags)
+            case let .noneOf(tags): addSet("notin", tags)
             case let .all(conditions): conditions.forEach(add)
             }
         }
-        func addSet(_ kind: String, _ versions: Set<UInt64>) {
+        func addSet(_ kind: String, _ tags: Set<EntityTag>) {
             words.append(Array(kind.utf8))
-            words.append(text(UInt64(versions.count)))
-            words.append(contentsOf: versions.map(text))
+            words.append(text(UInt64(tags.count)))
+            words.append(contentsOf: tags.map { Array($0.description.utf8) })
         }
         add(condition)
         return [text(UInt64(words.count))] + words
@@ -257,12 +281,12 @@ public struct ChromeFunctions: Sendable {
     /// - Parameter changed: whether a reply is of a change, which then waits
     ///   for `replicaAcknowledgement` (reads never do).
     private func call<Value>(_ function: [UInt8], _ id: SessionID, _ completion: @escaping Completion<Value>,
-                             changed: (@Sendable (RESPValue) -> Bool)? = nil,
+                             command name: [UInt8] = fcall, changed: (@Sendable (RESPValue) -> Bool)? = nil,
                              arguments: (inout RESPRequestBuilder) -> Void,
                              decode: @escaping @Sendable (RESPValue) throws -> Value) {
         let key = key(for: id)
         var command = RESPRequestBuilder()
-        command.append(Self.fcall)
+        command.append(name)
         command.append(function)
         command.append(Self.oneKey)
         command.append(key)
@@ -335,81 +359,18 @@ public struct ChromeFunctions: Sendable {
         }
     }
 
-    /// Whether the library's `apply` changed the session, as its seventh element
+    /// Whether the library's `apply` changed the session, as its eighth element
     /// says: inputs that left it as it was (an inset it had, a report that
-    /// moved nothing, stale reports) changed only its expiry. A library
-    /// without that element (loaded by an older replica) is taken to have changed it.
+    /// moved nothing, stale reports) changed only its expiry. A reply
+    /// without that element is taken to have changed it.
     private static let appliedAChange: @Sendable (RESPValue) -> Bool = { reply in
-        guard case let .array(values) = reply, values.count >= 6, values[0].string == "done" else { return false }
-        return values.count < 7 || values[6].string != "0"
+        guard case let .array(values) = reply, values.count >= 7, values[0].string == "done" else { return false }
+        return values.count < 8 || values[7].string != "0"
     }
 
     private static let isDone: @Sendable (RESPValue) -> Bool = { reply in
         guard case let .array(values) = reply, values.first?.string == "done" else { return false }
         return true
-    }
-
-    // The decoders are package-wide so the fuzz target can give them any reply.
-
-    /// What the library's `apply` answered.
-    package static func applied(_ id: SessionID, from reply: RESPValue) throws -> AppliedInputs {
-        guard let outcome = try outcome(id, from: reply) else { return AppliedInputs(outcome: .notFound, reports: []) }
-        guard case let .done(session, _) = outcome else { return AppliedInputs(outcome: outcome, reports: []) }
-        guard case let .array(values) = reply, values.count == 6 || values.count == 7, case let .bulk(letters) = values[5] else {
-            throw ChromeFunctionError.unexpectedReply(reply)
-        }
-        let reports = try letters.map { letter -> ReportOutcome in
-            switch letter {
-            case UInt8(ascii: "a"): .applied
-            case UInt8(ascii: "h"): .horizontal
-            case UInt8(ascii: "s"): .stale
-            default: throw ChromeFunctionError.unexpectedReply(reply)
-            }
-        }
-        return AppliedInputs(outcome: .done(session, staleReports: reports.count { $0 == .stale }), reports: reports)
-    }
-
-    /// nil for a null reply (no such session); else the session, if the status is `status`.
-    package static func session(_ id: SessionID, from reply: RESPValue, status: String) throws -> Session? {
-        if reply == .null { return nil }
-        guard case let .array(values) = reply, values.count >= 5, values[0].string == status,
-              let state = state(values[1...4]) else { throw ChromeFunctionError.unexpectedReply(reply) }
-        return Session(id: id, state: state)
-    }
-
-    package static func outcome(_ id: SessionID, from reply: RESPValue) throws -> StoreOutcome? {
-        if reply == .null { return nil }
-        guard case let .array(values) = reply, values.count >= 5, let state = state(values[1...4]) else {
-            throw ChromeFunctionError.unexpectedReply(reply)
-        }
-        switch values[0].string {
-        case "done": return .done(Session(id: id, state: state))
-        case "failed": return .conditionFailed(Session(id: id, state: state))
-        default: throw ChromeFunctionError.unexpectedReply(reply)
-        }
-    }
-
-    /// inset, revealed, version, seq (null when none), all as text: Swift's
-    /// `Double(String)` rounds correctly, so the double Lua held comes back.
-    private static func state(_ values: ArraySlice<RESPValue>) -> ChromeState? {
-        let fields = Array(values)
-        guard let inset = fields[0].string.flatMap(Double.init), inset.isFinite,
-              let revealed = fields[1].string.flatMap(revealed),
-              let version = fields[2].string.flatMap({ UInt64($0) }) else { return nil }
-        var seq: UInt64?
-        if fields[3] != .null {
-            guard let number = fields[3].string.flatMap({ UInt64($0) }) else { return nil }
-            seq = number
-        }
-        return ChromeState(inset: inset, isRevealed: revealed, version: version, lastAppliedSeq: seq)
-    }
-
-    private static func revealed(_ text: String) -> Bool? {
-        switch text {
-        case "1": true
-        case "0": false
-        default: nil
-        }
     }
 }
 

@@ -1,4 +1,4 @@
-#!lua name=topchrome_2
+#!lua name=topchrome_3
 -- The rules of the top chrome (TopChromeCore's ChromeRules and
 -- InMemorySessionStore.apply), run inside Redis so that a change is one atomic
 -- round trip. Held equal to the Swift rules by the shared vectors in
@@ -7,8 +7,14 @@
 -- A session is one hash, KEYS[1] = <prefix>{<id>}:
 --   i  inset            r  1 revealed, 0 hidden
 --   v  version          s  highest seq applied (absent until a report has one)
+--   e  entity tag "<version>.<tag>": the state's name for clients (ETag,
+--      event id). A failover or an older backup can lose a version that
+--      clients saw, and the next change reuses it for another state; the
+--      tag, twelve hex digits the replica draws at random for every call
+--      that may make a version, keeps the two names apart. Valid only while
+--      its version is v (an older library leaves it behind when it writes).
 -- Changes are SPUBLISHed on <key>:changes (same hash tag, so the same shard):
--- "<version> <inset> <r>[ <seq>]" for a new version, "gone" for a removal.
+-- "<version>.<tag> <inset> <r>[ <seq>]" for a new version, "gone" for a removal.
 --
 -- Numbers travel as text. Lua numbers are doubles, as Swift's are, and the
 -- text written here is the shortest of 15 to 17 significant digits that reads
@@ -59,7 +65,8 @@ local function touch(key, ttl)
 end
 
 -- A VersionCondition, flattened into a conjunction of clauses:
--- 'in' n v1..vn | 'notin' n v1..vn | 'never'. argv[at] counts the words.
+-- 'in' n e1..en | 'notin' n e1..en | 'never', each e an entity tag's text
+-- compared as text. argv[at] counts the words.
 local function condition(argv, at)
   local count = whole(argv[at], 'condition length')
   local last = at + count
@@ -75,12 +82,7 @@ local function condition(argv, at)
       local n = whole(argv[word + 1], 'condition set size')
       if word + 1 + n > last then fail('condition set runs past the condition') end
       local set = {}
-      for k = 1, n do
-        -- Any UInt64: one past 2^53 - 1 rounds to no version a session can have.
-        local version = tonumber(argv[word + 1 + k])
-        if version == nil then fail('condition versions must be numbers') end
-        set[version] = true
-      end
+      for k = 1, n do set[argv[word + 1 + k]] = true end
       clauses[#clauses + 1] = {inside = kind == 'in', set = set}
       word = word + 2 + n
     else
@@ -90,12 +92,20 @@ local function condition(argv, at)
   return clauses, last + 1
 end
 
-local function holds(clauses, version)
+local function holds(clauses, etag)
   for _, clause in ipairs(clauses) do
     if clause.never then return false end
-    if (clause.set[version] == true) ~= clause.inside then return false end
+    if (clause.set[etag] == true) ~= clause.inside then return false end
   end
   return true
+end
+
+-- The fresh tag a call brings: twelve lower-case hex digits.
+local function fresh(text)
+  if type(text) ~= 'string' or #text ~= 12 or not string.match(text, '^[0-9a-f]+$') then
+    fail('tag must be 12 lower-case hex digits')
+  end
+  return text
 end
 
 -- Inputs, from argv[at] to the end:
@@ -136,55 +146,87 @@ local function inputs(argv, at)
   return list
 end
 
+-- The session, or nil. Its etag is nil when the hash has none for its
+-- version (written by an older library).
 local function load(key)
-  local f = redis.call('HMGET', key, 'i', 'r', 'v', 's')
+  local f = redis.call('HMGET', key, 'i', 'r', 'v', 's', 'e')
   if not f[1] then return nil end
-  return {inset = tonumber(f[1]), revealed = f[2] == '1', version = tonumber(f[3]), seq = f[4] and tonumber(f[4]) or nil}
+  local state = {inset = tonumber(f[1]), revealed = f[2] == '1', version = tonumber(f[3]), seq = f[4] and tonumber(f[4]) or nil}
+  local prefix = integer(state.version) .. '.'
+  if f[5] and string.sub(f[5], 1, #prefix) == prefix then state.etag = f[5] end
+  return state
 end
 
--- status, inset, revealed, version, seq (nil when none) [, outcomes, changed]
+-- Gives a state without a valid etag one, made with the call's tag, and
+-- stores it: a state is named once, and keeps its name.
+local function named(key, state, tag)
+  if state.etag then return end
+  state.etag = integer(state.version) .. '.' .. tag
+  redis.call('HSET', key, 'e', state.etag)
+end
+
+-- status, inset, revealed, version, seq (nil when none), tag (nil when the
+-- state has none) [, outcomes, changed]
 local function reply(status, state, outcomes, changed)
+  local tag = state.etag and string.sub(state.etag, #integer(state.version) + 2) or false
   return {status, exact(state.inset), state.revealed and '1' or '0', integer(state.version),
-    state.seq and integer(state.seq) or false, outcomes, changed}
+    state.seq and integer(state.seq) or false, tag, outcomes, changed}
 end
 
 local function message(state)
-  local text = integer(state.version) .. ' ' .. exact(state.inset) .. ' ' .. (state.revealed and '1' or '0')
+  local text = state.etag .. ' ' .. exact(state.inset) .. ' ' .. (state.revealed and '1' or '0')
   if state.seq then text = text .. ' ' .. integer(state.seq) end
   return text
 end
 
 -- ChromeState.set: a new version only if a value really changes, and none
--- past 2^53 - 1 (the session then takes no more changes).
-local function set(state, inset, revealed)
+-- past 2^53 - 1 (the session then takes no more changes). A new version
+-- is named with the call's tag.
+local function set(state, inset, revealed, tag)
   if inset == state.inset and revealed == state.revealed then return false end
   if state.version >= MAX_WHOLE then return false end
   state.inset, state.revealed, state.version = inset, revealed, state.version + 1
+  state.etag = integer(state.version) .. '.' .. tag
   return true
 end
 
--- FCALL <library>_create 1 key ttl inset: a new session, revealed at version 1;
--- nil if the key exists (the caller draws another id).
+-- FCALL <library>_create 1 key tag ttl inset: a new session, revealed at
+-- version 1; nil if the key exists (the caller draws another id).
 local function create(keys, argv)
-  local ttl = lifetime(argv[1])
-  local inset = finite(argv[2], 'inset')
+  local tag = fresh(argv[1])
+  local ttl = lifetime(argv[2])
+  local inset = finite(argv[3], 'inset')
   if redis.call('EXISTS', keys[1]) == 1 then return false end
-  local state = {inset = inset, revealed = true, version = 1}
-  redis.call('HSET', keys[1], 'i', exact(inset), 'r', '1', 'v', '1')
+  local state = {inset = inset, revealed = true, version = 1, etag = '1.' .. tag}
+  redis.call('HSET', keys[1], 'i', exact(inset), 'r', '1', 'v', '1', 'e', state.etag)
   touch(keys[1], ttl)
   return reply('done', state)
 end
 
--- FCALL <library>_get 1 key ttl: the session, as a use of it (its TTL slides); nil if none.
+-- FCALL <library>_get 1 key tag ttl: the session, as a use of it (its TTL
+-- slides); nil if none. Runs when memory is full: a read frees nothing but
+-- must not fail for it, and sliding a TTL takes no memory.
 local function get(keys, argv)
-  local ttl = lifetime(argv[1])
+  local tag = fresh(argv[1])
+  local ttl = lifetime(argv[2])
   local state = load(keys[1])
   if not state then return false end
+  named(keys[1], state, tag)
   touch(keys[1], ttl)
   return reply('done', state)
 end
 
--- FCALL <library>_apply 1 key ttl threshold n condition... input...: the
+-- FCALL_RO <library>_read 1 key: the session, writing nothing (its TTL
+-- stays), for when Redis takes no writes at all (a failed save, too few
+-- replicas, a read-only node): reads still work. A state without a tag
+-- comes back with none; the caller cannot name it.
+local function read(keys)
+  local state = load(keys[1])
+  if not state then return false end
+  return reply('done', state)
+end
+
+-- FCALL <library>_apply 1 key tag ttl threshold n condition... input...: the
 -- inputs in order as one unit if the condition holds. nil if no session;
 -- 'failed' and the state, untouched, if the condition does not hold; else
 -- 'done', the state, one letter per scroll report: a(pplied),
@@ -192,13 +234,15 @@ end
 -- seq), '0' if not: only a change waits for replicas (WAIT).
 local function apply(keys, argv)
   local key = keys[1]
-  local ttl = lifetime(argv[1])
-  local threshold = finite(argv[2], 'threshold')
-  local clauses, at = condition(argv, 3)
+  local tag = fresh(argv[1])
+  local ttl = lifetime(argv[2])
+  local threshold = finite(argv[3], 'threshold')
+  local clauses, at = condition(argv, 4)
   local list = inputs(argv, at)
   local state = load(key)
   if not state then return false end
-  if not holds(clauses, state.version) then return reply('failed', state) end
+  named(key, state, tag)
+  if not holds(clauses, state.etag) then return reply('failed', state) end
   local before = {inset = state.inset, revealed = state.revealed, version = state.version, seq = state.seq}
   local outcomes = {}
   local channel = key .. ':changes'
@@ -210,23 +254,24 @@ local function apply(keys, argv)
       else
         if input.seq then state.seq = input.seq end
         if input.vertical then
-          changed = set(state, state.inset, input.effective <= threshold)
+          changed = set(state, state.inset, input.effective <= threshold, tag)
           outcomes[#outcomes + 1] = 'a'
         else
           outcomes[#outcomes + 1] = 'h'
         end
       end
     elseif input.op == 'i' then
-      changed = set(state, input.inset, state.revealed)
+      changed = set(state, input.inset, state.revealed, tag)
     else
       -- Leaving a screen brings the island back.
-      changed = set(state, state.inset, true)
+      changed = set(state, state.inset, true, tag)
     end
     if changed then redis.call('SPUBLISH', channel, message(state)) end
   end
   local changed = '0'
   if state.version ~= before.version then
-    redis.call('HSET', key, 'i', exact(state.inset), 'r', state.revealed and '1' or '0', 'v', integer(state.version))
+    redis.call('HSET', key, 'i', exact(state.inset), 'r', state.revealed and '1' or '0', 'v', integer(state.version),
+      'e', state.etag)
     changed = '1'
   end
   if state.seq ~= before.seq then
@@ -237,13 +282,16 @@ local function apply(keys, argv)
   return reply('done', state, table.concat(outcomes), changed)
 end
 
--- FCALL <library>_delete 1 key n condition...: removes the session if the
--- condition holds. nil if none; 'failed' or 'done' and the state it had.
+-- FCALL <library>_delete 1 key tag n condition...: removes the session if
+-- the condition holds. nil if none; 'failed' or 'done' and the state it
+-- had. Runs when memory is full: a removal is what frees it.
 local function delete(keys, argv)
-  local clauses = condition(argv, 1)
+  local tag = fresh(argv[1])
+  local clauses = condition(argv, 2)
   local state = load(keys[1])
   if not state then return false end
-  if not holds(clauses, state.version) then return reply('failed', state) end
+  named(keys[1], state, tag)
+  if not holds(clauses, state.etag) then return reply('failed', state) end
   redis.call('DEL', keys[1])
   redis.call('SPUBLISH', keys[1] .. ':changes', 'gone')
   return reply('done', state)
@@ -254,8 +302,14 @@ end
 -- function's arguments or reply change. Replicas of two builds then share a
 -- Redis during a rolling upgrade, each loading and calling its own library;
 -- under one name, each replica's load would replace the other's.
-local LIBRARY = 'topchrome_2'
+--
+-- Without flags Redis takes every function for a write and refuses it when
+-- memory is full ('OOM command not allowed'), reads and removals too. A
+-- read and a removal need no memory: they run anyway ('allow-oom'). A
+-- read that writes nothing ('no-writes') runs whenever Redis takes no writes.
+local LIBRARY = 'topchrome_3'
 redis.register_function(LIBRARY .. '_create', create)
-redis.register_function(LIBRARY .. '_get', get)
+redis.register_function{function_name = LIBRARY .. '_get', callback = get, flags = {'allow-oom'}}
+redis.register_function{function_name = LIBRARY .. '_read', callback = read, flags = {'no-writes'}}
 redis.register_function(LIBRARY .. '_apply', apply)
-redis.register_function(LIBRARY .. '_delete', delete)
+redis.register_function{function_name = LIBRARY .. '_delete', callback = delete, flags = {'allow-oom'}}

@@ -49,7 +49,9 @@ public struct SnapshotFile: Sendable {
     }
 
     /// The sessions in the file; none if there is no file yet (a first start).
-    public func read() throws(Failure) -> [Session] {
+    /// The file keeps no tags: the file may be older than what clients saw,
+    /// so its states take the tag of the store they go back into (see `StateTag`).
+    public func read(taggedWith tag: StateTag) throws(Failure) -> [Session] {
         guard let bytes = try readAll() else { return [] }
         var lines = bytes.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false)[...]
         if lines.last?.isEmpty == true { lines.removeLast() }
@@ -60,7 +62,7 @@ public struct SnapshotFile: Sendable {
         sessions.reserveCapacity(count)
         var seen = Set<SessionID>()
         for (index, line) in lines.enumerated() {
-            let session = try readSession(Array(line), line: index + 2)
+            let session = try readSession(Array(line), line: index + 2, tag: tag)
             guard seen.insert(session.id).inserted else { throw corrupt(index + 2, "session \(session.id) appears twice") }
             sessions.append(session)
         }
@@ -150,7 +152,7 @@ public struct SnapshotFile: Sendable {
         return Int(count)
     }
 
-    private func readSession(_ bytes: [UInt8], line: Int) throws(Failure) -> Session {
+    private func readSession(_ bytes: [UInt8], line: Int, tag: StateTag) throws(Failure) -> Session {
         let members = try object(bytes, line: line, allowed: ["id", "inset", "isRevealed", "version", "lastSeq"])
         guard case let .string(text) = members["id"], let id = SessionID(text) else { throw corrupt(line, "no valid id") }
         guard case let .number(inset, _) = members["inset"] else { throw corrupt(line, "no valid inset") }
@@ -165,7 +167,7 @@ public struct SnapshotFile: Sendable {
         }
         let state = ChromeState(inset: inset, isRevealed: isRevealed, version: version, lastAppliedSeq: lastSeq)
         if let problem = Self.problem(with: state) { throw corrupt(line, problem) }
-        return Session(id: id, state: state)
+        return Session(id: id, state: state, tag: tag)
     }
 
     // MARK: Writing

@@ -1,21 +1,22 @@
 import TopChromeCore
 
 /// `If-Match` and `If-None-Match` (RFC 9110 §13), read against a session's
-/// version, which is its entity tag. They let a client change a session only
+/// entity tag, `"<version>.<tag>"`. They let a client change a session only
 /// if nobody changed it since the client last read it.
 struct Preconditions {
-    /// A parsed field: `*`, or the versions its tags name.
+    /// A parsed field: `*`, or the states its tags name.
     enum Tags: Equatable {
         case any
-        case versions(strong: Set<UInt64>, weak: Set<UInt64>)
+        case states(strong: Set<EntityTag>, weak: Set<EntityTag>)
 
-        /// Tags that are not ours (not a quoted version) can never match;
+        /// Tags that are not ours (not `"<version>.<tag>"` exactly as ETag
+        /// gives it; a bare `"3"` of the format before tags neither) can never match;
         /// nil when the field is not a list of entity tags at all (RFC 9110
         /// §8.8.3: `W/` optional, then a quoted string without quotes inside),
         /// such as a bare `7`: a client that sent it meant something the
         /// server cannot know, and an answer to a guess would mislead it.
         init?(_ field: String) {
-            var strong: Set<UInt64> = [], weak: Set<UInt64> = []
+            var strong: Set<EntityTag> = [], weak: Set<EntityTag> = []
             var any = false
             let bytes = Array(field.utf8)
             var index = 0
@@ -40,23 +41,16 @@ struct Preconditions {
                     // etagc: visible ASCII but the quote, or obs-text.
                     guard let end = bytes[start...].firstIndex(where: { !($0 == 0x21 || (0x23...0x7E).contains($0) || $0 >= 0x80) }),
                           bytes[end] == UInt8(ascii: "\"") else { return nil }
-                    if let version = Preconditions.version(String(decoding: bytes[start..<end], as: UTF8.self)[...]) {
-                        if isWeak { weak.insert(version) } else { strong.insert(version) }
+                    if let tag = EntityTag(bytes[start..<end]) {
+                        if isWeak { weak.insert(tag) } else { strong.insert(tag) }
                     }
                     index = end + 1
                 }
                 skipWhitespace()
                 guard index == bytes.count || bytes[index] == UInt8(ascii: ",") else { return nil }
             }
-            self = any ? .any : .versions(strong: strong, weak: weak)
+            self = any ? .any : .states(strong: strong, weak: weak)
         }
-    }
-
-    /// The version an entity tag's text names, compared as text as RFC 9110
-    /// wants: only the exact digits we send (`"3"`, never `"03"` or `"+3"`).
-    fileprivate static func version(_ text: Substring) -> UInt64? {
-        guard let first = text.first, first != "0", text.allSatisfy({ $0.isASCII && $0.isNumber }) else { return nil }
-        return UInt64(text)
     }
 
     let ifMatch: Tags?
@@ -69,7 +63,7 @@ struct Preconditions {
 
     private static func tags(_ field: String, _ name: String) throws(Problem) -> Tags {
         guard let tags = Tags(field) else {
-            throw .badRequest("\(name) must be * or entity tags quoted as ETag gives them (\"7\", not 7), not '\(field.prefix(64))'; nothing was changed.")
+            throw .badRequest("\(name) must be * or entity tags quoted as ETag gives them (\"7.0a1b2c3d4e5f\", not 7.0a1b2c3d4e5f), not '\(field.prefix(64))'; nothing was changed.")
         }
         return tags
     }
@@ -78,7 +72,7 @@ struct Preconditions {
     var matchCondition: VersionCondition {
         switch ifMatch {
         case nil, .any: .always
-        case let .versions(strong, _): .versionIn(strong)
+        case let .states(strong, _): .oneOf(strong)
         }
     }
 
@@ -87,7 +81,7 @@ struct Preconditions {
         switch ifNoneMatch {
         case nil: .always
         case .any: .never
-        case let .versions(strong, weak): .versionNotIn(strong.union(weak))
+        case let .states(strong, weak): .noneOf(strong.union(weak))
         }
     }
 

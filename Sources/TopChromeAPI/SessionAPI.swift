@@ -294,7 +294,7 @@ public final class SessionAPI: HTTPResponder {
                                in feed: any RemoteChangeFeed) throws(Problem) -> HTTPResponse {
         let watcher = LongPollWatcher(id: id, isNew: preconditions.noneMatchCondition, waitSeconds: seconds)
         try watch(id, by: watcher, in: feed, answering: watcher.pending) { [watchers] current throws(Problem) in
-            guard preconditions.matchCondition.holds(for: current.state.version) else { throw Self.preconditionFailed }
+            guard preconditions.matchCondition.holds(for: current.entityTag) else { throw Self.preconditionFailed }
             watcher.start(with: current, hub: watchers)
         }
         return .later(watcher.pending)
@@ -302,7 +302,7 @@ public final class SessionAPI: HTTPResponder {
 
     /// Server-Sent Events: the current state at once, then every change.
     private func eventStream(of id: SessionID, lastEventID: String?) throws(Problem) -> HTTPResponse {
-        let lastEventID = lastEventID.flatMap { UInt64($0.trimmingOWS) }
+        let lastEventID = lastEventID.flatMap { EntityTag($0.trimmingOWS.utf8) }
         let stream = ResponseStream()
         let watcher = EventStreamWatcher(id: id, stream: stream)
         // Only for a stream that goes out: the server closes it, which ends
@@ -473,10 +473,10 @@ public final class SessionAPI: HTTPResponder {
 
     private static func read(_ session: Session, _ preconditions: Preconditions,
                              reusing buffers: inout ResponseBuffers) throws(Problem) -> HTTPResponse {
-        let version = session.state.version
-        guard preconditions.matchCondition.holds(for: version) else { throw preconditionFailed }
+        let tag = session.entityTag
+        guard preconditions.matchCondition.holds(for: tag) else { throw preconditionFailed }
         var response = stateResponse(session, reusing: &buffers)
-        if !preconditions.noneMatchCondition.holds(for: version) {
+        if !preconditions.noneMatchCondition.holds(for: tag) {
             // Not modified: the headers of the 200 it stands for. The server
             // sends no body with a 304 but states this body's length, as RFC 9110 wants.
             response.status = 304
@@ -531,17 +531,18 @@ public final class SessionAPI: HTTPResponder {
         return mediaType == "application/json" || (mediaType.hasPrefix("application/") && mediaType.hasSuffix("+json"))
     }
 
-    /// `"<version>"`: the version is the session's entity tag.
-    static func etag(_ state: ChromeState) -> String {
-        withETag(of: state) { String(decoding: $0, as: UTF8.self) }
+    /// `"<version>.<tag>"`: the version, and the tag that tells this state
+    /// from any other that had the version (see `StateTag`).
+    static func etag(_ session: Session) -> String {
+        withETag(of: session) { String(decoding: $0, as: UTF8.self) }
     }
 
     /// The entity tag's bytes, written on the stack: every state answer
     /// carries one, and it goes into the headers without becoming a `String`.
-    private static func withETag<Result>(of state: ChromeState, _ body: (UnsafeBufferPointer<UInt8>) -> Result) -> Result {
-        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 22) { text in
+    private static func withETag<Result>(of session: Session, _ body: (UnsafeBufferPointer<UInt8>) -> Result) -> Result {
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: EntityTag.maxLength + 2) { text in
             text[0] = UInt8(ascii: "\"")
-            let end = StateWriter.decimal(state.version, into: text, at: 1)
+            let end = session.entityTag.write(into: text, at: 1)
             text[end] = UInt8(ascii: "\"")
             return body(UnsafeBufferPointer(rebasing: text[...end]))
         }
@@ -556,7 +557,7 @@ public final class SessionAPI: HTTPResponder {
         var headers = buffers.takeHeaders()
         headers.reserveCapacity(128)  // room for the ETag and a Location
         headers.add(name: "Content-Type", value: "application/json")
-        withETag(of: session.state) { headers.add(name: "ETag", value: $0) }
+        withETag(of: session) { headers.add(name: "ETag", value: $0) }
         var body = buffers.takeBody()
         StateWriter.write(session, to: &body)
         return HTTPResponse(status: status, headers: headers, body: body)

@@ -109,7 +109,7 @@ public final class TopChromeService: Sendable {
         var outcome = StartOutcome()
         if let snapshots, let store = memoryStore {
             do {
-                let sessions = try snapshots.file.read()
+                let sessions = try snapshots.file.read(taggedWith: store.epoch)
                 try store.restore(sessions)
                 outcome.restoredSessions = sessions.count
             } catch let failure as SnapshotFile.Failure {

@@ -74,7 +74,8 @@ struct StateFollower: Sendable {
 
     private func follow(into output: AsyncThrowingStream<ChromeState, any Error>.Continuation) async throws {
         var parser = ServerSentEventParser()
-        var lastVersion: Int?
+        /// The last state yielded, and its event id (`<version>.<tag>`).
+        var lastYielded: (id: String, state: ChromeState)?
         var retry = 0
         var failures = 0
         while true {
@@ -104,12 +105,15 @@ struct StateFollower: Sendable {
                             switch event.type {
                             case "state":
                                 let state = try TopChromeClient.decodeState(Data(event.data.utf8))
-                                // Inequality, not "greater than": a service restored from an
-                                // older state file counts again from a lower version, and its
-                                // state is still the truth to show.
-                                if state.version != lastVersion {
-                                    lastVersion = state.version
-                                    output.yield(state)
+                                // By id, not version, and inequality, not "greater than": a
+                                // service restored from an older state file or a Redis
+                                // failover counts again from a lower version, or names
+                                // another state with a version already seen, and its state
+                                // is still the truth to show. A restart renames every state:
+                                // the one already shown, under a new id, is not shown again.
+                                if event.lastEventID != lastYielded?.id {
+                                    if state != lastYielded?.state { output.yield(state) }
+                                    lastYielded = (event.lastEventID, state)
                                 }
                             case "deleted":
                                 return
@@ -122,7 +126,7 @@ struct StateFollower: Sendable {
                     }
                 }
                 switch status.map({ TopChromeClient.classify(status: $0, body: refusal, sessionID: session.id, retryAfter: nil) }) {
-                case .failure(.sessionGone) where lastVersion != nil:
+                case .failure(.sessionGone) where lastYielded != nil:
                     // Deleted (or expired) while the stream was cut: the
                     // end its `deleted` event would have brought.
                     return

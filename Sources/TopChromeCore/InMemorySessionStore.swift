@@ -36,19 +36,26 @@ public final class InMemorySessionStore: SessionStore, SessionChangeFeed {
     public let subscriptions: SessionSubscriptions
     /// What the rules did, counted as inputs are applied.
     public let statistics = ChromeStatistics()
+    /// The tag of every state this store holds, drawn at its start: one per
+    /// store costs no memory per session, and a restart, whose state file may
+    /// be older than what clients saw, then renames every state (clients
+    /// read again) rather than name two states alike.
+    public let epoch: StateTag
 
     /// - Parameters:
     ///   - idleTimeout: any length; past ≈ 56 days expiry gets coarser than
     ///     a second (see `IdleClock`).
     ///   - now: a monotonic clock, for idle expiry; tests pass their own.
     ///   - subscriptions: who watches which session, and how many may.
+    ///   - epoch: fresh for every store but in tests.
     public init(
         rules: ChromeRules = ChromeRules(),
         capacity: Int = 1_000_000,
         idleTimeout: Duration? = .seconds(3600),
         shardCount: Int = 64,
         now: @escaping @Sendable () -> Duration = InMemorySessionStore.uptime,
-        subscriptions: SessionSubscriptions = SessionSubscriptions()
+        subscriptions: SessionSubscriptions = SessionSubscriptions(),
+        epoch: StateTag = .random()
     ) {
         precondition(shardCount > 0 && shardCount & (shardCount - 1) == 0, "shardCount must be a power of two")
         self.rules = rules
@@ -58,6 +65,7 @@ public final class InMemorySessionStore: SessionStore, SessionChangeFeed {
         self.shards = Shards(count: shardCount)
         self.now = now
         self.subscriptions = subscriptions
+        self.epoch = epoch
     }
 
     deinit {
@@ -106,7 +114,7 @@ public final class InMemorySessionStore: SessionStore, SessionChangeFeed {
                 sessions.table.insert(SessionSlot(id: id, state: state, lastUsed: tick))
                 return true
             }
-            if inserted { return Session(id: id, state: state) }
+            if inserted { return Session(id: id, state: state, tag: epoch) }
         }
     }
 
@@ -129,7 +137,7 @@ public final class InMemorySessionStore: SessionStore, SessionChangeFeed {
             guard let place = livePlace(of: id, in: &sessions, at: tick) else { return .notFound }
             var state = sessions.state(at: place, id)
             guard allows(condition, state.version) else {
-                return .conditionFailed(Session(id: id, state: state))
+                return .conditionFailed(Session(id: id, state: state, tag: epoch))
             }
             var stale = 0
             for input in inputs {
@@ -138,10 +146,10 @@ public final class InMemorySessionStore: SessionStore, SessionChangeFeed {
                 if outcome == .stale { stale += 1 }
                 let changed = next.version != state.version
                 state = next
-                if changed { subscriptions.publish(.changed(Session(id: id, state: next))) }
+                if changed { subscriptions.publish(.changed(Session(id: id, state: next, tag: epoch))) }
             }
             sessions.set(state, lastUsed: tick, at: place, id)
-            return .done(Session(id: id, state: state), staleReports: stale)
+            return .done(Session(id: id, state: state, tag: epoch), staleReports: stale)
         }
     }
 
@@ -149,7 +157,7 @@ public final class InMemorySessionStore: SessionStore, SessionChangeFeed {
         let tick = currentTick()
         return shard(for: id).withLock { sessions -> StoreOutcome in
             guard let place = livePlace(of: id, in: &sessions, at: tick) else { return .notFound }
-            let session = Session(id: id, state: sessions.state(at: place, id))
+            let session = Session(id: id, state: sessions.state(at: place, id), tag: epoch)
             guard allows(condition, session.state.version) else { return .conditionFailed(session) }
             sessions.remove(at: place, id)
             held.subtract(1, ordering: .relaxed)
@@ -171,7 +179,7 @@ public final class InMemorySessionStore: SessionStore, SessionChangeFeed {
             }
             let state = sessions.state(at: place, id)
             sessions.set(state, lastUsed: tick, at: place, id)
-            return .success(Session(id: id, state: state))
+            return .success(Session(id: id, state: state, tag: epoch))
         }
         return try subscribed.get()
     }
@@ -210,15 +218,17 @@ public final class InMemorySessionStore: SessionStore, SessionChangeFeed {
         sessions.reserveCapacity(count)
         for index in 0..<shards.count {
             shards[index].withLock { contents in
-                contents.table.forEach { sessions.append(Session(id: $0.id, state: $0.state)) }
-                for (id, entry) in contents.aside { sessions.append(Session(id: id, state: entry.state)) }
+                contents.table.forEach { sessions.append(Session(id: $0.id, state: $0.state, tag: epoch)) }
+                for (id, entry) in contents.aside { sessions.append(Session(id: id, state: entry.state, tag: epoch)) }
             }
         }
         return sessions
     }
 
     /// Puts sessions back as they were, e.g. from a snapshot at start; they
-    /// count as used now. Throws `.full` if they do not fit.
+    /// count as used now, and carry this store's epoch whatever tag they
+    /// came with. For a store that has served no one yet: a restored state
+    /// may reuse a version a client saw with another state of this epoch. Throws `.full` if they do not fit.
     public func restore(_ restored: [Session]) throws(SessionStoreError) {
         guard held.load(ordering: .relaxed) + restored.count <= capacity else { throw .full(capacity: capacity) }
         let tick = currentTick()
@@ -226,7 +236,7 @@ public final class InMemorySessionStore: SessionStore, SessionChangeFeed {
             let isNew = shard(for: session.id).withLock { sessions in
                 let place = sessions.place(of: session.id)
                 if let place { sessions.remove(at: place, session.id) }
-                sessions.insert(session, lastUsed: tick)
+                sessions.insert(session.id, session.state, lastUsed: tick)
                 return place == nil
             }
             if isNew { held.add(1, ordering: .relaxed) }
@@ -288,6 +298,6 @@ public final class InMemorySessionStore: SessionStore, SessionChangeFeed {
     @inline(__always)
     private func allows(_ condition: VersionCondition, _ version: UInt64) -> Bool {
         if case .always = condition { return true }
-        return condition.holds(for: version)
+        return condition.holds(for: EntityTag(version: version, tag: epoch))
     }
 }

@@ -35,7 +35,7 @@ public protocol RemoteSessionStore: Sendable {
     func session(_ id: SessionID, reply: @escaping RemoteReply<Session?>)
 
     /// ``SessionStore/apply(_:to:if:)``: the inputs in order, as one unit, if
-    /// `condition` holds for the version at that moment.
+    /// `condition` holds for the state at that moment.
     func apply(_ inputs: [ChromeInput], to id: SessionID, if condition: VersionCondition,
                reply: @escaping RemoteReply<StoreOutcome>)
 

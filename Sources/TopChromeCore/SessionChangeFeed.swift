@@ -12,7 +12,8 @@ public final class SessionChange: @unchecked Sendable {
     /// The state read again after a feed lost its source for a while, not
     /// one change: it may even be older than one already delivered, since a
     /// failover can lose the last acknowledged changes. Deliver it if its
-    /// version differs from the one delivered last, not only if greater.
+    /// entity tag differs from the one delivered last, not only if its
+    /// version is greater.
     public let isResynchronization: Bool
     private var rendered: [UInt8]?
 

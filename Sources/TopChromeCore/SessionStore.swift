@@ -1,11 +1,19 @@
-/// A session as a store returns it: its id and its chrome at that moment.
+/// A session as a store returns it: its id, its chrome at that moment, and
+/// the tag that, with the version, names that state to clients (see ``StateTag``).
 public struct Session: Sendable, Hashable {
     public let id: SessionID
     public let state: ChromeState
+    public let tag: StateTag
 
-    public init(id: SessionID, state: ChromeState) {
+    public init(id: SessionID, state: ChromeState, tag: StateTag) {
         self.id = id
         self.state = state
+        self.tag = tag
+    }
+
+    /// The state's name for clients: its ETag and its event id.
+    public var entityTag: EntityTag {
+        EntityTag(version: state.version, tag: tag)
     }
 }
 
@@ -17,27 +25,29 @@ public enum SessionEvent: Sendable, Hashable {
     case removed(SessionID)
 }
 
-/// A condition on a session's version that a change must meet to be applied.
-/// Clients that read a state and then change it use this to make sure nobody
-/// else changed it in between (optimistic concurrency).
+/// A condition on a session's state, named by its entity tag (version and
+/// tag), that a change must meet to be applied. Clients that read a state
+/// and then change it use this to make sure nobody else changed it in
+/// between (optimistic concurrency). Versions alone would not do: after a
+/// failover one version can name two states.
 public enum VersionCondition: Sendable, Hashable {
     case always
-    /// Only if the current version is one of these.
-    case versionIn(Set<UInt64>)
-    /// Only if the current version is none of these.
-    case versionNotIn(Set<UInt64>)
+    /// Only if the current state is one of these.
+    case oneOf(Set<EntityTag>)
+    /// Only if the current state is none of these.
+    case noneOf(Set<EntityTag>)
     /// Never (e.g. "only if the session does not exist yet", asked of one that does).
     case never
     /// Only if every one of these holds.
     indirect case all([VersionCondition])
 
-    public func holds(for version: UInt64) -> Bool {
+    public func holds(for current: EntityTag) -> Bool {
         switch self {
         case .always: true
-        case let .versionIn(versions): versions.contains(version)
-        case let .versionNotIn(versions): !versions.contains(version)
+        case let .oneOf(tags): tags.contains(current)
+        case let .noneOf(tags): !tags.contains(current)
         case .never: false
-        case let .all(conditions): conditions.allSatisfy { $0.holds(for: version) }
+        case let .all(conditions): conditions.allSatisfy { $0.holds(for: current) }
         }
     }
 }
@@ -73,7 +83,7 @@ public protocol SessionStore: Sendable {
     func session(_ id: SessionID) -> Session?
 
     /// Applies `inputs` in order as one unit, if `condition` holds for the
-    /// session's version at that moment: no other change to the session lands
+    /// session's state at that moment: no other change to the session lands
     /// between the check and the inputs, nor between the inputs.
     func apply(_ inputs: [ChromeInput], to id: SessionID, if condition: VersionCondition) -> StoreOutcome
 
@@ -81,7 +91,7 @@ public protocol SessionStore: Sendable {
     /// alone, and then no array need be built for it.
     func apply(_ input: ChromeInput, to id: SessionID, if condition: VersionCondition) -> StoreOutcome
 
-    /// Removes the session if `condition` holds for its version.
+    /// Removes the session if `condition` holds for its state.
     func remove(_ id: SessionID, if condition: VersionCondition) -> StoreOutcome
 
     /// Sessions held now.

@@ -30,8 +30,8 @@ enum FunctionsTarget {
     static func run(_ bytes: [UInt8]) {
         let input = printable(bytes)
         checkMessage(bytes, input: input)
-        let drawn = state(drawnFrom: bytes)
-        check(ChromeFunctions.event(message(drawn), of: id) == .changed(Session(id: id, state: drawn)),
+        let drawn = Session(id: id, state: state(drawnFrom: bytes), tag: tag(drawnFrom: bytes))
+        check(ChromeFunctions.event(message(drawn), of: id) == .changed(drawn),
               "\(printable(message(drawn))) is not read as \(drawn): \(input)")
         for status in ["done", "failed"] {
             checkReply(reply(status, drawn, outcomes: status == "done" ? Array("ahs".utf8) : nil), input: input)
@@ -50,15 +50,16 @@ enum FunctionsTarget {
         case let .changed(session)?:
             check(session.id == id, "a message of one session changed another: \(input)")
             check(session.state.inset.isFinite, "a message gave the inset \(session.state.inset): \(input)")
-            let written = message(session.state)
+            let written = message(session)
             check(ChromeFunctions.event(written, of: id) == .changed(session),
                   "\(session.state) written as \(printable(written)) reads back otherwise: \(input)")
         }
     }
 
-    /// As topchrome.lua's `message`: "<version> <inset> <r>[ <seq>]".
-    static func message(_ state: ChromeState) -> [UInt8] {
-        var text = integer(state.version) + " " + exact(state.inset) + " " + (state.isRevealed ? "1" : "0")
+    /// As topchrome.lua's `message`: "<version>.<tag> <inset> <r>[ <seq>]".
+    static func message(_ session: Session) -> [UInt8] {
+        let state = session.state
+        var text = session.entityTag.description + " " + exact(state.inset) + " " + (state.isRevealed ? "1" : "0")
         if let seq = state.lastAppliedSeq { text += " " + integer(seq) }
         return Array(text.utf8)
     }
@@ -87,11 +88,18 @@ enum FunctionsTarget {
                            lastAppliedSeq: words[2] & 2 == 0 ? nil : words[3] & ((1 << 53) - 1))
     }
 
+    /// A tag the library could draw, from the input's bytes after the state's.
+    static func tag(drawnFrom bytes: [UInt8]) -> StateTag {
+        StateTag(bits: bytes.dropFirst(32).prefix(8).reduce(0) { $0 << 8 | UInt64($1) })
+    }
+
     // MARK: FCALL replies
 
     enum Decoded<Value: Equatable>: Equatable {
         case value(Value)
         case refused
+        /// A state without a tag: the library's `read` of one an older library wrote.
+        case untagged
     }
 
     static func decoded<Value>(_ body: () throws -> Value) -> Decoded<Value> {
@@ -99,6 +107,8 @@ enum FunctionsTarget {
             return .value(try body())
         } catch ChromeFunctionError.unexpectedReply {
             return .refused
+        } catch ChromeFunctionError.refused(ChromeFunctions.untagged) {
+            return .untagged
         } catch {
             fail("a decoder threw \(error), not unexpectedReply")
         }
@@ -114,7 +124,7 @@ enum FunctionsTarget {
 
         if case let .value(session?) = session {
             check(session.state.inset.isFinite, "a reply gave the inset \(session.state.inset): \(input)")
-            let written = Self.reply("done", session.state, outcomes: nil)
+            let written = Self.reply("done", session, outcomes: nil)
             check(decoded { try ChromeFunctions.session(id, from: written, status: "done") } == .value(session),
                   "\(session.state) written as \(written) reads back otherwise: \(input)")
         }
@@ -126,7 +136,7 @@ enum FunctionsTarget {
                 case .stale: UInt8(ascii: "s")
                 }
             }
-            let written = Self.reply("done", session.state, outcomes: letters)
+            let written = Self.reply("done", session, outcomes: letters)
             check(decoded { try ChromeFunctions.applied(id, from: written) } == .value(applied),
                   "\(applied) written as \(written) reads back otherwise: \(input)")
         }
@@ -134,46 +144,46 @@ enum FunctionsTarget {
 
     /// As topchrome.lua's `reply`: Lua strings arrive as bulk strings,
     /// `false` as a null, and the array ends at the first nil.
-    static func reply(_ status: String, _ state: ChromeState, outcomes: [UInt8]?) -> RESPValue {
+    static func reply(_ status: String, _ session: Session, outcomes: [UInt8]?) -> RESPValue {
+        let state = session.state
         var values: [RESPValue] = [
             .bulk(Array(status.utf8)), .bulk(Array(exact(state.inset).utf8)), .bulk(Array((state.isRevealed ? "1" : "0").utf8)),
             .bulk(Array(integer(state.version).utf8)), state.lastAppliedSeq.map { .bulk(Array(integer($0).utf8)) } ?? .null,
+            .bulk(session.tag.hex),
         ]
-        if let outcomes { values.append(.bulk(outcomes)) }
+        if let outcomes { values += [.bulk(outcomes), .bulk(Array("1".utf8))] }
         return .array(values)
     }
 
     /// The shapes topchrome.lua returns, read from its comments: null for no
-    /// session; else `[status, inset, revealed, version, seq or null]`, texts
-    /// (bulk or status strings), the inset a finite number, revealed `1` or
-    /// `0`, version and seq unsigned decimals; the library's `apply`'s `done`
-    /// adds a sixth element, one letter a, h or s per scroll report, and a
-    /// seventh, whether the session changed (which no decoder reads).
+    /// session; else `[status, inset, revealed, version, seq or null, tag or
+    /// null]`, texts (bulk or status strings; the tag bulk only), the inset a
+    /// finite number, revealed `1` or `0`, version and seq unsigned decimals,
+    /// the tag twelve lower-case hex digits; the library's `apply`'s `done`
+    /// adds a seventh element, one letter a, h or s per scroll report, and an
+    /// eighth, whether the session changed (which no decoder reads).
     enum Reference {
         static func session(_ reply: RESPValue) -> Decoded<Session?> {
             guard reply != .null else { return .value(nil) }
-            guard let (status, state) = statusAndState(reply), status == "done" else { return .refused }
-            return .value(Session(id: id, state: state))
+            guard let (status, session) = statusAndSession(reply), status == "done" else { return .refused }
+            return session.map { .value($0) } ?? .untagged
         }
 
         static func outcome(_ reply: RESPValue) -> Decoded<StoreOutcome?> {
             guard reply != .null else { return .value(nil) }
-            guard let (status, state) = statusAndState(reply) else { return .refused }
-            switch status {
-            case "done": return .value(.done(Session(id: id, state: state)))
-            case "failed": return .value(.conditionFailed(Session(id: id, state: state)))
-            default: return .refused
-            }
+            guard let (status, session) = statusAndSession(reply), status == "done" || status == "failed" else { return .refused }
+            guard let session else { return .untagged }
+            return .value(status == "done" ? .done(session) : .conditionFailed(session))
         }
 
         static func applied(_ reply: RESPValue) -> Decoded<AppliedInputs> {
             guard reply != .null else { return .value(AppliedInputs(outcome: .notFound, reports: [])) }
-            guard let (status, state) = statusAndState(reply) else { return .refused }
-            let session = Session(id: id, state: state)
+            guard let (status, session) = statusAndSession(reply), status == "done" || status == "failed" else { return .refused }
+            guard let session else { return .untagged }
             switch status {
             case "failed": return .value(AppliedInputs(outcome: .conditionFailed(session), reports: []))
             case "done":
-                guard case let .array(values) = reply, values.count == 6 || values.count == 7, case let .bulk(letters) = values[5] else { return .refused }
+                guard case let .array(values) = reply, values.count == 8, case let .bulk(letters) = values[6] else { return .refused }
                 var reports: [ReportOutcome] = []
                 for letter in letters {
                     switch Character(Unicode.Scalar(letter)) {
@@ -188,8 +198,20 @@ enum FunctionsTarget {
             }
         }
 
-        private static func statusAndState(_ reply: RESPValue) -> (String, ChromeState)? {
-            guard case let .array(values) = reply, values.count >= 5 else { return nil }
+        /// The status and the session, nil when its tag is null; nil when the reply is not one.
+        private static func statusAndSession(_ reply: RESPValue) -> (String, Session?)? {
+            guard case let .array(values) = reply, values.count >= 6, let (status, state) = statusAndState(values) else { return nil }
+            switch values[5] {
+            case .null: return (status, nil)
+            case let .bulk(hex):
+                guard hex.count == 12, hex.allSatisfy({ (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }),
+                      let bits = UInt64(String(decoding: hex, as: UTF8.self), radix: 16) else { return nil }
+                return (status, Session(id: id, state: state, tag: StateTag(bits: bits)))
+            default: return nil
+            }
+        }
+
+        private static func statusAndState(_ values: [RESPValue]) -> (String, ChromeState)? {
             let texts = values.prefix(5).map(text)
             guard let status = texts[0], let insetText = texts[1], let inset = Double(insetText), inset.isFinite,
                   let versionText = texts[3], let version = UInt64(versionText) else { return nil }

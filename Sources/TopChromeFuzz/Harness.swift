@@ -92,7 +92,7 @@ struct World {
         _ = store.apply([.scroll(ScrollReport(contentOffsetY: 500, seq: 10)), .setInset(47)], to: s1)
         _ = store.remove(gone)
         do {
-            try store.restore([Session(id: World.unnameable, state: ChromeState(inset: 0))])
+            try store.restore([Session(id: World.unnameable, state: ChromeState(inset: 0), tag: store.epoch)])
         } catch {
             fail("cannot plant the all-zero session: \(error)")
         }
@@ -107,7 +107,14 @@ struct World {
             .replacingOccurrences(of: "{s1}", with: s1.description)
             .replacingOccurrences(of: "{gone}", with: gone.description)
             .replacingOccurrences(of: "{new}", with: (newest ?? gone).description)
+            .replacingOccurrences(of: "{epoch}", with: epoch)
     }
+
+    /// The store's tag, which every ETag it gives carries: scripts write `"3.{epoch}"`.
+    var epoch: String { String(decoding: store.epoch.hex, as: UTF8.self) }
+
+    /// The ETag's text (unquoted) for `state` in this store.
+    func etag(_ state: ChromeState) -> String { "\(state.version).\(epoch)" }
 
     /// Runs one request through the real API and checks the answer against
     /// the model; false when the server closes the connection after it, so
@@ -289,18 +296,18 @@ struct World {
                 return watchers > 0 && choose(.either) ? .status(503) : .stream
             case .session where method == "GET":
                 guard let state else { return .status(404) }
-                guard choose(HTTPModel.ifMatchHolds(ifMatch, version: state.version, strictTags: strict)) else {
+                guard choose(HTTPModel.ifMatchHolds(ifMatch, etag: etag(state), strictTags: strict)) else {
                     return .status(412)
                 }
-                if choose(HTTPModel.ifNoneMatchHolds(ifNoneMatch, version: state.version, strictTags: strict)) {
+                if choose(HTTPModel.ifNoneMatchHolds(ifNoneMatch, etag: etag(state), strictTags: strict)) {
                     return .status(200)
                 }
                 guard choose(HTTPModel.wantsWait(HTTPModel.combined(headers, "Prefer"))) else { return .status(304) }
                 return watchers > 0 && choose(.either) ? .status(503) : .pending
             case .session, .inset, .scroll, .disappear:
                 guard let state else { return .status(404) }
-                guard choose(HTTPModel.ifMatchHolds(ifMatch, version: state.version, strictTags: strict)),
-                      choose(HTTPModel.ifNoneMatchHolds(ifNoneMatch, version: state.version, strictTags: strict)) else {
+                guard choose(HTTPModel.ifMatchHolds(ifMatch, etag: etag(state), strictTags: strict)),
+                      choose(HTTPModel.ifNoneMatchHolds(ifNoneMatch, etag: etag(state), strictTags: strict)) else {
                     return .status(412)
                 }
                 return .status(kind == .session ? 204 : 200)
@@ -353,7 +360,7 @@ struct World {
     private func checkState(_ response: HTTPResponse, id: SessionID, state: ChromeState, _ context: () -> String) {
         func summary() -> String { "\(context())\n\(World.describe(response))" }
         check(response.headers["Content-Type"] == "application/json", "state without Content-Type application/json\n\(summary())")
-        check(response.headers["ETag"] == "\"\(state.version)\"", "ETag is not the version \(state.version)\n\(summary())")
+        check(response.headers["ETag"] == "\"\(etag(state))\"", "ETag is not \(etag(state))\n\(summary())")
         guard case let .object(members)? = try? JSONReader.parse(response.body),
               Set(members.keys) == ["id", "inset", "isRevealed", "version"],
               members["id"] == .string(id.description),

@@ -163,8 +163,9 @@ enum HTTPModel {
     }
 
     /// An `If-Match`/`If-None-Match` field (RFC 9110 §13.1.1/2): `*`, or a
-    /// list of entity tags compared as strings. `strictTags` off lets the
-    /// production's numeric reading of tags (`"03"` and `"+3"` as 3) pass.
+    /// list of entity tags compared as strings with the state's
+    /// `<version>.<tag>`. `strictTags` off lets a numeric reading of the
+    /// version (`"03.<tag>"` and `"+3.<tag>"` as 3) pass.
     struct TagList {
         var isAny = false
         var tags: [(weak: Bool, opaque: Substring)] = []
@@ -184,10 +185,15 @@ enum HTTPModel {
             }
         }
 
-        /// Whether a tag for `version` is listed; strong only, or weak too.
-        func lists(_ version: UInt64, allowWeak: Bool, strictTags: Bool) -> Decision {
-            let exact = tags.contains { (allowWeak || !$0.weak) && $0.opaque == String(version) }
-            let numeric = tags.contains { (allowWeak || !$0.weak) && UInt64($0.opaque) == version }
+        /// Whether `etag` (`<version>.<tag>`) is listed; strong only, or weak too.
+        func lists(_ etag: String, allowWeak: Bool, strictTags: Bool) -> Decision {
+            let exact = tags.contains { (allowWeak || !$0.weak) && $0.opaque == etag }
+            let parts = etag.split(separator: ".")
+            let numeric = tags.contains { listed in
+                let listedParts = listed.opaque.split(separator: ".", omittingEmptySubsequences: false)
+                return (allowWeak || !listed.weak) && listedParts.count == 2 && listedParts[1] == parts[1]
+                    && UInt64(listedParts[0]) == UInt64(parts[0])
+            }
             if !isASCII && !exact { return .either }
             if !strictTags && numeric != exact { return .either }
             return Decision(exact)
@@ -221,18 +227,18 @@ enum HTTPModel {
         }
     }
 
-    static func ifMatchHolds(_ field: String?, version: UInt64, strictTags: Bool) -> Decision {
+    static func ifMatchHolds(_ field: String?, etag: String, strictTags: Bool) -> Decision {
         guard let field else { return .yes }
         let list = TagList(field)
         if list.isAny { return .yes }
-        return list.lists(version, allowWeak: false, strictTags: strictTags)
+        return list.lists(etag, allowWeak: false, strictTags: strictTags)
     }
 
-    static func ifNoneMatchHolds(_ field: String?, version: UInt64, strictTags: Bool) -> Decision {
+    static func ifNoneMatchHolds(_ field: String?, etag: String, strictTags: Bool) -> Decision {
         guard let field else { return .yes }
         let list = TagList(field)
         if list.isAny { return .no }
-        switch list.lists(version, allowWeak: true, strictTags: strictTags) {
+        switch list.lists(etag, allowWeak: true, strictTags: strictTags) {
         case .yes: return .no
         case .no: return .yes
         case .either: return .either

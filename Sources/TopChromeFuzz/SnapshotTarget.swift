@@ -34,12 +34,15 @@ enum SnapshotTarget {
         return folder
     }()
 
+    /// Any tag: the file keeps none, and gives what it reads this one.
+    static let tag = StateTag(bits: 0x5eed)
+
     static func run(_ bytes: [UInt8]) {
         let path = folder + "/state.jsonl", copy = folder + "/copy.jsonl"
         write(bytes, to: path)
         let file = SnapshotFile(path: path)
-        let first = Result { () throws(SnapshotFile.Failure) in try file.read() }
-        let second = Result { () throws(SnapshotFile.Failure) in try file.read() }
+        let first = Result { () throws(SnapshotFile.Failure) in try file.read(taggedWith: tag) }
+        let second = Result { () throws(SnapshotFile.Failure) in try file.read(taggedWith: tag) }
         let input = printable(bytes)
         guard case let .success(sessions) = first else {
             if case let .success(other) = second { fail("read failed once, then gave \(other.count) sessions: \(input)") }
@@ -62,14 +65,14 @@ enum SnapshotTarget {
         let writer = SnapshotFile(path: copy)
         do {
             try writer.write(sessions)
-            let reread = try writer.read()
+            let reread = try writer.read(taggedWith: tag)
             check(reread == sessions, "state changed in a write/read round trip: \(input)")
         } catch {
             fail("cannot write back and read what was read (\(error)): \(input)")
         }
 
         // Restored, every session takes every kind of change.
-        let store = InMemorySessionStore(capacity: max(sessions.count, 1), idleTimeout: nil, shardCount: 1)
+        let store = InMemorySessionStore(capacity: max(sessions.count, 1), idleTimeout: nil, shardCount: 1, epoch: tag)
         do {
             try store.restore(sessions)
         } catch {
@@ -92,7 +95,7 @@ enum SnapshotTarget {
         do {
             let changed = store.snapshot()
             try writer.write(changed)
-            let reread = try writer.read()
+            let reread = try writer.read(taggedWith: tag)
             check(reread == changed, "changed sessions read back differently: \(input)")
         } catch {
             fail("cannot write and read back the sessions after changes (\(error)): \(input)")

@@ -54,6 +54,12 @@ final class LiveServer: Sendable {
     }
 
     /// Creates a session and returns its id.
+    /// The session's ETag now, as a client that read it holds it.
+    func etag(_ id: String) throws -> String {
+        guard let etag = try client().request("GET", "/v1/sessions/\(id)").header("ETag") else { throw TestClientError.malformed("no ETag") }
+        return etag
+    }
+
     func createSession(inset: Double? = nil) throws -> String {
         let response = try client().json("POST", "/v1/sessions", inset.map { #"{"inset":\#($0)}"# } ?? "")
         guard response.status == 201, let id = try response.json["id"] as? String else {

@@ -24,7 +24,7 @@ import TopChromeApp
         let read = try second.client().request("GET", "/v1/sessions/\(id)")
         #expect(read.status == 200)
         #expect(try read.json["inset"] as? Double == 59)
-        #expect(read.header("ETag") == "\"1\"")
+        #expect(read.etagVersion == 1)
 
         let scrolled = try second.client().json("POST", "/v1/sessions/\(id)/scroll", #"{"contentOffsetY": 300}"#)
         #expect(try scrolled.json["isRevealed"] as? Bool == false)
@@ -38,7 +38,7 @@ import TopChromeApp
         let id = try first.createSession()
         let stream = try EventStreamClient(port: second.port, sessionID: id)
         #expect(stream.head.status == 200)
-        #expect(try stream.nextState()?.id == "1")
+        #expect(versionOf(try stream.nextState()?.id) == 1)
         let writer = try first.client()
         for step in 1...20 {
             let response = try writer.json("POST", "/v1/sessions/\(id)/scroll", #"{"contentOffsetY": \#(step % 2 == 1 ? 300 : 0)}"#)
@@ -46,7 +46,7 @@ import TopChromeApp
         }
         for version in 2...21 {
             let event = try #require(try stream.nextState())
-            #expect(event.id == String(version))
+            #expect(versionOf(event.id) == UInt64(version))
             #expect(event.state["isRevealed"] as? Bool == (version % 2 == 1))
         }
         #expect(try first.client().request("DELETE", "/v1/sessions/\(id)").status == 204)
@@ -61,14 +61,14 @@ import TopChromeApp
     @Test func aLongPollOnOneReplicaAnswersAChangeMadeThroughTheOther() throws {
         let id = try first.createSession()
         let poll = BackgroundRequest { [second] in
-            try second.client().request("GET", "/v1/sessions/\(id)", headers: [("If-None-Match", "\"1\""), ("Prefer", "wait=10")])
+            try second.client().request("GET", "/v1/sessions/\(id)", headers: [("If-None-Match", try second.etag(id)), ("Prefer", "wait=10")])
         }
         #expect(eventually { second.service.watcherCount == 1 })
         #expect(try first.client().json("PUT", "/v1/sessions/\(id)/inset", #"{"inset": 100}"#).status == 200)
         let answer = try poll.value
         #expect(answer.status == 200)
         #expect(try answer.json["inset"] as? Double == 100)
-        #expect(answer.header("ETag") == "\"2\"")
+        #expect(answer.etagVersion == 2)
     }
 
     /// The same 400 as with the memory store for a tag sent without quotes.
@@ -80,20 +80,21 @@ import TopChromeApp
             #expect(answer.header("Content-Type") == "application/problem+json")
             #expect(answer.text.contains("quoted as ETag gives them"))
         }
-        #expect(try first.client().request("GET", "/v1/sessions/\(id)").header("ETag") == "\"1\"", "nothing changed")
+        #expect(try first.client().request("GET", "/v1/sessions/\(id)").etagVersion == 1, "nothing changed")
     }
 
     @Test func aLongPollForAnUnknownSessionIs404() throws {
         let answer = try second.client().request(
-            "GET", "/v1/sessions/0123456789abcdef0123456789abcdef", headers: [("If-None-Match", "\"1\""), ("Prefer", "wait=5")])
+            "GET", "/v1/sessions/0123456789abcdef0123456789abcdef", headers: [("If-None-Match", "\"1.000000000000\""), ("Prefer", "wait=5")])
         #expect(answer.status == 404)
         #expect(second.service.watcherCount == 0)
     }
 
     @Test func conditionalChangesHoldAcrossReplicas() throws {
         let id = try first.createSession()
-        #expect(try second.client().json("PUT", "/v1/sessions/\(id)/inset", #"{"inset": 10}"#, headers: [("If-Match", "\"1\"")]).status == 200)
-        let stale = try first.client().json("PUT", "/v1/sessions/\(id)/inset", #"{"inset": 20}"#, headers: [("If-Match", "\"1\"")])
+        let read = [("If-Match", try first.etag(id))]
+        #expect(try second.client().json("PUT", "/v1/sessions/\(id)/inset", #"{"inset": 10}"#, headers: read).status == 200)
+        let stale = try first.client().json("PUT", "/v1/sessions/\(id)/inset", #"{"inset": 20}"#, headers: read)
         #expect(stale.status == 412)
         #expect(stale.header("Content-Type") == "application/problem+json")
         #expect(try first.client().request("GET", "/v1/sessions/\(id)").json["inset"] as? Double == 10)
@@ -102,23 +103,23 @@ import TopChromeApp
     @Test func aStreamThatLostItsChannelCarriesWhatRedisHoldsEvenIfOlder() throws {
         let id = try first.createSession()
         let stream = try EventStreamClient(port: second.port, sessionID: id)
-        #expect(try stream.nextState()?.id == "1")
+        #expect(versionOf(try stream.nextState()?.id) == 1)
         for offset in [300, 0, 300, 0] {
             try first.client().json("POST", "/v1/sessions/\(id)/scroll", #"{"contentOffsetY": \#(offset)}"#)
         }
-        for version in 2...5 { #expect(try stream.nextState()?.id == String(version)) }
+        for version: UInt64 in 2...5 { #expect(versionOf(try stream.nextState()?.id) == version) }
         // What a failover that lost the last changes leaves: an older state,
         // and the channel's subscription gone with the old primary.
         let key = "\(prefix){\(id)}"
         try redisCLI(port: redis.port, "HSET", key, "v", "3", "r", "0")
         try redisCLI(port: redis.port, "CLIENT", "KILL", "TYPE", "pubsub")
         let resynchronized = try #require(try stream.nextState())
-        #expect(resynchronized.id == "3", "the stream follows Redis back to version 3")
+        #expect(versionOf(resynchronized.id) == 3, "the stream follows Redis back to version 3")
         #expect(resynchronized.state["isRevealed"] as? Bool == false)
         // And goes on from there.
         let next = try first.client().json("POST", "/v1/sessions/\(id)/scroll", #"{"contentOffsetY": 0}"#)
         #expect(try next.json["version"] as? Int == 4)
-        #expect(try stream.nextState()?.id == "4")
+        #expect(versionOf(try stream.nextState()?.id) == 4)
     }
 
     @Test func aReplicaLoadsTheLibraryAgainWhenRedisLostIt() throws {
@@ -133,18 +134,19 @@ import TopChromeApp
         let doomed = try LiveServer(store: .redis([redis.node]), keyPrefix: prefix)
         let id = try first.createSession()
         let stream = try EventStreamClient(port: doomed.port, sessionID: id)
-        #expect(try stream.nextState()?.id == "1")
+        #expect(versionOf(try stream.nextState()?.id) == 1)
         try first.client().json("POST", "/v1/sessions/\(id)/scroll", #"{"contentOffsetY": 300}"#)
-        #expect(try stream.nextState()?.id == "2")
+        let had = try #require(try stream.nextState()?.id)
+        #expect(versionOf(had) == 2)
         doomed.service.stop()
         while try stream.next() != nil {}
         #expect(stream.ended, "a stopping replica ends its streams")
 
-        let resumed = try EventStreamClient(port: second.port, sessionID: id, headers: [("Last-Event-ID", "2")])
+        let resumed = try EventStreamClient(port: second.port, sessionID: id, headers: [("Last-Event-ID", had)])
         #expect(resumed.head.status == 200)
         try first.client().json("POST", "/v1/sessions/\(id)/scroll", #"{"contentOffsetY": 0}"#)
         let next = try #require(try resumed.nextState())
-        #expect(next.id == "3", "nothing the client had is sent again; the next change is")
+        #expect(versionOf(next.id) == 3, "nothing the client had is sent again; the next change is")
     }
 
     @Test func metricsNameTheRedisStore() throws {
@@ -176,13 +178,13 @@ import TopChromeApp
             ids.append(id)
         }
         let streams = try ids.map { try EventStreamClient(port: second.port, sessionID: $0) }
-        for stream in streams { #expect(try stream.nextState()?.id == "1") }
+        for stream in streams { #expect(versionOf(try stream.nextState()?.id) == 1) }
         for id in ids {
             #expect(try first.client().json("POST", "/v1/sessions/\(id)/scroll", #"{"contentOffsetY": 300}"#).status == 200)
         }
         for stream in streams {
             let event = try #require(try stream.nextState())
-            #expect(event.id == "2")
+            #expect(versionOf(event.id) == 2)
             #expect(event.state["isRevealed"] as? Bool == false)
         }
     }
@@ -230,8 +232,9 @@ import TopChromeApp
         let server = try LiveServer(store: .redis([redis.node]), keyPrefix: "watchless:") { $0.redisTimeout = 0.5 }
         #expect(server.waitUntilReady())
         let id = try server.createSession()
+        let etag = try server.etag(id)
         redis.stop()
-        for headers in [[], [("If-None-Match", "\"1\""), ("Prefer", "wait=30")]] {
+        for headers in [[], [("If-None-Match", etag), ("Prefer", "wait=30")]] {
             let started = Date()
             let answer = try server.client().request(
                 "GET", headers.isEmpty ? "/v1/sessions/\(id)/events" : "/v1/sessions/\(id)", headers: headers)
@@ -270,7 +273,7 @@ import TopChromeApp
         #expect(server.waitUntilReady())
         let id = try server.createSession()
         let stream = try EventStreamClient(port: server.port, sessionID: id)
-        #expect(try stream.nextState()?.id == "1")
+        #expect(versionOf(try stream.nextState()?.id) == 1)
 
         redis.signal(SIGSTOP)  // there, but silent: the worst case for a client
         let started = Date()
@@ -308,7 +311,7 @@ import TopChromeApp
         #expect(server.waitUntilReady())
         let id = try server.createSession()
         let poll = BackgroundRequest { [server] in
-            try server.client().request("GET", "/v1/sessions/\(id)", headers: [("If-None-Match", "\"1\""), ("Prefer", "wait=4")])
+            try server.client().request("GET", "/v1/sessions/\(id)", headers: [("If-None-Match", try server.etag(id)), ("Prefer", "wait=4")])
         }
         #expect(eventually { server.service.watcherCount == 1 })
         redis.stop()
@@ -343,6 +346,7 @@ import TopChromeApp
         let server = try LiveServer(store: .redis([redis.node]), keyPrefix: "lostread:") { $0.redisTimeout = 0.3 }
         #expect(server.waitUntilReady())
         let id = try server.createSession()
+        let etag = try server.etag(id)
         redis.signal(SIGSTOP)
         defer { redis.signal(SIGCONT) }
         let read = try server.client().request("GET", "/v1/sessions/\(id)")
@@ -351,7 +355,7 @@ import TopChromeApp
         #expect(read.text.contains("Redis did not answer in time"), "\(read.text)")
         #expect(read.text.contains("Nothing was changed."), "\(read.text)")
         #expect(!read.text.contains("may have been made"), "\(read.text)")
-        let poll = try server.client().request("GET", "/v1/sessions/\(id)", headers: [("If-None-Match", "\"1\""), ("Prefer", "wait=2")])
+        let poll = try server.client().request("GET", "/v1/sessions/\(id)", headers: [("If-None-Match", etag), ("Prefer", "wait=2")])
         #expect(poll.status == 503)
         #expect(!poll.text.contains("may have been made"), "\(poll.text)")
     }
@@ -394,9 +398,10 @@ import TopChromeApp
         let server = try LiveServer(store: .redis([redis.node]), keyPrefix: keyPrefix) { $0.redisTimeout = redisTimeout }
         #expect(server.waitUntilReady())
         let id = try server.createSession()
+        let etag = try server.etag(id)
         redis.stop()
         #expect(eventually { (try? server.client().request("GET", "/readyz").status) == 503 })
-        return (server, try [[("Accept", "text/event-stream")], [("If-None-Match", "\"1\""), ("Prefer", "wait=5")]].map { headers in
+        return (server, try [[("Accept", "text/event-stream")], [("If-None-Match", etag), ("Prefer", "wait=5")]].map { headers in
             let path = headers.count == 1 ? "/v1/sessions/\(id)/events" : "/v1/sessions/\(id)"
             let started = Date()
             let response = try server.client().request("GET", path, headers: headers)
@@ -414,7 +419,7 @@ import TopChromeApp
         #expect(server.waitUntilReady())
         let id = try server.createSession()
         let stream = try EventStreamClient(port: server.port, sessionID: id)
-        #expect(try stream.nextState()?.id == "1")
+        #expect(versionOf(try stream.nextState()?.id) == 1)
 
         let victim = try cluster.primary(of: HashSlot.of(Array("failover:{\(id)}".utf8)))
         // Replication is asynchronous: give the new session time to reach
@@ -505,7 +510,7 @@ import TopChromeApp
         #expect(scrolled.text.contains("the change was made but not confirmed by 2 Redis replicas"), "\(scrolled.text)")
         let read = try plain.client().request("GET", "/v1/sessions/\(id)")
         #expect(try read.json["isRevealed"] as? Bool == false, "the change is in Redis")
-        #expect(read.header("ETag") == "\"2\"")
+        #expect(read.etagVersion == 2)
 
         let deleted = try waiting.client().request("DELETE", "/v1/sessions/\(id)")
         #expect(deleted.status == 503)
@@ -549,14 +554,14 @@ import TopChromeApp
                                      ("POST", "scroll", #"{"contentOffsetY": 300, "axis": "horizontal"}"#)] {
             let answer = try waiting.client().json(method, "/v1/sessions/\(id)/\(path)", body)
             #expect(answer.status == 200, "\(method) \(path): \(answer.status) \(answer.text)")
-            #expect(answer.header("ETag") == "\"1\"", "\(method) \(path) changed nothing")
+            #expect(answer.etagVersion == 1, "\(method) \(path) changed nothing")
             #expect(try answer.json["inset"] as? Double == 0)
             #expect(try answer.json["isRevealed"] as? Bool == true)
         }
         let changed = try waiting.client().json("PUT", "/v1/sessions/\(id)/inset", #"{"inset": 40}"#)
         #expect(changed.status == 503)
         #expect(changed.text.contains("the change was made but not confirmed by 1 Redis replica"), "\(changed.text)")
-        #expect(try plain.client().request("GET", "/v1/sessions/\(id)").header("ETag") == "\"2\"")
+        #expect(try plain.client().request("GET", "/v1/sessions/\(id)").etagVersion == 2)
     }
 
     /// WAIT follows the change on the connection that made it: with the
@@ -660,9 +665,9 @@ import TopChromeApp
         let created = try client.json("POST", "/v1/sessions", "")
         let id = try #require(try created.json["id"] as? String)
         let stream = try EventStreamClient(port: server.port, sessionID: id)
-        #expect(try stream.nextState()?.id == "1")
+        #expect(versionOf(try stream.nextState()?.id) == 1)
         #expect(try client.json("POST", "/v1/sessions/\(id)/scroll", #"{"contentOffsetY": 300}"#).status == 200)
-        #expect(try stream.nextState()?.id == "2")
+        #expect(versionOf(try stream.nextState()?.id) == 2)
         server.signal(SIGTERM)
         #expect(server.waitForExit(within: 10) == 0)
         let lines = server.standardOutput.split(separator: "\n")

@@ -32,7 +32,7 @@ import Testing
         let id = try #require(body["id"] as? String)
         #expect(id.count == 32)
         #expect(response.header("Location") == "/v1/sessions/\(id)")
-        #expect(response.header("ETag") == "\"1\"")
+        #expect(response.etagVersion == 1)
         #expect(body["inset"] as? Int == 0)
         #expect(body["isRevealed"] as? Bool == true)
         #expect(body["version"] as? Int == 1)
@@ -50,13 +50,13 @@ import Testing
         let client = try server.client()
         let got = try client.request("GET", "/v1/sessions/\(id)")
         #expect(got.status == 200)
-        #expect(got.header("ETag") == "\"1\"")
+        #expect(got.etagVersion == 1)
         #expect(try got.json["inset"] as? Double == 47.5)
         #expect(try got.json["id"] as? String == id)
 
         let head = try client.request("HEAD", "/v1/sessions/\(id)")
         #expect(head.status == 200)
-        #expect(head.header("ETag") == "\"1\"")
+        #expect(head.etagVersion == 1)
         #expect(head.header("Content-Length") == got.header("Content-Length"))
         #expect(head.body.isEmpty)
         // The connection still works, so HEAD sent no body bytes.
@@ -69,10 +69,10 @@ import Testing
         let long = try server.createSession(inset: 9_999.999_999_999_998), short = try server.createSession()
         let client = try server.client()
         let first = try client.json("POST", "/v1/sessions/\(long)/scroll", #"{"contentOffsetY": 500}"#)
-        #expect(first.status == 200 && first.header("ETag") == "\"2\"")
+        #expect(first.status == 200 && first.etagVersion == 2)
         let second = try client.request("GET", "/v1/sessions/\(short)")
         #expect(second.text == #"{"id":"\#(short)","inset":0,"isRevealed":true,"version":1}"#)
-        #expect(second.headers.filter { $0.name == "ETag" }.map(\.value) == ["\"1\""])
+        #expect(second.headers.filter { $0.name == "ETag" }.count == 1 && second.etagVersion == 1)
         #expect(second.header("Content-Length") == String(second.body.count))
         try expectProblem(client.request("GET", "/v1/sessions/\(String(repeating: "0", count: 31))1"), 404)
         let third = try client.request("GET", "/v1/sessions/\(long)")
@@ -83,22 +83,25 @@ import Testing
         let id = try server.createSession()
         let client = try server.client()
         let full = try client.request("GET", "/v1/sessions/\(id)")
-        let unchanged = try client.request("GET", "/v1/sessions/\(id)", headers: [("If-None-Match", "\"1\"")])
+        let etag = try #require(full.header("ETag"))
+        let unchanged = try client.request("GET", "/v1/sessions/\(id)", headers: [("If-None-Match", etag)])
         #expect(unchanged.status == 304)
-        #expect(unchanged.header("ETag") == "\"1\"")
+        #expect(unchanged.etagVersion == 1)
         #expect(unchanged.body.isEmpty)
         let lengths = unchanged.headers.filter { $0.name.lowercased() == "content-length" }.map(\.value)
         #expect(lengths == [full.header("Content-Length")], "a 304 states the 200's length, once")
         #expect(try client.request("GET", "/v1/sessions/\(id)",
-                                   headers: [("If-None-Match", "\"7\""), ("If-None-Match", "\"1\"")]).status == 304,
+                                   headers: [("If-None-Match", "\"7.000000000000\""), ("If-None-Match", etag)]).status == 304,
                 "a field on two lines is one list")
         #expect(try client.request("GET", "/v1/sessions/\(id)", headers: [("If-None-Match", "*")]).status == 304)
-        #expect(try client.request("HEAD", "/v1/sessions/\(id)", headers: [("If-None-Match", "W/\"1\"")]).status == 304)
+        #expect(try client.request("HEAD", "/v1/sessions/\(id)", headers: [("If-None-Match", "W/" + etag)]).status == 304)
+        #expect(try client.request("GET", "/v1/sessions/\(id)", headers: [("If-None-Match", "\"1\"")]).status == 200,
+                "a bare version (the format before tags) names no state")
 
         try client.json("POST", "/v1/sessions/\(id)/scroll", #"{"contentOffsetY": 300}"#)
-        let changed = try client.request("GET", "/v1/sessions/\(id)", headers: [("If-None-Match", "\"1\"")])
+        let changed = try client.request("GET", "/v1/sessions/\(id)", headers: [("If-None-Match", etag)])
         #expect(changed.status == 200)
-        #expect(changed.header("ETag") == "\"2\"")
+        #expect(changed.etagVersion == 2)
         #expect(try changed.json["isRevealed"] as? Bool == false)
     }
 
@@ -115,10 +118,11 @@ import Testing
                                           headers: [("If-None-Match", "*")]), 412)
         #expect(try state(id, client)["version"] as? Int == 1, "nothing changed")
 
-        let current = try client.json("PUT", "/v1/sessions/\(id)/inset", #"{"inset": 59}"#, headers: [("If-Match", "\"1\"")])
+        try expectProblem(try client.json("PUT", "/v1/sessions/\(id)/inset", #"{"inset": 59}"#, headers: [("If-Match", "\"1\"")]), 412)
+        let current = try client.json("PUT", "/v1/sessions/\(id)/inset", #"{"inset": 59}"#, headers: [("If-Match", try server.etag(id))])
         #expect(current.status == 200)
-        #expect(current.header("ETag") == "\"2\"")
-        #expect(try client.request("DELETE", "/v1/sessions/\(id)", headers: [("If-Match", "\"2\"")]).status == 204)
+        #expect(current.etagVersion == 2)
+        #expect(try client.request("DELETE", "/v1/sessions/\(id)", headers: [("If-Match", current.header("ETag") ?? "")]).status == 204)
     }
 
     /// A tag sent without its quotes (`If-Match: 7`, a version typed by
@@ -136,7 +140,7 @@ import Testing
                              try client.request("GET", "/v1/sessions/\(id)", headers: bare),
                              try client.request("GET", "/v1/sessions/\(id)", headers: bare + [("Prefer", "wait=5")])] {
                 try expectProblem(response, 400)
-                #expect(response.text.contains(name) && response.text.contains(#"quoted as ETag gives them (\"7\", not 7)"#),
+                #expect(response.text.contains(name) && response.text.contains(#"quoted as ETag gives them (\"7.0a1b2c3d4e5f\", not 7.0a1b2c3d4e5f)"#),
                         "\(response.text)")
             }
             try expectProblem(try client.request("GET", "/v1/sessions/\(id)", headers: [(name, #""1", 2"#)]), 400)
@@ -144,7 +148,7 @@ import Testing
         #expect(try state(id, client)["version"] as? Int == 1, "nothing changed")
         // Well-formed tags that are not ours still just fail to match.
         try expectProblem(try client.request("GET", "/v1/sessions/\(id)", headers: [("If-Match", #""01", W/"1", "a,b""#)]), 412)
-        #expect(try client.request("GET", "/v1/sessions/\(id)", headers: [("If-None-Match", #"W/"1""#)]).status == 304)
+        #expect(try client.request("GET", "/v1/sessions/\(id)", headers: [("If-None-Match", "W/" + (try server.etag(id)))]).status == 304)
     }
 
     @Test func setInset() throws {
@@ -152,7 +156,7 @@ import Testing
         let client = try server.client()
         let response = try client.json("PUT", "/v1/sessions/\(id)/inset", #"{"inset": 59}"#)
         #expect(response.status == 200)
-        #expect(response.header("ETag") == "\"2\"")
+        #expect(response.etagVersion == 2)
         #expect(try response.json["inset"] as? Int == 59)
         let again = try client.json("PUT", "/v1/sessions/\(id)/inset", #"{"inset": 59}"#)
         #expect(try again.json["version"] as? Int == 2, "same inset: no new version")

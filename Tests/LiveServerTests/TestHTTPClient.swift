@@ -9,6 +9,12 @@ struct WireResponse {
     var headers: [(name: String, value: String)]
     var body: [UInt8]
 
+    /// The version an ETag `"<version>.<tag>"` names; nil for any other form.
+    var etagVersion: UInt64? {
+        guard let etag = header("ETag"), etag.hasPrefix("\""), etag.hasSuffix("\""), etag.count > 2 else { return nil }
+        return versionOf(String(etag.dropFirst().dropLast()))
+    }
+
     func header(_ name: String) -> String? {
         headers.first { $0.name.lowercased() == name.lowercased() }?.value
     }
@@ -159,4 +165,12 @@ final class TestHTTPClient {
         guard n > 0 else { throw TestClientError.closed }
         buffer.append(contentsOf: chunk[..<n])
     }
+}
+
+/// The version an entity tag's text or an event id (`<version>.<tag>`, the
+/// tag twelve lower-case hex digits) names; nil for any other form.
+func versionOf(_ text: String?) -> UInt64? {
+    guard let parts = text?.split(separator: ".", omittingEmptySubsequences: false), parts.count == 2,
+          parts[1].count == 12, parts[1].allSatisfy({ $0.isHexDigit && !$0.isUppercase }) else { return nil }
+    return UInt64(parts[0])
 }

@@ -41,7 +41,7 @@ final class BackgroundRequest: @unchecked Sendable {
         #expect(Int(retry.retry ?? "") ?? 0 > 0, "tells browsers when to reconnect")
 
         let first = try #require(try stream.nextState())
-        #expect(first.id == "1")
+        #expect(versionOf(first.id) == 1)
         #expect(first.state["isRevealed"] as? Bool == true)
 
         let other = try server.client()
@@ -50,7 +50,7 @@ final class BackgroundRequest: @unchecked Sendable {
         }
         for version in 2...11 {
             let event = try #require(try stream.nextState())
-            #expect(event.id == String(version))
+            #expect(versionOf(event.id) == UInt64(version))
             #expect(event.state["version"] as? Int == version)
             #expect(event.state["isRevealed"] as? Bool == (version % 2 == 1))
             #expect(event.state["id"] as? String == id)
@@ -59,16 +59,18 @@ final class BackgroundRequest: @unchecked Sendable {
 
     @Test func lastEventIDSkipsWhatTheClientHas() throws {
         let id = try server.createSession()
+        let first = try server.etag(id).dropFirst().dropLast()
         let other = try server.client()
         try other.json("PUT", "/v1/sessions/\(id)/inset", #"{"inset": 59}"#)
+        let second = try server.etag(id).dropFirst().dropLast()
 
-        let current = try EventStreamClient(port: server.port, sessionID: id, headers: [("Last-Event-ID", "2")])
-        let behind = try EventStreamClient(port: server.port, sessionID: id, headers: [("Last-Event-ID", "1")])
-        #expect(try behind.nextState()?.id == "2", "behind: gets the current state")
+        let current = try EventStreamClient(port: server.port, sessionID: id, headers: [("Last-Event-ID", String(second))])
+        let behind = try EventStreamClient(port: server.port, sessionID: id, headers: [("Last-Event-ID", String(first))])
+        #expect(versionOf(try behind.nextState()?.id) == 2, "behind: gets the current state")
 
         try other.json("PUT", "/v1/sessions/\(id)/inset", #"{"inset": 47}"#)
         let next = try #require(try current.nextState())
-        #expect(next.id == "3", "up to date: nothing resent, the next change comes first")
+        #expect(versionOf(next.id) == 3, "up to date: nothing resent, the next change comes first")
         #expect(next.state["inset"] as? Int == 47)
     }
 
@@ -134,7 +136,7 @@ final class BackgroundRequest: @unchecked Sendable {
         let other = try limited.createSession()
         let c = try EventStreamClient(port: limited.port, sessionID: other)
         #expect(c.head.status == 200)
-        let overTotal = try limited.client().request("GET", "/v1/sessions/\(other)", headers: [("If-None-Match", "\"1\""), ("Prefer", "wait=5")])
+        let overTotal = try limited.client().request("GET", "/v1/sessions/\(other)", headers: [("If-None-Match", try limited.etag(other)), ("Prefer", "wait=5")])
         #expect(overTotal.status == 503, "long-polls count as watchers")
         _ = (a, b)
     }
@@ -143,13 +145,13 @@ final class BackgroundRequest: @unchecked Sendable {
         let id = try server.createSession()
         let server = self.server
         let waiting = BackgroundRequest {
-            try server.client().request("GET", "/v1/sessions/\(id)", headers: [("If-None-Match", "\"1\""), ("Prefer", "wait=30")])
+            try server.client().request("GET", "/v1/sessions/\(id)", headers: [("If-None-Match", try server.etag(id)), ("Prefer", "wait=30")])
         }
         #expect(eventually { server.service.watcherCount == 1 })
         try server.client().json("POST", "/v1/sessions/\(id)/scroll", #"{"contentOffsetY": 500}"#)
         let response = try waiting.value
         #expect(response.status == 200)
-        #expect(response.header("ETag") == "\"2\"")
+        #expect(response.etagVersion == 2)
         #expect(response.header("Preference-Applied") == "wait=30")
         #expect(try response.json["isRevealed"] as? Bool == false)
         #expect(eventually { server.service.watcherCount == 0 })
@@ -158,9 +160,9 @@ final class BackgroundRequest: @unchecked Sendable {
     @Test func longPollTimesOutWith304() throws {
         let id = try server.createSession()
         let response = try server.client().request("GET", "/v1/sessions/\(id)",
-                                                   headers: [("If-None-Match", "\"1\""), ("Prefer", "wait=1")])
+                                                   headers: [("If-None-Match", try server.etag(id)), ("Prefer", "wait=1")])
         #expect(response.status == 304)
-        #expect(response.header("ETag") == "\"1\"")
+        #expect(response.etagVersion == 1)
         #expect(response.header("Preference-Applied") == "wait=1")
         #expect(eventually { server.service.watcherCount == 0 })
     }
@@ -170,7 +172,7 @@ final class BackgroundRequest: @unchecked Sendable {
     @Test func requestAfterALongPollOnTheSameConnectionIsAnsweredForItself() throws {
         let id = try server.createSession()
         let client = try server.client()
-        let waited = try client.request("GET", "/v1/sessions/\(id)", headers: [("If-None-Match", "\"1\""), ("Prefer", "wait=1")])
+        let waited = try client.request("GET", "/v1/sessions/\(id)", headers: [("If-None-Match", try server.etag(id)), ("Prefer", "wait=1")])
         #expect(waited.status == 304)
         let scrolled = try client.json("POST", "/v1/sessions/\(id)/scroll", #"{"contentOffsetY": 300}"#)
         #expect(scrolled.status == 200)
@@ -178,23 +180,25 @@ final class BackgroundRequest: @unchecked Sendable {
     }
 
     @Test func timedOutLongPollNamesTheCurrentVersion() throws {
+        // The client knows states 1 and 2, so the change to 2 does not end the wait. Only the
+        // memory store's next ETag is known before the state is made (its tag is the epoch).
+        guard let epoch = server.service.memoryStore.map({ String(decoding: $0.epoch.hex, as: UTF8.self) }) else { return }
         let id = try server.createSession()
         let server = self.server
-        // The client knows versions 1 and 2, so the change to 2 does not end the wait.
         let waiting = BackgroundRequest {
-            try server.client().request("GET", "/v1/sessions/\(id)", headers: [("If-None-Match", "\"1\", \"2\""), ("Prefer", "wait=1")])
+            try server.client().request("GET", "/v1/sessions/\(id)", headers: [("If-None-Match", "\"1.\(epoch)\", \"2.\(epoch)\""), ("Prefer", "wait=1")])
         }
         #expect(eventually { server.service.watcherCount == 1 })
         try server.client().json("PUT", "/v1/sessions/\(id)/inset", #"{"inset": 3}"#)
         let response = try waiting.value
         #expect(response.status == 304)
-        #expect(response.header("ETag") == "\"2\"")
+        #expect(response.etagVersion == 2)
     }
 
     @Test func longWaitsAreCapped() throws {
         let capped = try LiveServer { $0.maxWaitSeconds = 1 }
         let id = try capped.createSession()
-        let response = try capped.client().request("GET", "/v1/sessions/\(id)", headers: [("If-None-Match", "\"1\""), ("Prefer", "wait=600")])
+        let response = try capped.client().request("GET", "/v1/sessions/\(id)", headers: [("If-None-Match", try capped.etag(id)), ("Prefer", "wait=600")])
         #expect(response.status == 304)
         #expect(response.header("Preference-Applied") == "wait=1")
     }
@@ -202,7 +206,7 @@ final class BackgroundRequest: @unchecked Sendable {
     @Test func preferWaitForms() throws {
         let id = try server.createSession()
         for prefer in ["wait=1", "WAIT = 1", "wait=\"1\"", "respond-async, wait=1; x=y"] {
-            let response = try server.client().request("GET", "/v1/sessions/\(id)", headers: [("If-None-Match", "\"1\""), ("Prefer", prefer)])
+            let response = try server.client().request("GET", "/v1/sessions/\(id)", headers: [("If-None-Match", try server.etag(id)), ("Prefer", prefer)])
             #expect(response.status == 304)
             #expect(response.header("Preference-Applied") == "wait=1", "\(prefer)")
         }
@@ -211,10 +215,11 @@ final class BackgroundRequest: @unchecked Sendable {
     @Test func longPollAnswersAtOnceWhenAlreadyChanged() throws {
         let id = try server.createSession()
         let client = try server.client()
+        let etag = try server.etag(id)
         try client.json("PUT", "/v1/sessions/\(id)/inset", #"{"inset": 10}"#)
-        let response = try client.request("GET", "/v1/sessions/\(id)", headers: [("If-None-Match", "\"1\""), ("Prefer", "wait=30")])
+        let response = try client.request("GET", "/v1/sessions/\(id)", headers: [("If-None-Match", etag), ("Prefer", "wait=30")])
         #expect(response.status == 200)
-        #expect(response.header("ETag") == "\"2\"")
+        #expect(response.etagVersion == 2)
         #expect(response.header("Preference-Applied") == nil, "no wait happened")
     }
 
@@ -222,7 +227,7 @@ final class BackgroundRequest: @unchecked Sendable {
         let id = try server.createSession()
         let server = self.server
         let waiting = BackgroundRequest {
-            try server.client().request("GET", "/v1/sessions/\(id)", headers: [("If-None-Match", "\"1\""), ("Prefer", "wait=30")])
+            try server.client().request("GET", "/v1/sessions/\(id)", headers: [("If-None-Match", try server.etag(id)), ("Prefer", "wait=30")])
         }
         #expect(eventually { server.service.watcherCount == 1 })
         try server.client().request("DELETE", "/v1/sessions/\(id)")
@@ -238,12 +243,13 @@ final class BackgroundRequest: @unchecked Sendable {
             $0.maxWatchersPerSession = 500
         }
         let id = try single.createSession()
+        let etag = try single.etag(id)
         var streams: [EventStreamClient] = []
         var polls: [TestHTTPClient] = []
         for _ in 0..<250 {
             streams.append(try EventStreamClient(port: single.port, sessionID: try single.createSession()))
             let poll = try single.client()
-            try poll.send(raw: Array("GET /v1/sessions/\(id) HTTP/1.1\r\nHost: x\r\nIf-None-Match: \"1\"\r\nPrefer: wait=60\r\n\r\n".utf8))
+            try poll.send(raw: Array("GET /v1/sessions/\(id) HTTP/1.1\r\nHost: x\r\nIf-None-Match: \(etag)\r\nPrefer: wait=60\r\n\r\n".utf8))
             polls.append(poll)
         }
         #expect(eventually { single.service.watcherCount == 500 })
@@ -264,7 +270,7 @@ final class BackgroundRequest: @unchecked Sendable {
         let stream = try EventStreamClient(port: stopping.port, sessionID: id)
         _ = try stream.nextState()
         let waiting = BackgroundRequest {
-            try stopping.client().request("GET", "/v1/sessions/\(id)", headers: [("If-None-Match", "\"1\""), ("Prefer", "wait=30")])
+            try stopping.client().request("GET", "/v1/sessions/\(id)", headers: [("If-None-Match", try stopping.etag(id)), ("Prefer", "wait=30")])
         }
         #expect(eventually { stopping.service.watcherCount == 2 })
         let stoppedCleanly = stopping.service.stop().requestsFinished

@@ -9,7 +9,9 @@ import TopChromeCore
 /// Every shared vector, against ChromeRules, the memory store, the Lua
 /// library on one Redis and on a 3-primary cluster: the same outcome, state
 /// (to the bit: negative zero keeps its sign), events, and expiry sliding
-/// (or not) in each.
+/// (or not) in each. Tags are each store's own: the memory store's epoch on
+/// every state; in Redis the starting state's until a version is made, then
+/// one fresh tag for the call's new versions.
 struct RuleVectorTests {
     @Test(arguments: ruleVectors)
     func everyStoreAgrees(_ vector: RuleVector) async throws {
@@ -34,12 +36,12 @@ struct RuleVectorTests {
         }
         switch vector.expected {
         case let .applied(expected, expectedReports, expectedEvents):
-            #expect(condition.holds(for: start.version))
+            #expect(condition.holds(for: EntityTag(version: start.version, tag: RuleVector.startTag)))
             #expect(Exact(state) == Exact(expected))
             #expect(reports == expectedReports)
             #expect(events.map(Exact.init) == expectedEvents.map(Exact.init))
         case .conditionFailed:
-            #expect(!condition.holds(for: start.version))
+            #expect(!condition.holds(for: EntityTag(version: start.version, tag: RuleVector.startTag)))
         case .removed, .notFound:
             Issue.record("an apply vector expects \(vector.expected)")
         }
@@ -52,11 +54,11 @@ struct RuleVectorTests {
             let clock = Atomic<Int64>(0)
             let store = InMemorySessionStore(
                 rules: ChromeRules(revealThreshold: vector.threshold), idleTimeout: .seconds(100),
-                now: { .seconds(clock.load(ordering: .relaxed)) })
+                now: { .seconds(clock.load(ordering: .relaxed)) }, epoch: RuleVector.startTag)
             let id = SessionID.random()
             let recorder = Recorder()
             if let start = vector.start {
-                try store.restore([Session(id: id, state: start)])
+                try store.restore([Session(id: id, state: start, tag: RuleVector.startTag)])
                 if watched { _ = try store.subscribe(recorder, to: id) }
             }
             clock.store(60, ordering: .relaxed)
@@ -65,8 +67,10 @@ struct RuleVectorTests {
             case let .remove(condition): store.remove(id, if: condition)
             }
             #expect(ExactOutcome(outcome) == expectedOutcome(vector, id), "memory store")
+            #expect(outcome.session.map { $0.tag == store.epoch } != false, "memory store: its epoch")
             if watched {
                 #expect(recorder.events == expectedEvents(vector, id), "memory store")
+                #expect(recorder.tags.allSatisfy { $0 == store.epoch }, "memory store: its epoch")
             } else {
                 // Restored at 0 s, used at 60 s, idle for 100 s: alive at 130 s only if that use counted.
                 clock.store(130, ordering: .relaxed)
@@ -84,7 +88,9 @@ struct RuleVectorTests {
         let channel = String(decoding: functions.channel(for: id), as: UTF8.self)
         if let start = vector.start {
             // The layout topchrome.lua documents, written as a state file would be restored.
-            var fields = ["HSET", key, "i", "\(start.inset)", "r", start.isRevealed ? "1" : "0", "v", "\(start.version)"]
+            let tag = String(decoding: RuleVector.startTag.hex, as: UTF8.self)
+            var fields = ["HSET", key, "i", "\(start.inset)", "r", start.isRevealed ? "1" : "0", "v", "\(start.version)",
+                          "e", "\(start.version).\(tag)"]
             if let seq = start.lastAppliedSeq { fields += ["s", "\(seq)"] }
             _ = try await backend.client.send(fields)
             #expect(try await backend.client.send(["PEXPIRE", key, "100000"]) == .integer(1))
@@ -103,8 +109,13 @@ struct RuleVectorTests {
         }
         #expect(ExactOutcome(outcome) == expectedOutcome(vector, id), "\(backend.name)")
         _ = try await backend.client.send(["SPUBLISH", channel, "end"])
-        let events = try subscriber.messages(until: Array("end".utf8)).map { ChromeFunctions.event($0, of: id).map(ExactEvent.init) }
-        #expect(events == expectedEvents(vector, id).map(Optional.some), "\(backend.name)")
+        let messages = try subscriber.messages(until: Array("end".utf8)).map { ChromeFunctions.event($0, of: id) }
+        #expect(messages.map { $0.map(ExactEvent.init) } == expectedEvents(vector, id).map(Optional.some), "\(backend.name)")
+        // The starting state keeps its tag; the call's new versions share a fresh one.
+        if let session = outcome.session, let start = vector.start {
+            #expect((session.tag == RuleVector.startTag) == (session.state.version == start.version), "\(backend.name): tag")
+            for case let .changed(changed)? in messages { #expect(changed.tag == session.tag, "\(backend.name): one tag per call") }
+        }
         // Seeded to expire in 100 s; a use sets 1000 s.
         guard case let .integer(ttl) = try await backend.client.send(["PTTL", key]) else {
             Issue.record("PTTL is an integer")
@@ -119,21 +130,22 @@ struct RuleVectorTests {
         let stored = try await functions.session(id)
         if case let .done(session, _) = outcome, case .applied = vector.expected {
             #expect(stored.map { Exact($0.state) } == Exact(session.state), "\(backend.name)")
+            #expect(stored?.tag == session.tag, "\(backend.name): the tag stored is the one returned")
         }
     }
 
     private func expectedOutcome(_ vector: RuleVector, _ id: SessionID) -> ExactOutcome {
         switch vector.expected {
-        case let .applied(state, _, _): ExactOutcome(.done(Session(id: id, state: state)))
-        case .removed: ExactOutcome(.done(Session(id: id, state: vector.start!)))
-        case .conditionFailed: ExactOutcome(.conditionFailed(Session(id: id, state: vector.start!)))
+        case let .applied(state, _, _): .done(id, Exact(state))
+        case .removed: .done(id, Exact(vector.start!))
+        case .conditionFailed: .conditionFailed(id, Exact(vector.start!))
         case .notFound: ExactOutcome(.notFound)
         }
     }
 
     private func expectedEvents(_ vector: RuleVector, _ id: SessionID) -> [ExactEvent] {
         switch vector.expected {
-        case let .applied(_, _, events): events.map { ExactEvent(.changed(Session(id: id, state: $0))) }
+        case let .applied(_, _, events): events.map { .changed(id, Exact($0)) }
         case .removed: [ExactEvent(.removed(id))]
         case .conditionFailed, .notFound: []
         }
@@ -178,6 +190,15 @@ enum ExactOutcome: Hashable {
     }
 }
 
+extension StoreOutcome {
+    var session: Session? {
+        switch self {
+        case let .done(session, _), let .conditionFailed(session): session
+        case .notFound: nil
+        }
+    }
+}
+
 enum ExactEvent: Hashable {
     case changed(SessionID, Exact)
     case removed(SessionID)
@@ -194,11 +215,16 @@ enum ExactEvent: Hashable {
 final class Recorder: SessionSubscriber, @unchecked Sendable {
     private let lock = NSLock()
     private var received: [ExactEvent] = []
+    private var receivedTags: [StateTag] = []
 
     var events: [ExactEvent] { lock.withLock { received } }
+    var tags: [StateTag] { lock.withLock { receivedTags } }
 
     func sessionChanged(_ change: SessionChange) -> Bool {
-        lock.withLock { received.append(ExactEvent(.changed(change.session))) }
+        lock.withLock {
+            received.append(ExactEvent(.changed(change.session)))
+            receivedTags.append(change.session.tag)
+        }
         return true
     }
 

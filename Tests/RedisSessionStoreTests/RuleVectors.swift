@@ -24,8 +24,14 @@ struct RuleVector: Sendable, CustomStringConvertible {
         case notFound
     }
 
+    /// The tag of every vector's starting state: conditions name states by
+    /// version and tag (`tags(_:)`).
+    static let startTag = StateTag(bits: 0x0000_5ea5_0001)
+    /// A tag no starting state has: another state that had the same version.
+    static let otherTag = StateTag(bits: 0x0000_5ea5_0002)
+
     let description: String
-    /// Nil: no such session.
+    /// Nil: no such session. Tagged `startTag`.
     var start: ChromeState?
     var threshold = ChromeRules.defaultRevealThreshold
     let request: Request
@@ -33,6 +39,11 @@ struct RuleVector: Sendable, CustomStringConvertible {
 }
 
 private let maxVersion: UInt64 = (1 << 53) - 1
+
+/// The starting states of these versions, by their entity tags.
+private func tags(_ versions: UInt64...) -> Set<EntityTag> {
+    Set(versions.map { EntityTag(version: $0, tag: RuleVector.startTag) })
+}
 
 private func state(_ inset: Double = 0, revealed: Bool = true, version: UInt64 = 1, seq: UInt64? = nil) -> ChromeState {
     ChromeState(inset: inset, isRevealed: revealed, version: version, lastAppliedSeq: seq)
@@ -153,30 +164,39 @@ let ruleVectors: [RuleVector] = [
                    state(revealed: false, version: 2, seq: 1), state(20, revealed: false, version: 3, seq: 1), state(20, version: 4, seq: 1),
                ])),
     RuleVector(description: "If-Match that holds lets the batch through",
-               start: state(version: 5), request: apply(scroll(200), .setInset(3), if: .versionIn([4, 5])),
+               start: state(version: 5), request: apply(scroll(200), .setInset(3), if: .oneOf(tags(4, 5))),
                expected: .applied(state(3, revealed: false, version: 7), reports: [.applied],
                                   events: [state(revealed: false, version: 6), state(3, revealed: false, version: 7)])),
     RuleVector(description: "If-Match that fails changes nothing, not even the seq",
-               start: state(version: 5, seq: 1), request: apply(scroll(200, seq: 2), .setInset(3), if: .versionIn([4])),
+               start: state(version: 5, seq: 1), request: apply(scroll(200, seq: 2), .setInset(3), if: .oneOf(tags(4))),
                expected: .conditionFailed),
     RuleVector(description: "If-None-Match of the current version fails",
-               start: state(version: 5), request: apply(.disappear, .setInset(3), if: .versionNotIn([5])),
+               start: state(version: 5), request: apply(.disappear, .setInset(3), if: .noneOf(tags(5))),
+               expected: .conditionFailed),
+    RuleVector(description: "If-Match of the version with another tag fails: a lost state that had the version",
+               start: state(version: 5), request: apply(.setInset(3), if: .oneOf([EntityTag(version: 5, tag: RuleVector.otherTag)])),
+               expected: .conditionFailed),
+    RuleVector(description: "If-None-Match of the version with another tag holds",
+               start: state(version: 5), request: apply(.setInset(3), if: .noneOf([EntityTag(version: 5, tag: RuleVector.otherTag)])),
+               expected: .applied(state(3, version: 6), reports: [], events: [state(3, version: 6)])),
+    RuleVector(description: "remove with If-Match of the version with another tag keeps the session",
+               start: state(version: 4), request: .remove(if: .oneOf([EntityTag(version: 4, tag: RuleVector.otherTag)])),
                expected: .conditionFailed),
     RuleVector(description: "never fails",
                start: state(), request: apply(.setInset(3), if: .never), expected: .conditionFailed),
     RuleVector(description: "an empty version set fails",
-               start: state(), request: apply(.setInset(3), if: .versionIn([])), expected: .conditionFailed),
+               start: state(), request: apply(.setInset(3), if: .oneOf(tags())), expected: .conditionFailed),
     RuleVector(description: "all of several conditions that hold",
-               start: state(version: 3), request: apply(.setInset(3), if: .all([.versionIn([3, 4]), .versionNotIn([4]), .all([])])),
+               start: state(version: 3), request: apply(.setInset(3), if: .all([.oneOf(tags(3, 4)), .noneOf(tags(4)), .all([])])),
                expected: .applied(state(3, version: 4), reports: [], events: [state(3, version: 4)])),
     RuleVector(description: "all of several conditions, one failing",
-               start: state(version: 4), request: apply(.setInset(3), if: .all([.versionIn([3, 4]), .versionNotIn([4])])),
+               start: state(version: 4), request: apply(.setInset(3), if: .all([.oneOf(tags(3, 4)), .noneOf(tags(4))])),
                expected: .conditionFailed),
     RuleVector(description: "versions past 2^53 - 1 in a condition match no session",
-               start: state(version: maxVersion), request: apply(.setInset(3), if: .versionIn([UInt64.max, 1 << 53])),
+               start: state(version: maxVersion), request: apply(.setInset(3), if: .oneOf(tags(UInt64.max, 1 << 53))),
                expected: .conditionFailed),
     RuleVector(description: "and never count as the current version",
-               start: state(version: maxVersion - 1), request: apply(.setInset(3), if: .versionNotIn([UInt64.max, 1 << 53, maxVersion])),
+               start: state(version: maxVersion - 1), request: apply(.setInset(3), if: .noneOf(tags(UInt64.max, 1 << 53, maxVersion))),
                expected: .applied(state(3, version: maxVersion), reports: [], events: [state(3, version: maxVersion)])),
     RuleVector(description: "an empty batch changes nothing and is a use",
                start: state(7, revealed: false, version: 9, seq: 3), request: apply(),
@@ -204,9 +224,9 @@ let ruleVectors: [RuleVector] = [
     // Removal.
     RuleVector(description: "remove", start: state(3, version: 4), request: .remove(if: .always), expected: .removed),
     RuleVector(description: "remove with If-Match that holds",
-               start: state(version: 4), request: .remove(if: .versionIn([4])), expected: .removed),
+               start: state(version: 4), request: .remove(if: .oneOf(tags(4))), expected: .removed),
     RuleVector(description: "remove with If-Match that fails keeps the session",
-               start: state(version: 4), request: .remove(if: .versionIn([3])), expected: .conditionFailed),
+               start: state(version: 4), request: .remove(if: .oneOf(tags(3))), expected: .conditionFailed),
 
     // No session.
     RuleVector(description: "apply to no session", start: nil, request: apply(.disappear), expected: .notFound),

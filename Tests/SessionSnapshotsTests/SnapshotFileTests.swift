@@ -13,28 +13,31 @@ import TopChromeCore
         file = SnapshotFile(path: folder.appendingPathComponent("state.jsonl").path)
     }
 
+    /// The file keeps no tags; its reader gives this one.
+    static let tag = StateTag(bits: 0xfeed)
+
     let sessions = [
-        Session(id: .random(), state: ChromeState()),
-        Session(id: .random(), state: ChromeState(inset: 59.5, isRevealed: false, version: 7, lastAppliedSeq: 9_007_199_254_740_991)),
-        Session(id: SessionID(high: 0, low: 1), state: ChromeState(inset: 10_000, isRevealed: true, version: 123_456, lastAppliedSeq: 0)),
+        Session(id: .random(), state: ChromeState(), tag: Self.tag),
+        Session(id: .random(), state: ChromeState(inset: 59.5, isRevealed: false, version: 7, lastAppliedSeq: 9_007_199_254_740_991), tag: Self.tag),
+        Session(id: SessionID(high: 0, low: 1), state: ChromeState(inset: 10_000, isRevealed: true, version: 123_456, lastAppliedSeq: 0), tag: Self.tag),
     ]
 
     @Test func roundTrips() throws {
         try file.write(sessions)
-        #expect(try file.read() == sessions)
+        #expect(try file.read(taggedWith: Self.tag) == sessions)
         #expect(try folderContents() == ["state.jsonl"], "the temp file was renamed into place")
     }
 
     @Test func missingFileIsAFirstStart() throws {
-        #expect(try file.read() == [])
+        #expect(try file.read(taggedWith: Self.tag) == [])
     }
 
     @Test func replacesTheWholeFile() throws {
         try file.write(sessions)
         try file.write([sessions[1]])
-        #expect(try file.read() == [sessions[1]])
+        #expect(try file.read(taggedWith: Self.tag) == [sessions[1]])
         try file.write([])
-        #expect(try file.read() == [])
+        #expect(try file.read(taggedWith: Self.tag) == [])
     }
 
     @Test(arguments: [
@@ -73,9 +76,9 @@ import TopChromeCore
     func expectRefused(_ text: String, as failure: SnapshotFile.Failure? = nil) throws {
         try text.write(toFile: file.path, atomically: true, encoding: .utf8)
         if let failure {
-            #expect(throws: failure) { try file.read() }
+            #expect(throws: failure) { try file.read(taggedWith: Self.tag) }
         } else {
-            #expect(throws: SnapshotFile.Failure.self) { try file.read() }
+            #expect(throws: SnapshotFile.Failure.self) { try file.read(taggedWith: Self.tag) }
         }
         #expect(try contents(of: file.path) == text, "left untouched")
     }
@@ -91,7 +94,7 @@ import TopChromeCore
         try file.write(sessions)
         let data = try Data(contentsOf: URL(fileURLWithPath: file.path))
         try data.prefix(data.count - 20).write(to: URL(fileURLWithPath: file.path))
-        #expect(throws: SnapshotFile.Failure.self) { try file.read() }
+        #expect(throws: SnapshotFile.Failure.self) { try file.read(taggedWith: Self.tag) }
     }
 
     func folderContents() throws -> [String] {
@@ -109,8 +112,8 @@ import TopChromeCore
     ])
     func statesTheReaderRefusesAreNotWritten(_ state: ChromeState) throws {
         try file.write(sessions)
-        #expect(throws: SnapshotFile.Failure.self) { try file.write([Session(id: .random(), state: state)]) }
-        #expect(try file.read() == sessions)
+        #expect(throws: SnapshotFile.Failure.self) { try file.write([Session(id: .random(), state: state, tag: Self.tag)]) }
+        #expect(try file.read(taggedWith: Self.tag) == sessions)
         #expect(try folderContents() == ["state.jsonl"], "no temp file left")
     }
 
@@ -121,10 +124,10 @@ import TopChromeCore
         let last = ChromeState.allowedVersions.upperBound
         let store = InMemorySessionStore(capacity: 10)
         let id = SessionID.random()
-        try store.restore([Session(id: id, state: ChromeState(inset: 0, isRevealed: true, version: last - 1, lastAppliedSeq: nil))])
+        try store.restore([Session(id: id, state: ChromeState(inset: 0, isRevealed: true, version: last - 1, lastAppliedSeq: nil), tag: Self.tag)])
         _ = store.apply([.scroll(ScrollReport(contentOffsetY: 500)), .setInset(59), .disappear], to: id)
         try file.write(store.snapshot())
-        let reread = try file.read()
+        let reread = try file.read(taggedWith: Self.tag)
         #expect(reread.map(\.state.version) == [last])
         #expect(reread.first?.state.isRevealed == false, "the one change it had room for")
     }
@@ -135,7 +138,7 @@ import TopChromeCore
         try file.write(sessions)
         #expect(file.removeLeftovers() == 2)
         #expect(try folderContents() == ["other.jsonl.tmp-a1B2c3", "state.jsonl", "state.jsonl.tmp", "state.jsonl.tmp-toolong"])
-        #expect(try file.read() == sessions)
+        #expect(try file.read(taggedWith: Self.tag) == sessions)
     }
 
     /// Two writes of one file at once (here through two values, so no
@@ -148,7 +151,7 @@ import TopChromeCore
         pausing.pauseWhileWriting = { opened.signal(); resume.wait() }
         let paused = pausing
         let older = [sessions[0]]
-        let newer = (0..<100).map { Session(id: .random(), state: ChromeState(inset: Double($0))) }
+        let newer = (0..<100).map { Session(id: .random(), state: ChromeState(inset: Double($0)), tag: Self.tag) }
         let first = Outcome()
         let thread = Thread { first.set(Result { () throws(SnapshotFile.Failure) in try paused.write(older) }.map { true }) }
         thread.start()
@@ -157,7 +160,7 @@ import TopChromeCore
         resume.signal()
         first.wait()
         #expect(first.value == .success(true))
-        #expect(try file.read() == older, "whole, and the last rename wins")
+        #expect(try file.read(taggedWith: Self.tag) == older, "whole, and the last rename wins")
         #expect(try folderContents() == ["state.jsonl"])
     }
 
@@ -173,8 +176,9 @@ import TopChromeCore
         try file.write(store.snapshot())
 
         let restored = InMemorySessionStore(capacity: 10)
-        try restored.restore(try file.read())
-        #expect(restored.session(id) == store.session(id))
+        try restored.restore(try file.read(taggedWith: restored.epoch))
+        #expect(restored.session(id)?.state == store.session(id)?.state)
+        #expect(restored.session(id)?.tag == restored.epoch, "a restart names every state anew")
         #expect(restored.count == 1)
         let stale = restored.apply([.scroll(ScrollReport(contentOffsetY: 0, seq: 5))], to: id)
         #expect(stale?.state.isRevealed == false, "the seq mark survives the restart")

@@ -17,7 +17,7 @@ import TopChromeCore
     }
 
     func ids(in file: SnapshotFile) throws -> Set<SessionID> {
-        Set(try file.read().map(\.id))
+        Set(try file.read(taggedWith: .random()).map(\.id))
     }
 
     func save(_ writer: SnapshotWriter, isLast: Bool = false) -> Outcome {

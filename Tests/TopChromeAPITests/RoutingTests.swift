@@ -39,20 +39,28 @@ import TopChromeCore
         #expect(Route(path: path) == nil)
     }
 
+    /// `"<version>.<tag>"`: `a` and `b` are two states that had version 3.
+    static let a = "3.0123456789ab", b = "3.ba9876543210"
+    static func tag(_ text: String) -> EntityTag { EntityTag(text.utf8)! }
+
     @Test func entityTagLists() {
         typealias Tags = Preconditions.Tags
+        let (a, b) = (Self.tag(Self.a), Self.tag(Self.b))
         #expect(Tags("*") == .any)
-        #expect(Tags("\"3\"") == .versions(strong: [3], weak: []))
-        #expect(Tags("W/\"3\", \"4\" ,\"x\", \"\"") == .versions(strong: [4], weak: [3]))
-        #expect(Tags("\"a,b\", , \"5\"") == .versions(strong: [5], weak: []), "a comma inside quotes is part of the tag")
-        #expect(Tags("") == .versions(strong: [], weak: []))
-        #expect(Tags("\"03\", \"+3\", \"٣\"") == .versions(strong: [], weak: []), "tags compare as text")
-        #expect(Tags("\t\"3\" ,\tW/\"4\"\t") == .versions(strong: [3], weak: [4]), "spaces and tabs are optional whitespace")
-        #expect(Tags("\u{A0}\"3\"") == nil, "a no-break space is not (RFC 9110 §5.6.3)")
+        #expect(Tags("\"\(Self.a)\"") == .states(strong: [a], weak: []))
+        #expect(Tags("W/\"\(Self.a)\", \"\(Self.b)\" ,\"x\", \"\"") == .states(strong: [b], weak: [a]))
+        #expect(Tags("\"a,b\", , \"\(Self.b)\"") == .states(strong: [b], weak: []), "a comma inside quotes is part of the tag")
+        #expect(Tags("") == .states(strong: [], weak: []))
+        #expect(Tags("\"03.0123456789ab\", \"+3.0123456789ab\", \"3.0123456789AB\", \"3.0123456789a\", \"3.0123456789abc\", \"٣.0123456789ab\"")
+                == .states(strong: [], weak: []), "tags compare as text")
+        #expect(Tags("\"3\", W/\"3\"") == .states(strong: [], weak: []), "a bare version (the format before tags) names no state")
+        #expect(Tags("\t\"\(Self.a)\" ,\tW/\"\(Self.b)\"\t") == .states(strong: [a], weak: [b]), "spaces and tabs are optional whitespace")
+        #expect(Tags("\u{A0}\"\(Self.a)\"") == nil, "a no-break space is not (RFC 9110 §5.6.3)")
     }
 
     /// Not a list of entity tags: refused, not read as tags that never match.
-    @Test(arguments: ["7", "\"3\", 5", "\"3", "3\"", "W/3", "w/\"3\"", "\"3\" \"4\"", "\"a\"b\"", "\"3\" x", "**", "\"\u{7}\"", "\"3 \""])
+    @Test(arguments: ["7", "\"3\", 5", "\"3", "3\"", "W/3", "w/\"3\"", "\"3\" \"4\"", "\"a\"b\"", "\"3\" x", "**", "\"\u{7}\"", "\"3 \"",
+                      "3.0123456789ab"])
     func malformedEntityTagsAreRefused(_ field: String) {
         #expect(Preconditions.Tags(field) == nil)
         #expect(throws: Problem.self) { try Preconditions(ifMatch: field, ifNoneMatch: nil) }
@@ -60,32 +68,36 @@ import TopChromeCore
     }
 
     @Test func ifNoneMatchComparesWeakly() {
-        func notModified(_ field: String, _ version: UInt64) -> Bool {
-            !(try! Preconditions(ifMatch: nil, ifNoneMatch: field)).noneMatchCondition.holds(for: version)
+        func notModified(_ field: String, _ current: String) -> Bool {
+            !(try! Preconditions(ifMatch: nil, ifNoneMatch: field)).noneMatchCondition.holds(for: Self.tag(current))
         }
-        #expect(notModified("\"3\"", 3))
-        #expect(notModified("W/\"3\"", 3))
-        #expect(notModified("\"1\", \"3\"", 3))
-        #expect(notModified("*", 9))
-        #expect(!notModified("\"4\"", 3))
+        #expect(notModified("\"\(Self.a)\"", Self.a))
+        #expect(notModified("W/\"\(Self.a)\"", Self.a))
+        #expect(notModified("\"1.0123456789ab\", \"\(Self.a)\"", Self.a))
+        #expect(notModified("*", "9.0123456789ab"))
+        #expect(!notModified("\"4.0123456789ab\"", Self.a))
+        #expect(!notModified("\"\(Self.a)\"", Self.b), "another state that had the version")
+        #expect(!notModified("\"3\"", Self.a), "a bare version")
     }
 
     @Test func ifMatchComparesStrongly() {
-        func proceeds(_ field: String?, _ version: UInt64) -> Bool {
-            (try! Preconditions(ifMatch: field, ifNoneMatch: nil)).forChange.holds(for: version)
+        func proceeds(_ field: String?, _ current: String) -> Bool {
+            (try! Preconditions(ifMatch: field, ifNoneMatch: nil)).forChange.holds(for: Self.tag(current))
         }
-        #expect(proceeds(nil, 3))
-        #expect(proceeds("*", 3))
-        #expect(proceeds("\"3\"", 3))
-        #expect(proceeds("\"2\", \"3\"", 3))
-        #expect(!proceeds("W/\"3\"", 3))
-        #expect(!proceeds("\"4\"", 3))
+        #expect(proceeds(nil, Self.a))
+        #expect(proceeds("*", Self.a))
+        #expect(proceeds("\"\(Self.a)\"", Self.a))
+        #expect(proceeds("\"2.0123456789ab\", \"\(Self.a)\"", Self.a))
+        #expect(!proceeds("W/\"\(Self.a)\"", Self.a))
+        #expect(!proceeds("\"4.0123456789ab\"", Self.a))
+        #expect(!proceeds("\"\(Self.b)\"", Self.a), "another state that had the version")
+        #expect(!proceeds("\"3\"", Self.a), "a bare version")
     }
 
     @Test func changesNeedBothConditions() throws {
-        let both = try Preconditions(ifMatch: "\"3\"", ifNoneMatch: "\"3\"").forChange
-        #expect(!both.holds(for: 3))
-        #expect(try !Preconditions(ifMatch: nil, ifNoneMatch: "*").forChange.holds(for: 1), "the session exists")
+        let both = try Preconditions(ifMatch: "\"\(Self.a)\"", ifNoneMatch: "\"\(Self.a)\"").forChange
+        #expect(!both.holds(for: Self.tag(Self.a)))
+        #expect(try !Preconditions(ifMatch: nil, ifNoneMatch: "*").forChange.holds(for: Self.tag("1.000000000000")), "the session exists")
     }
 
     @Test func jsonMediaTypes() {

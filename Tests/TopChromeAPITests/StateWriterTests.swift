@@ -21,22 +21,31 @@ import TopChromeCore
     @Test(arguments: [0, 59, 10_000, 0.5, 59.25, 1e-7, 0.1, 9_999.999_999_999_998, -0.0])
     func insets(_ inset: Double) {
         let session = Session(id: SessionID(high: 0x0123_4567_89AB_CDEF, low: 0xFEDC_BA98_7654_3210),
-                              state: ChromeState(inset: inset, isRevealed: false, version: 7, lastAppliedSeq: nil))
+                              state: ChromeState(inset: inset, isRevealed: false, version: 7, lastAppliedSeq: nil), tag: StateTag(bits: 1))
         #expect(String(decoding: StateWriter.json(session), as: UTF8.self) == String(decoding: Self.reference(session), as: UTF8.self))
     }
 
     /// The longest state there can be fits the writer's buffer.
     @Test func longestState() {
         let session = Session(id: SessionID(high: .max, low: .max),
-                              state: ChromeState(inset: -2.2250738585072014e-308, isRevealed: false, version: .max, lastAppliedSeq: nil))
+                              state: ChromeState(inset: -2.2250738585072014e-308, isRevealed: false, version: .max, lastAppliedSeq: nil),
+                              tag: StateTag(bits: .max))
         #expect(StateWriter.json(session) == Self.reference(session))
     }
 
     @Test(arguments: [0, 1, 9, 10, 99, 100, 1_234_567, UInt64.max])
     func versionsAndETags(_ version: UInt64) {
-        let session = Session(id: .random(), state: ChromeState(inset: 47, isRevealed: true, version: version, lastAppliedSeq: 3))
+        let session = Session(id: .random(), state: ChromeState(inset: 47, isRevealed: true, version: version, lastAppliedSeq: 3),
+                              tag: StateTag(bits: 0x00ab_cdef_0123))
         #expect(StateWriter.json(session) == Self.reference(session))
-        #expect(SessionAPI.etag(session.state) == "\"\(version)\"")
+        #expect(SessionAPI.etag(session) == "\"\(version).00abcdef0123\"")
+        #expect(EntityTag(Array("\(version).00abcdef0123".utf8)) == (version == 0 ? nil : session.entityTag), "read back as written")
+    }
+
+    @Test func theLongestEntityTagFits() {
+        let session = Session(id: .random(), state: ChromeState(inset: 0, isRevealed: true, version: .max, lastAppliedSeq: nil),
+                              tag: StateTag(bits: .max))
+        #expect(SessionAPI.etag(session) == "\"18446744073709551615.ffffffffffff\"")
     }
 }
 
@@ -57,7 +66,7 @@ import TopChromeCore
         #expect(answer.status == 200)
         #expect(answer.body == StateWriter.json(session))
         #expect(answer.headers.fields.map(\.name) == ["Content-Type", "ETag"])
-        #expect(answer.headers["ETag"] == "\"1\"")
+        #expect(answer.headers["ETag"] == SessionAPI.etag(session))
         #expect(answer.body.capacity == bodyRoom && answer.headers.byteCapacity == headerRoom, "written into the lent room")
     }
 }

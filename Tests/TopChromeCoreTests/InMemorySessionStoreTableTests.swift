@@ -12,10 +12,10 @@ import Testing
         let seen = Recorder()
         let store = InMemorySessionStore(idleTimeout: .seconds(60), now: { clock.now })
         let odd = [
-            Session(id: SessionID(high: 0, low: 0), state: ChromeState(inset: 1, isRevealed: true, version: 3, lastAppliedSeq: nil)),
-            Session(id: .random(), state: ChromeState(inset: 2, isRevealed: false, version: 1 << 40, lastAppliedSeq: 9)),
-            Session(id: .random(), state: ChromeState(inset: 3, isRevealed: true, version: 5, lastAppliedSeq: .max)),
-            Session(id: .random(), state: ChromeState(inset: 4, isRevealed: true, version: .max - 1, lastAppliedSeq: nil)),
+            Session(id: SessionID(high: 0, low: 0), state: ChromeState(inset: 1, isRevealed: true, version: 3, lastAppliedSeq: nil), tag: store.epoch),
+            Session(id: .random(), state: ChromeState(inset: 2, isRevealed: false, version: 1 << 40, lastAppliedSeq: 9), tag: store.epoch),
+            Session(id: .random(), state: ChromeState(inset: 3, isRevealed: true, version: 5, lastAppliedSeq: .max), tag: store.epoch),
+            Session(id: .random(), state: ChromeState(inset: 4, isRevealed: true, version: .max - 1, lastAppliedSeq: nil), tag: store.epoch),
         ]
         let plain = try store.create(inset: 0)
         try store.restore(odd)
@@ -28,7 +28,7 @@ import Testing
         #expect(revealed.state.version == 1 << 40 + 1 && revealed.state.isRevealed)
         #expect(store.apply([down], to: odd[3].id)?.state == odd[3].state, "past the last version: no change")
         #expect(store.apply([.scroll(ScrollReport(contentOffsetY: 0, seq: 1))], to: odd[2].id)?.state.version == 5, "stale")
-        #expect(store.remove(odd[0].id, if: .versionIn([2])) == .conditionFailed(odd[0]))
+        #expect(store.remove(odd[0].id, if: .oneOf(store.tags(2))) == .conditionFailed(odd[0]))
         #expect(store.remove(odd[0].id))
         #expect(store.session(odd[0].id) == nil)
         #expect(store.count == 4)
@@ -49,14 +49,14 @@ import Testing
         let store = InMemorySessionStore()
         let id = SessionID.random()
         let last = SessionSlot.versionMask
-        try store.restore([Session(id: id, state: ChromeState(inset: 9, isRevealed: true, version: last, lastAppliedSeq: 41))])
+        try store.restore([Session(id: id, state: ChromeState(inset: 9, isRevealed: true, version: last, lastAppliedSeq: 41), tag: store.epoch)])
         try seen.subscribe(to: [id], in: store)
         #expect(store.apply([down, top, .setInset(10)], to: id)?.state == ChromeState(inset: 10, isRevealed: true, version: last + 3, lastAppliedSeq: 41))
         #expect(seen.recorded.map(\.version) == [last + 1, last + 2, last + 3])
-        #expect(store.apply([down], to: id, if: .versionIn([last + 3])) != .notFound)
-        #expect(store.snapshot() == [Session(id: id, state: ChromeState(inset: 10, isRevealed: false, version: last + 4, lastAppliedSeq: 41))])
+        #expect(store.apply([down], to: id, if: .oneOf(store.tags(last + 3))) != .notFound)
+        #expect(store.snapshot() == [Session(id: id, state: ChromeState(inset: 10, isRevealed: false, version: last + 4, lastAppliedSeq: 41), tag: store.epoch)])
         // Restored back into range: into a slot again.
-        try store.restore([Session(id: id, state: ChromeState(inset: 1))])
+        try store.restore([Session(id: id, state: ChromeState(inset: 1), tag: store.epoch)])
         #expect(store.session(id)?.state == ChromeState(inset: 1))
         #expect(store.count == 1)
     }
@@ -74,8 +74,8 @@ import Testing
     @Test func restoreReplacesAndCountsOnlyNewSessions() throws {
         let store = InMemorySessionStore(capacity: 3)
         let created = try store.create(inset: 0)
-        let replaced = Session(id: created.id, state: ChromeState(inset: 7, isRevealed: false, version: 12, lastAppliedSeq: 3))
-        let added = Session(id: .random(), state: ChromeState(inset: 8))
+        let replaced = Session(id: created.id, state: ChromeState(inset: 7, isRevealed: false, version: 12, lastAppliedSeq: 3), tag: store.epoch)
+        let added = Session(id: .random(), state: ChromeState(inset: 8), tag: store.epoch)
         try store.restore([replaced, added])
         #expect(store.count == 2)
         #expect(store.session(created.id) == replaced)
@@ -96,8 +96,11 @@ import Testing
         let copy = InMemorySessionStore(capacity: 20_000, shardCount: 16)
         try copy.restore(store.snapshot())
         #expect(copy.count == 10_000)
-        #expect(Set(copy.snapshot()) == expected)
-        for session in expected.prefix(500) { #expect(copy.session(session.id) == session) }
+        // The same states under the copy's epoch: a restart names them anew.
+        let renamed = Set(expected.map { Session(id: $0.id, state: $0.state, tag: copy.epoch) })
+        #expect(copy.epoch != store.epoch)
+        #expect(Set(copy.snapshot()) == renamed)
+        for session in renamed.prefix(500) { #expect(copy.session(session.id) == session) }
     }
 
     /// The idle clock counts on 23 bits; a session touched just before it wraps
@@ -174,13 +177,13 @@ import Testing
             case 10..<70:
                 let inputs = (0..<Int.random(in: 0...3, using: &rng)).map { _ in randomInput() }
                 let condition: VersionCondition = Bool.random(using: &rng)
-                    ? .always : .versionIn([model[id]?.version ?? 1, UInt64.random(in: 1...5, using: &rng)])
+                    ? .always : .oneOf(store.tags(model[id]?.version ?? 1, UInt64.random(in: 1...5, using: &rng)))
                 let outcome = store.apply(inputs, to: id, if: condition)
                 guard let state = model[id] else {
                     #expect(outcome == .notFound)
                     continue
                 }
-                if condition.holds(for: state.version) {
+                if condition.holds(for: EntityTag(version: state.version, tag: store.epoch)) {
                     var next = state, stale = 0
                     for input in inputs {
                         let step = rules.step(input, from: next)
@@ -188,25 +191,25 @@ import Testing
                         if step.report == .stale { stale += 1 }
                     }
                     model[id] = next
-                    #expect(outcome == .done(Session(id: id, state: next), staleReports: stale))
+                    #expect(outcome == .done(Session(id: id, state: next, tag: store.epoch), staleReports: stale))
                 } else {
-                    #expect(outcome == .conditionFailed(Session(id: id, state: state)))
+                    #expect(outcome == .conditionFailed(Session(id: id, state: state, tag: store.epoch)))
                 }
             case 70..<80:
                 let outcome = store.remove(id, if: .always)
-                #expect(outcome == (model[id].map { StoreOutcome.done(Session(id: id, state: $0)) } ?? .notFound))
+                #expect(outcome == (model[id].map { StoreOutcome.done(Session(id: id, state: $0, tag: store.epoch)) } ?? .notFound))
                 model[id] = nil
             case 80..<90:
                 let version = Bool.random(using: &rng) ? UInt64.random(in: 1...9, using: &rng) : (1 << 40) - UInt64.random(in: 0...2, using: &rng)
                 let state = ChromeState(inset: 1, isRevealed: Bool.random(using: &rng), version: version, lastAppliedSeq: nil)
-                try store.restore([Session(id: id, state: state)])
+                try store.restore([Session(id: id, state: state, tag: store.epoch)])
                 if model[id] == nil { ids.append(id) }
                 model[id] = state
             default:
-                #expect(store.session(id) == model[id].map { Session(id: id, state: $0) })
+                #expect(store.session(id) == model[id].map { Session(id: id, state: $0, tag: store.epoch) })
             }
         }
         #expect(store.count == model.count)
-        #expect(Set(store.snapshot()) == Set(model.map { Session(id: $0.key, state: $0.value) }))
+        #expect(Set(store.snapshot()) == Set(model.map { Session(id: $0.key, state: $0.value, tag: store.epoch) }))
     }
 }

@@ -60,15 +60,15 @@ final class Recorder: SessionSubscriber, @unchecked Sendable {
     @Test func changesOnlyWhenTheConditionHolds() throws {
         let store = InMemorySessionStore()
         let id = try store.create(inset: 0).id
-        let refused = store.apply([.setInset(59)], to: id, if: .versionIn([7]))
-        #expect(refused == .conditionFailed(Session(id: id, state: ChromeState())))
-        guard case let .done(session, _) = store.apply([.setInset(59)], to: id, if: .versionIn([1])) else {
+        let refused = store.apply([.setInset(59)], to: id, if: .oneOf(store.tags(7)))
+        #expect(refused == .conditionFailed(Session(id: id, state: ChromeState(), tag: store.epoch)))
+        guard case let .done(session, _) = store.apply([.setInset(59)], to: id, if: .oneOf(store.tags(1))) else {
             Issue.record("condition held but nothing was applied")
             return
         }
         #expect(session.state.inset == 59)
-        #expect(store.remove(id, if: .versionNotIn([2])) == .conditionFailed(session))
-        #expect(store.remove(id, if: .all([.versionIn([2]), .versionNotIn([1])])) == .done(session))
+        #expect(store.remove(id, if: .noneOf(store.tags(2))) == .conditionFailed(session))
+        #expect(store.remove(id, if: .all([.oneOf(store.tags(2)), .noneOf(store.tags(1))])) == .done(session))
         #expect(store.apply([.disappear], to: id, if: .always) == .notFound)
         #expect(store.remove(id, if: .always) == .notFound)
     }
@@ -170,7 +170,7 @@ final class Recorder: SessionSubscriber, @unchecked Sendable {
         try alone.subscribe(to: [aloneID], in: aloneStore)
         try batched.subscribe(to: [batchedID], in: batchedStore)
         for (step, input) in inputs.enumerated() {
-            let condition: VersionCondition = step == 3 ? .versionIn([99]) : .always
+            let condition: VersionCondition = step == 3 ? .oneOf(aloneStore.tags(99)) : .always
             #expect(shape(aloneStore.apply(input, to: aloneID, if: condition))
                     == shape(batchedStore.apply([input], to: batchedID, if: condition)), "step \(step)")
         }

@@ -61,8 +61,8 @@ import TopChromeCore
         _ = store.apply([top], to: id)
         #expect(store.remove(id))
         #expect(leaving.recorded.map(\.version) == [2])
-        #expect(staying.all == [.changed(Session(id: id, state: ChromeState(inset: 0, isRevealed: false, version: 2, lastAppliedSeq: nil))),
-                                .changed(Session(id: id, state: ChromeState(inset: 0, isRevealed: true, version: 3, lastAppliedSeq: nil))),
+        #expect(staying.all == [.changed(Session(id: id, state: ChromeState(inset: 0, isRevealed: false, version: 2, lastAppliedSeq: nil), tag: store.epoch)),
+                                .changed(Session(id: id, state: ChromeState(inset: 0, isRevealed: true, version: 3, lastAppliedSeq: nil), tag: store.epoch)),
                                 .removed(id)])
         #expect(store.subscriptions.count == 0)
     }

@@ -5,11 +5,13 @@ import TopChromeCore
 
 /// A Server-Sent Events stream of one session's states.
 ///
-/// Events carry the version as their id, and ids go backwards only when
-/// the store does: a state older than one already sent is dropped, unless
-/// it is the store's state read again after its feed lost touch (a
-/// failover can lose the last acknowledged changes; the client must then
-/// hold what the store holds). A client too slow to take
+/// Events carry the entity tag (`<version>.<tag>`) as their id, and
+/// versions go backwards only when the store does: a state older than one
+/// already sent is dropped, unless it is the store's state read again after
+/// its feed lost touch (a failover can lose the last acknowledged changes;
+/// the client must then hold what the store holds). A state with the
+/// version last sent but another tag is one that replaced a lost state,
+/// and is sent. A client too slow to take
 /// events is closed rather than buffered without bound; it reconnects with
 /// `Last-Event-ID` and gets the current state, which is what it needs.
 final class EventStreamWatcher: SessionWatcher, @unchecked Sendable {
@@ -19,7 +21,8 @@ final class EventStreamWatcher: SessionWatcher, @unchecked Sendable {
     let id: SessionID
     let stream: ResponseStream
     private let lock = PthreadLock()
-    private var lastSentVersion: UInt64 = 0
+    /// Nil until the client has a state: none sent, and none it named.
+    private var lastSent: EntityTag?
 
     init(id: SessionID, stream: ResponseStream) {
         self.id = id
@@ -27,33 +30,40 @@ final class EventStreamWatcher: SessionWatcher, @unchecked Sendable {
     }
 
     /// Opens the stream with the current state, unless the client already
-    /// has it (`Last-Event-ID` equal to the current version).
-    func start(with session: Session, lastEventID: UInt64?) {
+    /// has it (`Last-Event-ID` equal to the current entity tag: the version
+    /// alone could name a state the store lost).
+    func start(with session: Session, lastEventID: EntityTag?) {
         lock.withLock {
             stream.write(Array("retry: \(Self.reconnectDelay)\n\n".utf8))
-            if lastEventID == session.state.version {
-                lastSentVersion = max(lastSentVersion, session.state.version)
+            let current = session.entityTag
+            if lastEventID == current {
+                // A change may have come first, on another thread.
+                if (lastSent?.version ?? 0) < current.version { lastSent = current }
             } else {
-                _ = send(version: session.state.version, Self.event(for: session))
+                _ = send(current, Self.event(for: session))
             }
         }
     }
 
     func sessionChanged(_ change: SessionChange) -> Bool {
         lock.withLock {
-            send(version: change.session.state.version, change.rendering(Self.event(for:)),
+            send(change.session.entityTag, change.rendering(Self.event(for:)),
                  isResynchronization: change.isResynchronization)
         }
     }
 
-    /// `event: state`, the version as id, the state as one line of JSON.
+    /// `event: state`, the entity tag as id, the state as one line of JSON.
     static func event(for session: Session) -> [UInt8] {
-        Array("event: state\nid: \(session.state.version)\ndata: ".utf8) + StateWriter.json(session) + Array("\n\n".utf8)
+        Array("event: state\nid: \(session.entityTag)\ndata: ".utf8) + StateWriter.json(session) + Array("\n\n".utf8)
     }
 
-    private func send(version: UInt64, _ event: [UInt8], isResynchronization: Bool = false) -> Bool {
-        guard version > lastSentVersion || (isResynchronization && version != lastSentVersion) else { return stream.isOpen }
-        lastSentVersion = version
+    private func send(_ tag: EntityTag, _ event: [UInt8], isResynchronization: Bool = false) -> Bool {
+        if let lastSent {
+            let isNewer = tag.version > lastSent.version
+            let replacesLost = tag != lastSent && (isResynchronization || tag.version == lastSent.version)
+            guard isNewer || replacesLost else { return stream.isOpen }
+        }
+        lastSent = tag
         return writeOrClose(event)
     }
 

@@ -3,12 +3,12 @@ import Locking
 import MicroHTTPD
 import TopChromeCore
 
-/// A `GET` that waits (`Prefer: wait=N`) until the session's version is no
+/// A `GET` that waits (`Prefer: wait=N`) until the session's state is no
 /// longer one the client has (`If-None-Match`), or the time is up.
 final class LongPollWatcher: SessionWatcher, @unchecked Sendable {
     let id: SessionID
     let pending = PendingResponse()
-    /// Holds for versions the client does not have yet.
+    /// Holds for states the client does not have yet.
     private let isNew: VersionCondition
     private let waitSeconds: Int
     private let lock = PthreadLock()
@@ -45,7 +45,7 @@ final class LongPollWatcher: SessionWatcher, @unchecked Sendable {
         lock.withLock {
             if (latest?.state.version ?? 0) < session.state.version { latest = session }
         }
-        guard isNew.holds(for: session.state.version) else { return !pending.isCompleted }
+        guard isNew.holds(for: session.entityTag) else { return !pending.isCompleted }
         var response = SessionAPI.stateResponse(session)
         if waited { response.headers.add(name: "Preference-Applied", value: "wait=\(waitSeconds)") }
         pending.complete(with: response)

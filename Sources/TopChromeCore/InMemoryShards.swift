@@ -4,6 +4,8 @@ import Glibc
 import Musl
 #endif
 
+// The memory store's shards: each a lock and the sessions it guards.
+
 /// Where a session is in its shard.
 enum Place {
     case slot(Int)
@@ -54,17 +56,16 @@ struct ShardSessions: ~Copyable {
             table[index].set(state, lastUsed: tick)
         } else {
             remove(at: place, id)
-            insert(Session(id: id, state: state), lastUsed: tick)
+            insert(id, state, lastUsed: tick)
         }
     }
 
     /// Adds a session that is not here yet.
-    mutating func insert(_ session: Session, lastUsed tick: UInt64) {
-        let id = session.id
-        if id.high | id.low != 0 && SessionSlot.fits(session.state) {
-            table.insert(SessionSlot(id: id, state: session.state, lastUsed: tick))
+    mutating func insert(_ id: SessionID, _ state: ChromeState, lastUsed tick: UInt64) {
+        if id.high | id.low != 0 && SessionSlot.fits(state) {
+            table.insert(SessionSlot(id: id, state: state, lastUsed: tick))
         } else {
-            aside[id] = AsideEntry(state: session.state, lastUsed: tick)
+            aside[id] = AsideEntry(state: state, lastUsed: tick)
         }
     }
 
@@ -84,7 +85,7 @@ struct ShardSessions: ~Copyable {
 /// only ever touched under its mutex.
 struct Shards: @unchecked Sendable {
     private static let sessionsOffset = roundUp(MemoryLayout<pthread_mutex_t>.size, to: 64)
-    static let stride = roundUp(sessionsOffset + MemoryLayout<ShardSessions>.size, to: 128)
+    fileprivate static let stride = roundUp(sessionsOffset + MemoryLayout<ShardSessions>.size, to: 128)
 
     private let base: UnsafeMutableRawPointer
     /// A power of two.

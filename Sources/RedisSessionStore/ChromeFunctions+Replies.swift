@@ -1,0 +1,81 @@
+import Redis
+import TopChromeCore
+
+/// What the library's replies mean: its shapes are documented in topchrome.lua.
+extension ChromeFunctions {
+    // The decoders are package-wide so the fuzz target can give them any reply.
+
+    /// What the library's `apply` answered.
+    package static func applied(_ id: SessionID, from reply: RESPValue) throws -> AppliedInputs {
+        guard let outcome = try outcome(id, from: reply) else { return AppliedInputs(outcome: .notFound, reports: []) }
+        guard case let .done(session, _) = outcome else { return AppliedInputs(outcome: outcome, reports: []) }
+        guard case let .array(values) = reply, values.count == 8, case let .bulk(letters) = values[6] else {
+            throw ChromeFunctionError.unexpectedReply(reply)
+        }
+        let reports = try letters.map { letter -> ReportOutcome in
+            switch letter {
+            case UInt8(ascii: "a"): .applied
+            case UInt8(ascii: "h"): .horizontal
+            case UInt8(ascii: "s"): .stale
+            default: throw ChromeFunctionError.unexpectedReply(reply)
+            }
+        }
+        return AppliedInputs(outcome: .done(session, staleReports: reports.count { $0 == .stale }), reports: reports)
+    }
+
+    /// nil for a null reply (no such session); else the session, if the status is `status`.
+    package static func session(_ id: SessionID, from reply: RESPValue, status: String) throws -> Session? {
+        if reply == .null { return nil }
+        guard case let .array(values) = reply, values.count >= 6, values[0].string == status else {
+            throw ChromeFunctionError.unexpectedReply(reply)
+        }
+        return try session(id, values, reply)
+    }
+
+    package static func outcome(_ id: SessionID, from reply: RESPValue) throws -> StoreOutcome? {
+        if reply == .null { return nil }
+        guard case let .array(values) = reply, values.count >= 6, let status = values[0].string,
+              status == "done" || status == "failed" else { throw ChromeFunctionError.unexpectedReply(reply) }
+        let session = try session(id, values, reply)
+        return status == "done" ? .done(session) : .conditionFailed(session)
+    }
+
+    /// The session in a reply's second to sixth elements. A state without a
+    /// tag (last written by an older library, read without writing) cannot
+    /// be named to a client: the read fails as if refused, and any call that
+    /// may write names it.
+    private static func session(_ id: SessionID, _ values: [RESPValue], _ reply: RESPValue) throws -> Session {
+        guard let state = state(values[1...4]) else { throw ChromeFunctionError.unexpectedReply(reply) }
+        switch values[5] {
+        case .null: throw ChromeFunctionError.refused(untagged)
+        case let .bulk(hex): if let tag = StateTag(hex: hex) { return Session(id: id, state: state, tag: tag) }
+        default: break
+        }
+        throw ChromeFunctionError.unexpectedReply(reply)
+    }
+
+    package static let untagged = "the session was last changed by an older build and cannot be named while Redis takes no writes"
+
+    /// inset, revealed, version, seq (null when none), all as text: Swift's
+    /// `Double(String)` rounds correctly, so the double Lua held comes back.
+    private static func state(_ values: ArraySlice<RESPValue>) -> ChromeState? {
+        let fields = Array(values)
+        guard let inset = fields[0].string.flatMap(Double.init), inset.isFinite,
+              let revealed = fields[1].string.flatMap(revealed),
+              let version = fields[2].string.flatMap({ UInt64($0) }) else { return nil }
+        var seq: UInt64?
+        if fields[3] != .null {
+            guard let number = fields[3].string.flatMap({ UInt64($0) }) else { return nil }
+            seq = number
+        }
+        return ChromeState(inset: inset, isRevealed: revealed, version: version, lastAppliedSeq: seq)
+    }
+
+    static func revealed(_ text: String) -> Bool? {
+        switch text {
+        case "1": true
+        case "0": false
+        default: nil
+        }
+    }
+}
