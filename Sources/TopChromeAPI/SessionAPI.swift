@@ -142,9 +142,12 @@ public final class SessionAPI: HTTPResponder {
             return HTTPResponse(status: 200, headers: HTTPHeaders([("Content-Type", "application/yaml")]),
                                 body: Array(openAPIDocument.utf8))
         case .metrics:
-            var sessions: Int?
-            if case let .local(store) = backend { sessions = store.count }
-            var text = metrics.render(sessions: sessions, watchers: watchers.count, statistics: statistics)
+            // The same question /readyz asks: a store in this process always serves.
+            let (sessions, storeUp): (Int?, Bool) = switch backend {
+            case let .local(store): (store.count, true)
+            case let .remote(store): (nil, store.readiness == .ready)
+            }
+            var text = metrics.render(sessions: sessions, storeUp: storeUp, watchers: watchers.count, statistics: statistics)
             if let storeMetrics { text += storeMetrics.render() }
             return HTTPResponse(status: 200, headers: HTTPHeaders([("Content-Type", "text/plain; version=0.0.4; charset=utf-8")]),
                                 body: Array(text.utf8))
