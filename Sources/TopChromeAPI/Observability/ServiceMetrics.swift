@@ -10,8 +10,8 @@ import TopChromeCore
 /// One fixed table of striped atomic counters: recording a request takes no
 /// lock, allocates nothing, and two threads do not contend for a cache line.
 public final class ServiceMetrics: Sendable {
-    static let methods = ["GET", "HEAD", "POST", "PUT", "DELETE", "OTHER"]
-    static let statuses = [200, 201, 204, 304, 400, 401, 404, 405, 412, 413, 415, 431, 500, 503]
+    static let methods = ["GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS", "OTHER"]
+    static let statuses = [200, 201, 204, 304, 400, 401, 403, 404, 405, 412, 413, 415, 431, 500, 503]
     /// Upper bounds in seconds: from a tenth of a millisecond (a plain
     /// request) to a minute (the longest long-poll).
     static let buckets: [Double] = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
@@ -76,7 +76,8 @@ public final class ServiceMetrics: Sendable {
         case "POST": 2
         case "PUT": 3
         case "DELETE": 4
-        default: 5
+        case "OPTIONS": 5  // CORS preflights
+        default: 6
         }
     }
 
@@ -88,14 +89,15 @@ public final class ServiceMetrics: Sendable {
         case 304: 3
         case 400: 4
         case 401: 5
-        case 404: 6
-        case 405: 7
-        case 412: 8
-        case 413: 9
-        case 415: 10
-        case 431: 11
-        case 500: 12
-        case 503: 13
+        case 403: 6
+        case 404: 7
+        case 405: 8
+        case 412: 9
+        case 413: 10
+        case 415: 11
+        case 431: 12
+        case 500: 13
+        case 503: 14
         default: statuses.count
         }
     }
