@@ -11,15 +11,15 @@ run: deps release
 ## Set up and run every check: warnings-as-errors build, all tests, the suite
 ## again under the thread and the address sanitizer, the OpenAPI validator, the
 ## README's curl examples, metrics through Prometheus' parser, Schemathesis
-## against the live server, every fuzz target, the demo page in headless
-## Chromium, the static server binary (no Foundation or ICU, size limit), the
+## against the live server, every fuzz target, the demo page and calls from
+## other origins (CORS) in headless Chromium, the static server binary (no Foundation or ICU, size limit), the
 ## container image built and run with podman, and deploy/compose.yaml (Redis,
 ## two replicas, nginx) brought up with podman-compose and drilled.
 test:
 	scripts/install-deps.sh --test
 	$(SWIFT) build --build-tests -Xswiftc -warnings-as-errors
 	SWIFT="$(SWIFT)" scripts/swift-test.sh --skip-build
-	$(MAKE) test-live-redis test-tsan test-asan check-spec check-readme check-metrics check-conformance fuzz check-demo check-binary test-container test-deploy
+	$(MAKE) test-live-redis test-tsan test-asan check-spec check-readme check-metrics check-conformance fuzz check-demo check-cors check-binary test-container test-deploy
 
 ## The fast loop: core and API unit tests, no sockets.
 test-quick:
@@ -126,6 +126,14 @@ check-dockerfile:
 check-demo: deps release
 	scripts/install-browser.sh
 	.build/python/bin/python scripts/check-demo.py .build/release/topchrome
+
+## The API called from pages on two other origins in headless Chromium:
+## --cors-origin names one; fetch() (JSON, If-Match, ETag) and EventSource
+## work from it, and are blocked from the other (scripts/check-cors.py).
+.PHONY: check-cors
+check-cors: deps release
+	scripts/install-browser.sh
+	.build/python/bin/python scripts/check-cors.py .build/release/topchrome
 
 ## Fuzz everything that reads untrusted bytes (JSON, whole HTTP requests,
 ## request bodies, the state file, the client's event-stream parser) with

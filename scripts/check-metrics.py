@@ -8,6 +8,7 @@ import json
 import re
 import subprocess
 import sys
+import time
 import urllib.request
 
 from prometheus_client.parser import text_string_to_metric_families
@@ -21,13 +22,32 @@ def fetch(base, path, method="GET", body=None):
         return response.read().decode()
 
 
+# Families that must be there, with their Prometheus types: the standard
+# process ones (as every client library names them) and the store's health.
+REQUIRED_FAMILIES = {
+    "process_cpu_seconds_total": "counter",
+    "process_resident_memory_bytes": "gauge",
+    "process_open_fds": "gauge",
+    "process_start_time_seconds": "gauge",
+    "topchrome_store_up": "gauge",
+}
+
+TYPES = {}
+
+
 def samples(base):
-    """Every sample as {(name, frozenset(labels)): value}, via the official parser."""
+    """Every sample as {(name, frozenset(labels)): value}, via the official parser;
+    each family's type goes to TYPES (the parser names a counter without _total)."""
     result = {}
     for family in text_string_to_metric_families(fetch(base, "/metrics")):
+        TYPES[family.name] = family.type
         for sample in family.samples:
             result[(sample.name, frozenset(sample.labels.items()))] = sample.value
     return result
+
+
+def has_family(name, kind):
+    return TYPES.get(name.removesuffix("_total") if kind == "counter" else name) == kind
 
 
 def main():
@@ -56,7 +76,13 @@ def main():
             "island flipped three times": moved("topchrome_reveal_flips_total") == 3,
             "sessions gauge": after[("topchrome_sessions", frozenset())] == 1,
             "build info": after[("topchrome_build_info", frozenset({("version", "1.0.0")}))] == 1,
+            "store up": after.get(("topchrome_store_up", frozenset())) == 1,
+            "CPU time used": after.get(("process_cpu_seconds_total", frozenset()), 0) > 0,
+            "descriptors open": after.get(("process_open_fds", frozenset()), 0) > 0,
+            "started in the past": 1_700_000_000 < after.get(("process_start_time_seconds", frozenset()), 0) <= time.time(),
         }
+        for name, kind in REQUIRED_FAMILIES.items():
+            checks[f"{name} is a {kind}"] = has_family(name, kind)
         for name, passed in checks.items():
             print(("ok   " if passed else "FAIL ") + name)
         print(f"metrics: {len(after)} samples parsed, {sum(checks.values())} passed, {len(checks) - sum(checks.values())} failed")

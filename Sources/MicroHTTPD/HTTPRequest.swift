@@ -101,6 +101,14 @@ public struct HTTPHeaders: Sendable, Sequence {
         byteCount = end
     }
 
+    /// Adds every field of `other`, in its order.
+    public mutating func add(contentsOf other: HTTPHeaders) {
+        other.forEachField { name, value in
+            add(name: name, value: value)
+            return true
+        }
+    }
+
     /// Makes the buffer `count` bytes long (within its capacity, if it has
     /// room), copying zeros: a copy, where writing them one by one costs a
     /// loop per byte.

@@ -143,6 +143,8 @@ public final class PendingResponse: @unchecked Sendable, Suspending {
     private let lock = PthreadLock()
     private var response: HTTPResponse?
     private var suspension = SuspendedConnection()
+    /// Fields for the answer that comes, whichever it is.
+    private var addedFields: HTTPHeaders?
 
     public init() {}
 
@@ -151,9 +153,25 @@ public final class PendingResponse: @unchecked Sendable, Suspending {
     public func complete(with response: HTTPResponse) -> Bool {
         lock.withLock {
             guard self.response == nil else { return false }
+            var response = response
+            if let addedFields { response.headers.add(contentsOf: addedFields) }
             self.response = response
             suspension.resume()
             return true
+        }
+    }
+
+    /// Adds `fields` to the answer, whenever and by whichever path it comes
+    /// (a reply, a timeout, a stop): for what the responder decides from the
+    /// request itself, such as headers every answer to it carries. Call it
+    /// before handing the response to the server.
+    public func addToAnswer(_ fields: HTTPHeaders) {
+        lock.withLock {
+            if response != nil {
+                response?.headers.add(contentsOf: fields)
+            } else {
+                addedFields = addedFields.map { var all = $0; all.add(contentsOf: fields); return all } ?? fields
+            }
         }
     }
 

@@ -40,6 +40,7 @@ struct Problem: Error, Equatable {
         switch status {
         case 400: "Bad Request"
         case 401: "Unauthorized"
+        case 403: "Forbidden"
         case 404: "Not Found"
         case 405: "Method Not Allowed"
         case 412: "Precondition Failed"

@@ -37,26 +37,31 @@ public final class SessionAPI: HTTPResponder {
     private let metrics: ServiceMetrics
     private let statistics: ChromeStatistics
     private let ready = Atomic<Bool>(true)
+    /// Web pages on other origins allowed to call; nil (the default) costs one check per request.
+    private let crossOrigin: CrossOriginPolicy?
 
     public convenience init(store: any SessionStore & SessionChangeFeed, maxBodyBytes: Int, authToken: String? = nil,
                             maxWaitSeconds: Int = 60, metrics: ServiceMetrics = ServiceMetrics(),
                             statistics: ChromeStatistics = ChromeStatistics(), storeMetrics: (any MetricsFamilies)? = nil,
-                            readinessDetails: [any ReadinessDetail] = []) {
+                            readinessDetails: [any ReadinessDetail] = [], crossOrigin: CrossOriginPolicy? = nil) {
         self.init(backend: .local(store), maxBodyBytes: maxBodyBytes, authToken: authToken, maxWaitSeconds: maxWaitSeconds,
-                  metrics: metrics, statistics: statistics, storeMetrics: storeMetrics, readinessDetails: readinessDetails)
+                  metrics: metrics, statistics: statistics, storeMetrics: storeMetrics, readinessDetails: readinessDetails,
+                  crossOrigin: crossOrigin)
     }
 
     /// The API over a store in another process, shared by every replica.
     public convenience init(remoteStore: any RemoteSessionStore & RemoteChangeFeed, maxBodyBytes: Int,
                             authToken: String? = nil, maxWaitSeconds: Int = 60, metrics: ServiceMetrics = ServiceMetrics(),
-                            statistics: ChromeStatistics = ChromeStatistics(), storeMetrics: (any MetricsFamilies)? = nil) {
+                            statistics: ChromeStatistics = ChromeStatistics(), storeMetrics: (any MetricsFamilies)? = nil,
+                            crossOrigin: CrossOriginPolicy? = nil) {
         self.init(backend: .remote(remoteStore), maxBodyBytes: maxBodyBytes, authToken: authToken,
                   maxWaitSeconds: maxWaitSeconds, metrics: metrics, statistics: statistics, storeMetrics: storeMetrics,
-                  readinessDetails: [])
+                  readinessDetails: [], crossOrigin: crossOrigin)
     }
 
     private init(backend: Backend, maxBodyBytes: Int, authToken: String?, maxWaitSeconds: Int, metrics: ServiceMetrics,
-                 statistics: ChromeStatistics, storeMetrics: (any MetricsFamilies)?, readinessDetails: [any ReadinessDetail]) {
+                 statistics: ChromeStatistics, storeMetrics: (any MetricsFamilies)?, readinessDetails: [any ReadinessDetail],
+                 crossOrigin: CrossOriginPolicy?) {
         self.maxWaitSeconds = maxWaitSeconds
         self.backend = backend
         self.watchers = switch backend {
@@ -74,6 +79,7 @@ public final class SessionAPI: HTTPResponder {
         readiness = Readiness(store: storeReadiness, details: readinessDetails, authToken: token)
         self.metrics = metrics
         self.statistics = statistics
+        self.crossOrigin = crossOrigin
     }
 
     /// Ready until shutdown begins: then `/readyz` answers 503 so load
@@ -115,10 +121,16 @@ public final class SessionAPI: HTTPResponder {
     public func respond(to request: HTTPRequest, reusing buffers: inout ResponseBuffers) -> HTTPResponse {
         let route = Route(pathBytes: request.pathBytes)
         var response: HTTPResponse
-        do {
-            response = try answer(request, route, &buffers)
-        } catch {
-            response = error.response
+        if let crossOrigin, let preflight = crossOrigin.preflightAnswer(to: request) {
+            // Before the token and the methods: a browser sends neither for it.
+            response = preflight
+        } else {
+            do {
+                response = try answer(request, route, &buffers)
+            } catch {
+                response = error.response
+            }
+            crossOrigin?.addHeaders(to: &response, for: request)
         }
         // A new session's id is not in the path; its answer names it already.
         if response.endpoint == nil { response.endpoint = ExchangeEndpoint(route).rawValue }
@@ -152,9 +164,12 @@ public final class SessionAPI: HTTPResponder {
             return HTTPResponse(status: 200, headers: HTTPHeaders([("Content-Type", "application/yaml")]),
                                 body: Array(openAPIDocument.utf8))
         case .metrics:
-            var sessions: Int?
-            if case let .local(store) = backend { sessions = store.count }
-            var text = metrics.render(sessions: sessions, watchers: watchers.count, statistics: statistics)
+            // The same question /readyz asks: a store in this process always serves.
+            let (sessions, storeUp): (Int?, Bool) = switch backend {
+            case let .local(store): (store.count, true)
+            case let .remote(store): (nil, store.readiness == .ready)
+            }
+            var text = metrics.render(sessions: sessions, storeUp: storeUp, watchers: watchers.count, statistics: statistics)
             if let storeMetrics { text += storeMetrics.render() }
             return HTTPResponse(status: 200, headers: HTTPHeaders([("Content-Type", "text/plain; version=0.0.4; charset=utf-8")]),
                                 body: Array(text.utf8))

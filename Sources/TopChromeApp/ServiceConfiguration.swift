@@ -85,6 +85,9 @@ public struct ServiceConfiguration: Sendable, Equatable {
     /// Replicas of a session's primary that must hold each change before it
     /// is acknowledged (`WAIT`, up to `redisTimeout`); 0 acknowledges at once.
     public var redisWaitReplicas = 0
+    /// Origins of web pages allowed to call the API from a browser (CORS),
+    /// as browsers send them (`https://app.example.com`); none by default.
+    public var corsOrigins: [String] = []
 
     public init() {}
 
@@ -347,57 +350,13 @@ public struct ServiceConfiguration: Sendable, Equatable {
         Option(name: "redis-wait-replicas", placeholder: "N", help: "Redis replicas that must have each change before it is acknowledged, else 503 (default 0).") { value, source, config throws(UsageError) in
             config.redisWaitReplicas = try integer(value, source, in: 0...16)
         },
+        Option(name: "cors-origin", placeholder: "ORIGIN", help: "Let web pages from ORIGIN (scheme://host[:port]) call the API from a browser; repeatable (the variable: a list separated by commas or spaces).") { value, source, config throws(UsageError) in
+            for origin in try crossOrigins(value, source) where !config.corsOrigins.contains(origin) {
+                config.corsOrigins.append(origin)
+            }
+        },
         Option(name: "snapshot-interval", placeholder: "S", help: "Seconds between state-file snapshots (default 60).") { value, source, config throws(UsageError) in
             config.snapshotInterval = try integer(value, source, in: 1...86_400)
         },
     ]
-
-    /// `memory`, or `redis://host:port[,host:port…]`: hosts may be names, or
-    /// IPv6 addresses in brackets. Without brackets a colon in the host is
-    /// refused, since `fe80::1` would read as host `fe80:`, port 1.
-    static func storage(_ value: String, _ source: String) throws(UsageError) -> SessionStorage {
-        if value == "memory" { return .memory }
-        let usage = UsageError(description: "\(source) must be memory or redis://HOST:PORT[,HOST:PORT...], not '\(value)'")
-        guard value.hasPrefix("redis://") else { throw usage }
-        var nodes: [RedisNode] = []
-        for address in value.dropFirst("redis://".count).split(separator: ",", omittingEmptySubsequences: false) {
-            // A host alone (`redis://h`, `redis://[::1]`): Redis has no port
-            // a client may assume, so say which form is wanted.
-            let inner = address.dropFirst().dropLast()
-            let bracketed = address.first == "[" && address.last == "]" && inner.contains(":") && !inner.contains("[") && !inner.contains("]")
-            let bare = !address.isEmpty && !address.contains(":") && !address.contains("[") && !address.contains("]")
-            if bracketed || bare, address.unicodeScalars.allSatisfy({ (0x21...0x7E).contains($0.value) && !"/@,".unicodeScalars.contains($0) }) {
-                throw UsageError(description: "\(source): '\(address)' needs a port, as in redis://\(address):6379 (the form is redis://HOST:PORT[,HOST:PORT...])")
-            }
-            guard var node = RedisNode(address), let colon = address.lastIndex(of: ":"),
-                  address[address.index(after: colon)...].allSatisfy({ $0.isASCII && $0.isNumber }),
-                  node.host.unicodeScalars.allSatisfy({ (0x21...0x7E).contains($0.value) && !"/@,".unicodeScalars.contains($0) })
-            else { throw usage }
-            if node.host.hasPrefix("[") && node.host.hasSuffix("]") {
-                node.host = String(node.host.dropFirst().dropLast())
-                guard node.host.contains(":") else { throw usage }
-            } else if node.host.contains(":") {
-                throw usage
-            }
-            guard !node.host.isEmpty, !node.host.contains("["), !node.host.contains("]") else { throw usage }
-            nodes.append(node)
-        }
-        return .redis(nodes)
-    }
-
-    private static func seconds(_ value: String, _ source: String, in range: ClosedRange<Double>) throws(UsageError) -> Double {
-        guard let number = Double(value), number.isFinite, range.contains(number) else {
-            // Whole bounds written as integers: "from 0 to 3600", not "0.0".
-            func text(_ bound: Double) -> String { bound == bound.rounded() ? String(Int(bound)) : String(bound) }
-            throw UsageError(description: "\(source) must be a number of seconds from \(text(range.lowerBound)) to \(text(range.upperBound)), not '\(value)'")
-        }
-        return number
-    }
-
-    private static func integer(_ value: String, _ source: String, in range: ClosedRange<Int>) throws(UsageError) -> Int {
-        guard let number = Int(value), range.contains(number) else {
-            throw UsageError(description: "\(source) must be a whole number from \(range.lowerBound) to \(range.upperBound), not '\(value)'")
-        }
-        return number
-    }
 }

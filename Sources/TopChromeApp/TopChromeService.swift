@@ -71,7 +71,8 @@ public final class TopChromeService: Sendable {
             api = SessionAPI(store: store, maxBodyBytes: configuration.maxBodyBytes,
                              authToken: configuration.authToken, maxWaitSeconds: configuration.maxWaitSeconds,
                              metrics: metrics, statistics: store.statistics, storeMetrics: stateFile,
-                             readinessDetails: stateFile.map { [$0] } ?? [])
+                             readinessDetails: stateFile.map { [$0] } ?? [],
+                             crossOrigin: CrossOriginPolicy(origins: configuration.corsOrigins))
             self.snapshots = snapshots
         case let .redis(seeds):
             let redisMetrics = RedisStoreMetrics()
@@ -83,7 +84,8 @@ public final class TopChromeService: Sendable {
             redisStore = store
             api = SessionAPI(remoteStore: store, maxBodyBytes: configuration.maxBodyBytes,
                              authToken: configuration.authToken, maxWaitSeconds: configuration.maxWaitSeconds,
-                             metrics: metrics, statistics: store.statistics, storeMetrics: redisMetrics)
+                             metrics: metrics, statistics: store.statistics, storeMetrics: redisMetrics,
+                             crossOrigin: CrossOriginPolicy(origins: configuration.corsOrigins))
             snapshots = nil
         }
         server = HTTPServer(configuration: configuration.httpServer, responder: api,

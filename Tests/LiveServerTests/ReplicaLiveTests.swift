@@ -205,10 +205,12 @@ import TopChromeApp
         #expect(refused.status == 503)
         #expect(refused.header("Retry-After") != nil)
         #expect(refused.header("Content-Type") == "application/problem+json")
+        #expect(try server.client().request("GET", "/metrics").text.contains("\ntopchrome_store_up 0\n"))
 
         try redis.restart()
         #expect(server.waitUntilReady())
         #expect(try server.client().json("POST", "/v1/sessions", "").status == 201)
+        #expect(try server.client().request("GET", "/metrics").text.contains("\ntopchrome_store_up 1\n"))
     }
 
     /// Redis's address and errors are for operators: with a bearer token,

@@ -1,7 +1,6 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import FoundationEssentials
 import MicroHTTPD
 import Synchronization
 import TopChromeCore
@@ -11,8 +10,8 @@ import TopChromeCore
 /// One fixed table of striped atomic counters: recording a request takes no
 /// lock, allocates nothing, and two threads do not contend for a cache line.
 public final class ServiceMetrics: Sendable {
-    static let methods = ["GET", "HEAD", "POST", "PUT", "DELETE", "OTHER"]
-    static let statuses = [200, 201, 204, 304, 400, 401, 404, 405, 412, 413, 415, 431, 500, 503]
+    static let methods = ["GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS", "OTHER"]
+    static let statuses = [200, 201, 204, 304, 400, 401, 403, 404, 405, 412, 413, 415, 431, 500, 503]
     /// Upper bounds in seconds: from a tenth of a millisecond (a plain
     /// request) to a minute (the longest long-poll).
     static let buckets: [Double] = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
@@ -21,7 +20,6 @@ public final class ServiceMetrics: Sendable {
     /// `buckets` in nanoseconds, compared as integers on every request.
     private static let bucketNanoseconds = buckets.map { Int(($0 * 1e9).rounded()) }
 
-    let startedAt = Date()
     /// Request counts first, then per route its histogram: a count per bucket
     /// (the last is +Inf) and the sum of durations in nanoseconds.
     private let counters: StripedCounters
@@ -78,7 +76,8 @@ public final class ServiceMetrics: Sendable {
         case "POST": 2
         case "PUT": 3
         case "DELETE": 4
-        default: 5
+        case "OPTIONS": 5  // CORS preflights
+        default: 6
         }
     }
 
@@ -90,14 +89,15 @@ public final class ServiceMetrics: Sendable {
         case 304: 3
         case 400: 4
         case 401: 5
-        case 404: 6
-        case 405: 7
-        case 412: 8
-        case 413: 9
-        case 415: 10
-        case 431: 11
-        case 500: 12
-        case 503: 13
+        case 403: 6
+        case 404: 7
+        case 405: 8
+        case 412: 9
+        case 413: 10
+        case 415: 11
+        case 431: 12
+        case 500: 13
+        case 503: 14
         default: statuses.count
         }
     }
@@ -105,7 +105,9 @@ public final class ServiceMetrics: Sendable {
     /// The Prometheus text exposition (format 0.0.4).
     /// - Parameter sessions: nil when the store is shared with other
     ///   replicas: counting it would cost a scan of Redis.
-    func render(sessions: Int?, watchers: Int, statistics: ChromeStatistics) -> String {
+    /// - Parameter storeUp: whether the session store can serve now; an
+    ///   alert on it tells "Redis is away" from "this replica is slow".
+    func render(sessions: Int?, storeUp: Bool, watchers: Int, statistics: ChromeStatistics) -> String {
         var text = ""
         func family(_ name: String, _ type: String, _ help: String) {
             text += "# HELP \(name) \(help)\n# TYPE \(name) \(type)\n"
@@ -141,6 +143,8 @@ public final class ServiceMetrics: Sendable {
             family("topchrome_sessions", "gauge", "Sessions held now.")
             text += "topchrome_sessions \(sessions)\n"
         }
+        family("topchrome_store_up", "gauge", "1 when the session store can serve requests, else 0.")
+        text += "topchrome_store_up \(storeUp ? 1 : 0)\n"
         family("topchrome_watchers", "gauge", "Event streams and long-polls open now.")
         text += "topchrome_watchers \(watchers)\n"
         family("topchrome_reveal_flips_total", "counter", "Changes of isRevealed, either way (memory store only; 0 with Redis).")
@@ -152,20 +156,8 @@ public final class ServiceMetrics: Sendable {
         text += "topchrome_scroll_reports_total{outcome=\"stale\"} \(statistics.reportsIgnoredStale)\n"
         family("topchrome_build_info", "gauge", "Always 1; the labels say which build runs.")
         text += "topchrome_build_info{version=\"\(SessionAPI.version)\"} 1\n"
-        family("process_start_time_seconds", "gauge", "Start time of the process since the Unix epoch, in seconds.")
-        text += "process_start_time_seconds \(startedAt.timeIntervalSince1970)\n"
-        if let resident = Self.residentBytes() {
-            family("process_resident_memory_bytes", "gauge", "Resident memory size in bytes.")
-            text += "process_resident_memory_bytes \(resident)\n"
-        }
+        text += ProcessMetrics.render()
         return text
-    }
-
-    private static func residentBytes() -> Int? {
-        guard let statm = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8) else { return nil }
-        let fields = statm.split(separator: " ")
-        guard fields.count > 1, let pages = Int(fields[1]) else { return nil }
-        return pages * Int(sysconf(Int32(_SC_PAGESIZE)))
     }
 }
 

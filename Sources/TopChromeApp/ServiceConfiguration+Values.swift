@@ -1,0 +1,123 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Redis
+
+/// How each option's value is read: numbers in a range, files, the store's
+/// address, and origins allowed to call from a browser.
+extension ServiceConfiguration {
+    /// `memory`, or `redis://host:port[,host:port…]`: hosts may be names, or
+    /// IPv6 addresses in brackets. Without brackets a colon in the host is
+    /// refused, since `fe80::1` would read as host `fe80:`, port 1.
+    static func storage(_ value: String, _ source: String) throws(UsageError) -> SessionStorage {
+        if value == "memory" { return .memory }
+        let usage = UsageError(description: "\(source) must be memory or redis://HOST:PORT[,HOST:PORT...], not '\(value)'")
+        guard value.hasPrefix("redis://") else { throw usage }
+        var nodes: [RedisNode] = []
+        for address in value.dropFirst("redis://".count).split(separator: ",", omittingEmptySubsequences: false) {
+            // A host alone (`redis://h`, `redis://[::1]`): Redis has no port
+            // a client may assume, so say which form is wanted.
+            let inner = address.dropFirst().dropLast()
+            let bracketed = address.first == "[" && address.last == "]" && inner.contains(":") && !inner.contains("[") && !inner.contains("]")
+            let bare = !address.isEmpty && !address.contains(":") && !address.contains("[") && !address.contains("]")
+            if bracketed || bare, address.unicodeScalars.allSatisfy({ (0x21...0x7E).contains($0.value) && !"/@,".unicodeScalars.contains($0) }) {
+                throw UsageError(description: "\(source): '\(address)' needs a port, as in redis://\(address):6379 (the form is redis://HOST:PORT[,HOST:PORT...])")
+            }
+            guard var node = RedisNode(address), let colon = address.lastIndex(of: ":"),
+                  address[address.index(after: colon)...].allSatisfy({ $0.isASCII && $0.isNumber }),
+                  node.host.unicodeScalars.allSatisfy({ (0x21...0x7E).contains($0.value) && !"/@,".unicodeScalars.contains($0) })
+            else { throw usage }
+            if node.host.hasPrefix("[") && node.host.hasSuffix("]") {
+                node.host = String(node.host.dropFirst().dropLast())
+                guard node.host.contains(":") else { throw usage }
+            } else if node.host.contains(":") {
+                throw usage
+            }
+            guard !node.host.isEmpty, !node.host.contains("["), !node.host.contains("]") else { throw usage }
+            nodes.append(node)
+        }
+        return .redis(nodes)
+    }
+
+    static func seconds(_ value: String, _ source: String, in range: ClosedRange<Double>) throws(UsageError) -> Double {
+        guard let number = Double(value), number.isFinite, range.contains(number) else {
+            // Whole bounds written as integers: "from 0 to 3600", not "0.0".
+            func text(_ bound: Double) -> String { bound == bound.rounded() ? String(Int(bound)) : String(bound) }
+            throw UsageError(description: "\(source) must be a number of seconds from \(text(range.lowerBound)) to \(text(range.upperBound)), not '\(value)'")
+        }
+        return number
+    }
+
+    static func integer(_ value: String, _ source: String, in range: ClosedRange<Int>) throws(UsageError) -> Int {
+        guard let number = Int(value), range.contains(number) else {
+            throw UsageError(description: "\(source) must be a whole number from \(range.lowerBound) to \(range.upperBound), not '\(value)'")
+        }
+        return number
+    }
+
+    /// Origins as browsers send them in `Origin`, to be compared byte for
+    /// byte: anything a browser would never send is refused here, not left
+    /// to never match. `*` and `null` are refused: `*` lets every page on the
+    /// web call the API from its visitors' browsers (and reach a server on a
+    /// private network no outsider could), and `null` is the origin of
+    /// sandboxed frames and local files, which any page can take on.
+    static func crossOrigins(_ value: String, _ source: String) throws(UsageError) -> [String] {
+        let origins = value.split(whereSeparator: { $0 == "," || $0 == " " || $0 == "\t" }).map(String.init)
+        guard !origins.isEmpty else {
+            throw UsageError(description: "\(source) must name an origin, as in https://app.example.com")
+        }
+        for origin in origins { try checkOrigin(origin, source) }
+        return origins
+    }
+
+    private static func checkOrigin(_ origin: String, _ source: String) throws(UsageError) {
+        func refuse(_ why: String) -> UsageError { UsageError(description: "\(source): '\(origin)' \(why)") }
+        if origin == "*" {
+            throw refuse("would let every web page call this API from its visitors' browsers; name each origin, as in https://app.example.com")
+        }
+        if origin.lowercased() == "null" {
+            throw refuse("is the origin of sandboxed frames and local files, which any page can take on; name a real origin, as in https://app.example.com")
+        }
+        let form = "must be an origin as browsers send it: http or https, a host and a port only if it is not the scheme's default, as in https://app.example.com or http://127.0.0.1:5173"
+        guard let separator = origin.firstRange(of: "://") else { throw refuse(form) }
+        let scheme = origin[..<separator.lowerBound], authority = origin[separator.upperBound...]
+        guard scheme == "http" || scheme == "https" else {
+            throw refuse(scheme.lowercased() == "http" || scheme.lowercased() == "https" ? "must be written in lower case, as browsers send it" : form)
+        }
+        if let slash = authority.firstIndex(where: { "/?#".contains($0) }) {
+            throw refuse("has a path, query or fragment; an origin ends after the host and port: \(scheme)://\(authority[..<slash])")
+        }
+        guard origin.unicodeScalars.allSatisfy({ !("A"..."Z").contains($0) }) else {
+            throw refuse("must be written in lower case, as browsers send it: \(origin.lowercased())")
+        }
+        // The host is a name or IPv4 address, or an IPv6 address in brackets; then the port, if any.
+        var host = authority[...], port: Substring?
+        if authority.first == "[" {
+            guard let close = authority.firstIndex(of: "]") else { throw refuse(form) }
+            host = authority[...close]
+            let rest = authority[authority.index(after: close)...]
+            if !rest.isEmpty {
+                guard rest.first == ":" else { throw refuse(form) }
+                port = rest.dropFirst()
+            }
+            guard host.dropFirst().dropLast().allSatisfy({ $0.isHexDigit || $0 == ":" || $0 == "." }),
+                  host.contains(":") else { throw refuse(form) }
+        } else {
+            if let colon = authority.firstIndex(of: ":") {
+                host = authority[..<colon]
+                port = authority[authority.index(after: colon)...]
+            }
+            guard !host.isEmpty, host.first != ".", host.last != ".",
+                  host.unicodeScalars.allSatisfy({ ("a"..."z").contains($0) || ("0"..."9").contains($0) || $0 == "-" || $0 == "." })
+            else { throw refuse(form) }
+        }
+        if let port {
+            guard let number = Int(port), (1...65_535).contains(number), port.first != "0", port.allSatisfy({ ("0"..."9").contains($0) }) else {
+                throw refuse(form)
+            }
+            if (scheme == "http" && number == 80) || (scheme == "https" && number == 443) {
+                throw refuse("names the scheme's default port, which browsers leave out: \(scheme)://\(host)")
+            }
+        }
+    }
+}
