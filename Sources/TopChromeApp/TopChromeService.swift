@@ -1,3 +1,4 @@
+import BuildInfo
 import Dispatch
 import Locking
 import MicroHTTPD
@@ -34,6 +35,12 @@ public enum StartupError: Error, CustomStringConvertible {
 /// in front, started and stopped as one.
 public final class TopChromeService: Sendable {
     public static let version = SessionAPI.version
+
+    /// What `topchrome --version` prints: the version and the commit built,
+    /// e.g. `topchrome 1.0.0 (commit 4ad78a8)`, so a report names the exact build.
+    public static var versionLine: String {
+        "topchrome \(version) (commit \(BuildInfo.commitText))"
+    }
 
     public let configuration: ServiceConfiguration
     /// The sessions, when they live in this process (`--store memory`).

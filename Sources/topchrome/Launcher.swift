@@ -36,7 +36,7 @@ enum Launcher {
             print(ServiceConfiguration.usage, terminator: "")
             exit(0)
         case .version:
-            print("topchrome \(TopChromeService.version)")
+            print(TopChromeService.versionLine)
             exit(0)
         case let .serve(configuration) where isHealthCheck:
             exit(HealthCheck.run(host: configuration.host, port: configuration.port))

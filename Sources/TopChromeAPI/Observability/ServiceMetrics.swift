@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import BuildInfo
 import FoundationEssentials
 import MicroHTTPD
 import Synchronization
@@ -151,7 +152,7 @@ public final class ServiceMetrics: Sendable {
         text += "topchrome_scroll_reports_total{outcome=\"horizontal\"} \(statistics.reportsIgnoredHorizontal)\n"
         text += "topchrome_scroll_reports_total{outcome=\"stale\"} \(statistics.reportsIgnoredStale)\n"
         family("topchrome_build_info", "gauge", "Always 1; the labels say which build runs.")
-        text += "topchrome_build_info{version=\"\(SessionAPI.version)\"} 1\n"
+        text += "topchrome_build_info{version=\"\(SessionAPI.version)\",commit=\"\(BuildInfo.commitText)\"} 1\n"
         family("process_start_time_seconds", "gauge", "Start time of the process since the Unix epoch, in seconds.")
         text += "process_start_time_seconds \(startedAt.timeIntervalSince1970)\n"
         if let resident = Self.residentBytes() {
