@@ -177,7 +177,8 @@ public struct ServiceConfiguration: Sendable, Equatable {
     public static var usage: String {
         var text = """
         Usage: topchrome [options]
-               topchrome healthcheck [options]   (exit 0 if the server at --host/--port is healthy)
+               topchrome healthcheck [options]   (exit 0 if the server at --host/--port is healthy;
+                                                  else exit 1, saying why on stderr)
                topchrome watch [--auth-token-file FILE] URL ID
                                                  (print each state of session ID as it arrives;
                                                   topchrome watch --help says more)
