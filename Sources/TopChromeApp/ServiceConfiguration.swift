@@ -179,6 +179,10 @@ public struct ServiceConfiguration: Sendable, Equatable {
         Usage: topchrome [options]
                topchrome healthcheck [options]   (exit 0 if the server at --host/--port is healthy;
                                                   else exit 1, saying why on stderr)
+               topchrome check-config [options]  (check the options, environment, token, TLS and
+                                                  state files and the Redis store, without serving:
+                                                  exit 0 valid, 2 to fix, 3 Redis not reached)
+               topchrome version                 (also -v, --version: the version and commit)
                topchrome watch [--auth-token-file FILE] URL ID
                                                  (print each state of session ID as it arrives;
                                                   topchrome watch --help says more)

@@ -109,19 +109,13 @@ public final class TopChromeService: Sendable {
     /// Loads the state file (if any), then starts serving.
     public func start() throws(StartupError) {
         if let snapshots, let store = memoryStore {
+            let sessions = try Self.readStateFile(snapshots.file, maxSessions: configuration.maxSessions)
             do {
-                try store.restore(try snapshots.file.read())
-            } catch let failure as SnapshotFile.Failure {
-                throw .stateFile(failure)
+                try store.restore(sessions)
             } catch {
-                throw .stateFile(.corrupt(path: snapshots.file.path, line: 0, reason: "it holds more sessions than --max-sessions"))
+                throw .stateFile(Self.tooManySessions(in: snapshots.file))
             }
             snapshots.file.removeLeftovers()
-            do {
-                try snapshots.file.checkWritable()
-            } catch {
-                throw .stateFile(error)
-            }
             snapshots.markCurrent()
             chores.every(.seconds(configuration.snapshotInterval)) { [self] in saveSnapshot() }
         }
@@ -147,6 +141,26 @@ public final class TopChromeService: Sendable {
             let interval = min(store.functions.idleTimeout.map { $0 / 4 } ?? .seconds(5), .seconds(5))
             chores.every(interval) { store.keepWatchedSessionsAlive() }
         }
+    }
+
+    /// The state file's sessions, checked as a start needs them: readable,
+    /// well formed, no more than `--max-sessions`, and in a folder that
+    /// takes the snapshots (else every session would be lost at the stop).
+    /// `check-config` asks the same without starting.
+    static func readStateFile(_ file: SnapshotFile, maxSessions: Int) throws(StartupError) -> [Session] {
+        let sessions: [Session]
+        do {
+            sessions = try file.read()
+            try file.checkWritable()
+        } catch {
+            throw .stateFile(error)
+        }
+        guard sessions.count <= maxSessions else { throw .stateFile(tooManySessions(in: file)) }
+        return sessions
+    }
+
+    private static func tooManySessions(in file: SnapshotFile) -> SnapshotFile.Failure {
+        .corrupt(path: file.path, line: 0, reason: "it holds more sessions than --max-sessions")
     }
 
     /// How a stop went.
