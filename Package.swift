@@ -65,16 +65,20 @@ let package = Package(
         // Sees the store only through the core's SessionStore and SessionChangeFeed.
         .target(
             name: "TopChromeAPI",
-            dependencies: ["TopChromeCore", "MicroHTTPD", "StrictJSON", "Locking"],
+            dependencies: ["TopChromeCore", "MicroHTTPD", "StrictJSON", "Locking", "BuildInfo"],
             plugins: ["EmbedOpenAPI"]
         ),
+
+        // The commit the binary is built from, for --version and /metrics:
+        // a module of its own, so a new commit recompiles only this.
+        .target(name: "BuildInfo", plugins: ["EmbedBuildCommit"]),
 
         // The application's wiring: configuration, which store and how it is
         // set up, the state file, logs, and what runs periodically.
         .target(
             name: "TopChromeApp",
             dependencies: ["TopChromeAPI", "TopChromeCore", "MicroHTTPD", "StrictJSON", "SessionSnapshots", "Locking",
-                           "Redis", "RedisSessionStore"]
+                           "Redis", "RedisSessionStore", "BuildInfo"]
         ),
 
         // `make bench`: the core's cost per scroll report, without HTTP.
@@ -85,6 +89,8 @@ let package = Package(
         .plugin(name: "EmbedOpenAPI", capability: .buildTool(), dependencies: ["EmbedFile"]),
         // Build-time only: compiles RedisSessionStore's topchrome.lua into it.
         .plugin(name: "EmbedFunctionLibrary", capability: .buildTool(), dependencies: ["EmbedFile"]),
+        // Build-time only: writes the git commit into BuildInfo (runs git; "unknown" without it).
+        .plugin(name: "EmbedBuildCommit", capability: .buildTool()),
 
         // The executable: read configuration, start, wait for a signal, stop.
         .executableTarget(name: "topchrome", dependencies: ["TopChromeApp"]),

@@ -75,7 +75,9 @@ def main():
             "reports applied": moved("topchrome_scroll_reports_total", outcome="applied") == 3,
             "island flipped three times": moved("topchrome_reveal_flips_total") == 3,
             "sessions gauge": after[("topchrome_sessions", frozenset())] == 1,
-            "build info": after[("topchrome_build_info", frozenset({("version", "1.0.0")}))] == 1,
+            "build info": [value for (name, labels), value in after.items()
+                           if name == "topchrome_build_info" and dict(labels).get("version") == "1.0.0"
+                           and dict(labels).get("commit")] == [1],
             "store up": after.get(("topchrome_store_up", frozenset())) == 1,
             "CPU time used": after.get(("process_cpu_seconds_total", frozenset()), 0) > 0,
             "descriptors open": after.get(("process_open_fds", frozenset()), 0) > 0,

@@ -45,4 +45,9 @@ static inline CURLcode ccurl_response_code(CURL *easy, long *code) {
     return curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, code);
 }
 
+/* The system's errno behind a failed connect or read (ECONNREFUSED, ...). */
+static inline CURLcode ccurl_os_errno(CURL *easy, long *code) {
+    return curl_easy_getinfo(easy, CURLINFO_OS_ERRNO, code);
+}
+
 #endif

@@ -46,7 +46,7 @@ public final class HTTPServer: @unchecked Sendable {
             do {
                 identities.add(try TLSIdentity(tls))
             } catch {
-                throw .cannotStart(reason: "the TLS certificate and key cannot serve HTTPS: \(error)")
+                throw .cannotStart(reason: HTTPServerError.unusableTLS(error))
             }
         }
         let socket = try ListeningSocket(
@@ -132,6 +132,13 @@ public final class HTTPServer: @unchecked Sendable {
             throw TLSCredentialsError(description: "the server does not serve HTTPS")
         }
         identities.add(try TLSIdentity(credentials))
+    }
+}
+
+extension HTTPServerError {
+    /// Why a start refuses a certificate and key, also as `check-config` says it.
+    public static func unusableTLS(_ error: TLSCredentialsError) -> String {
+        "the TLS certificate and key cannot serve HTTPS: \(error)"
     }
 }
 

@@ -6,6 +6,15 @@ public struct TLSCredentialsError: Error, Equatable, CustomStringConvertible {
     public let description: String
 }
 
+extension TLSCredentials {
+    /// Checks that these could serve HTTPS, as a start or a reload does,
+    /// without serving (`topchrome check-config`): PEM that parses and a key
+    /// that belongs to the certificate.
+    public func validate() throws(TLSCredentialsError) {
+        _ = try TLSIdentity(self)
+    }
+}
+
 /// A certificate chain and its private key in the form GnuTLS hands to a
 /// handshake. Checked when made (PEM that parses, a key that matches the
 /// first certificate), so a handshake never meets a bad one.

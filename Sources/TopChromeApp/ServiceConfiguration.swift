@@ -126,11 +126,13 @@ public struct ServiceConfiguration: Sendable, Equatable {
     ) throws(UsageError) -> Command {
         // `topchrome help`, as `git help` and `go help` have it.
         if arguments.first == "help" { return .help }
+        // `topchrome version`, likewise; `-v` as most tools read it (never "verbose" here).
+        if arguments.first == "version" { return .version }
         var flags: [(Option, String)] = []
         var remaining = arguments[...]
         while let argument = remaining.popFirst() {
             if argument == "--help" || argument == "-h" { return .help }
-            if argument == "--version" { return .version }
+            if argument == "--version" || argument == "-v" { return .version }
             let (name, inlineValue) = split(argument)
             guard let option = options.first(where: { "--" + $0.name == name }) else {
                 throw UsageError(description: "unknown option '\(argument)' (see --help)")
@@ -194,7 +196,12 @@ public struct ServiceConfiguration: Sendable, Equatable {
     public static var usage: String {
         var text = """
         Usage: topchrome [options]
-               topchrome healthcheck [options]   (exit 0 if the server at --host/--port is healthy)
+               topchrome healthcheck [options]   (exit 0 if the server at --host/--port is healthy;
+                                                  else exit 1, saying why on stderr)
+               topchrome check-config [options]  (check the options, environment, token, TLS and
+                                                  state files and the Redis store, without serving:
+                                                  exit 0 valid, 2 to fix, 3 Redis not reached)
+               topchrome version                 (also -v, --version: the version and commit)
                topchrome watch [--auth-token-file FILE] URL ID
                                                  (print each state of session ID as it arrives;
                                                   topchrome watch --help says more)
@@ -209,7 +216,7 @@ public struct ServiceConfiguration: Sendable, Equatable {
 
         """
         let rows = options.map { ("--\($0.name) \($0.placeholder)", "\($0.help) [\($0.environmentName)]") }
-            + [("--help", "Show this help (also: topchrome help)."), ("--version", "Show the version.")]
+            + [("--help", "Show this help (also: topchrome help)."), ("--version", "Show the version and the commit built (also: -v, topchrome version).")]
         // The longest flag sets the column, so no description runs into its flag.
         let width = rows.map(\.0.count).max() ?? 0
         for (flag, help) in rows {

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import BuildInfo
 import Dispatch
 import Locking
 import MicroHTTPD
@@ -37,6 +38,12 @@ public enum StartupError: Error, CustomStringConvertible {
 /// in front, started and stopped as one.
 public final class TopChromeService: Sendable {
     public static let version = SessionAPI.version
+
+    /// What `topchrome --version` prints: the version and the commit built,
+    /// e.g. `topchrome 1.0.0 (commit 4ad78a8)`, so a report names the exact build.
+    public static var versionLine: String {
+        "topchrome \(version) (commit \(BuildInfo.commitText))"
+    }
 
     public let configuration: ServiceConfiguration
     /// The sessions, when they live in this process (`--store memory`).
@@ -110,21 +117,14 @@ public final class TopChromeService: Sendable {
     public func start() throws(StartupError) -> StartOutcome {
         var outcome = StartOutcome()
         if let snapshots, let store = memoryStore {
+            let sessions = try Self.readStateFile(snapshots.file, maxSessions: configuration.maxSessions, taggedWith: store.epoch)
             do {
-                let sessions = try snapshots.file.read(taggedWith: store.epoch)
                 try store.restore(sessions)
                 outcome.restoredSessions = sessions.count
-            } catch let failure as SnapshotFile.Failure {
-                throw .stateFile(failure)
             } catch {
-                throw .stateFile(.corrupt(path: snapshots.file.path, line: 0, reason: "it holds more sessions than --max-sessions"))
+                throw .stateFile(Self.tooManySessions(in: snapshots.file))
             }
             snapshots.file.removeLeftovers()
-            do {
-                try snapshots.file.checkWritable()
-            } catch {
-                throw .stateFile(error)
-            }
             snapshots.markCurrent()
             chores.every(.seconds(configuration.snapshotInterval)) { [self] in saveSnapshot() }
         }
@@ -157,6 +157,27 @@ public final class TopChromeService: Sendable {
     public struct StartOutcome: Sendable {
         /// Sessions read back from the state file; nil without one.
         public var restoredSessions: Int?
+    }
+
+    /// The state file's sessions, checked as a start needs them: readable,
+    /// well formed, no more than `--max-sessions`, and in a folder that
+    /// takes the snapshots (else every session would be lost at the stop).
+    /// `check-config` asks the same without starting.
+    static func readStateFile(_ file: SnapshotFile, maxSessions: Int,
+                              taggedWith epoch: StateTag = .random()) throws(StartupError) -> [Session] {
+        let sessions: [Session]
+        do {
+            sessions = try file.read(taggedWith: epoch)
+            try file.checkWritable()
+        } catch {
+            throw .stateFile(error)
+        }
+        guard sessions.count <= maxSessions else { throw .stateFile(tooManySessions(in: file)) }
+        return sessions
+    }
+
+    private static func tooManySessions(in file: SnapshotFile) -> SnapshotFile.Failure {
+        .corrupt(path: file.path, line: 0, reason: "it holds more sessions than --max-sessions")
     }
 
     /// How a stop went.

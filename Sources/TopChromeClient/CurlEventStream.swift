@@ -53,7 +53,6 @@ private final class CurlTransfer: @unchecked Sendable {
     private var easy: UnsafeMutableRawPointer?
     private var announced = false
     private var retryAfter: String?
-    private var errorText = [CChar](repeating: 0, count: Int(CURL_ERROR_SIZE))
 
     init(_ request: URLRequest, idleTimeout: Double,
          continuation: AsyncThrowingStream<EventStreamPiece, any Error>.Continuation) {
@@ -89,40 +88,37 @@ private final class CurlTransfer: @unchecked Sendable {
         // Whole seconds: libcurl's unit. Below one byte a second for that
         // long (no state, no heartbeat) the connection counts as dead.
         let idleSeconds = max(1, Int(idleTimeout.rounded(.up)))
-        let code = errorText.withUnsafeMutableBufferPointer { errorBuffer -> CURLcode in
-            _ = ccurl_setopt_string(easy, CURLOPT_URL, url)
-            _ = ccurl_setopt_list(easy, CURLOPT_HTTPHEADER, headers)
-            _ = ccurl_setopt_pointer(easy, CURLOPT_ERRORBUFFER, errorBuffer.baseAddress)
-            // No signals: the thread is the app's, and so are its handlers.
-            _ = ccurl_setopt_long(easy, CURLOPT_NOSIGNAL, 1)
-            _ = ccurl_setopt_long(easy, CURLOPT_CONNECTTIMEOUT, idleSeconds)
-            _ = ccurl_setopt_long(easy, CURLOPT_LOW_SPEED_LIMIT, 1)
-            _ = ccurl_setopt_long(easy, CURLOPT_LOW_SPEED_TIME, idleSeconds)
-            _ = ccurl_setopt_pointer(easy, CURLOPT_WRITEDATA, me)
-            _ = ccurl_setopt_data_callback(easy, CURLOPT_WRITEFUNCTION) { bytes, size, count, me in
-                CurlTransfer.from(me).received(bytes, size * count)
-            }
-            _ = ccurl_setopt_pointer(easy, CURLOPT_HEADERDATA, me)
-            _ = ccurl_setopt_data_callback(easy, CURLOPT_HEADERFUNCTION) { bytes, size, count, me in
-                CurlTransfer.from(me).receivedHeader(bytes, size * count)
-            }
-            // Called at least once a second: how a cancel before the socket
-            // exists (resolving the name, say) ends the transfer.
-            _ = ccurl_setopt_long(easy, CURLOPT_NOPROGRESS, 0)
-            _ = ccurl_setopt_pointer(easy, CURLOPT_XFERINFODATA, me)
-            _ = ccurl_setopt_progress_callback(easy) { me, _, _, _, _ in
-                CurlTransfer.from(me).isCancelled ? 1 : 0
-            }
-            _ = ccurl_setopt_pointer(easy, CURLOPT_SOCKOPTDATA, me)
-            _ = ccurl_setopt_sockopt_callback(easy) { me, socket, _ in
-                CurlTransfer.from(me).opened(socket)
-            }
-            _ = ccurl_setopt_pointer(easy, CURLOPT_CLOSESOCKETDATA, me)
-            _ = ccurl_setopt_closesocket_callback(easy) { me, socket in
-                CurlTransfer.from(me).close(socket)
-            }
-            return curl_easy_perform(easy)
+        _ = ccurl_setopt_string(easy, CURLOPT_URL, url)
+        _ = ccurl_setopt_list(easy, CURLOPT_HTTPHEADER, headers)
+        // No signals: the thread is the app's, and so are its handlers.
+        _ = ccurl_setopt_long(easy, CURLOPT_NOSIGNAL, 1)
+        _ = ccurl_setopt_long(easy, CURLOPT_CONNECTTIMEOUT, idleSeconds)
+        _ = ccurl_setopt_long(easy, CURLOPT_LOW_SPEED_LIMIT, 1)
+        _ = ccurl_setopt_long(easy, CURLOPT_LOW_SPEED_TIME, idleSeconds)
+        _ = ccurl_setopt_pointer(easy, CURLOPT_WRITEDATA, me)
+        _ = ccurl_setopt_data_callback(easy, CURLOPT_WRITEFUNCTION) { bytes, size, count, me in
+            CurlTransfer.from(me).received(bytes, size * count)
         }
+        _ = ccurl_setopt_pointer(easy, CURLOPT_HEADERDATA, me)
+        _ = ccurl_setopt_data_callback(easy, CURLOPT_HEADERFUNCTION) { bytes, size, count, me in
+            CurlTransfer.from(me).receivedHeader(bytes, size * count)
+        }
+        // Called at least once a second: how a cancel before the socket
+        // exists (resolving the name, say) ends the transfer.
+        _ = ccurl_setopt_long(easy, CURLOPT_NOPROGRESS, 0)
+        _ = ccurl_setopt_pointer(easy, CURLOPT_XFERINFODATA, me)
+        _ = ccurl_setopt_progress_callback(easy) { me, _, _, _, _ in
+            CurlTransfer.from(me).isCancelled ? 1 : 0
+        }
+        _ = ccurl_setopt_pointer(easy, CURLOPT_SOCKOPTDATA, me)
+        _ = ccurl_setopt_sockopt_callback(easy) { me, socket, _ in
+            CurlTransfer.from(me).opened(socket)
+        }
+        _ = ccurl_setopt_pointer(easy, CURLOPT_CLOSESOCKETDATA, me)
+        _ = ccurl_setopt_closesocket_callback(easy) { me, socket in
+            CurlTransfer.from(me).close(socket)
+        }
+        let code = curl_easy_perform(easy)
         if isCancelled {
             continuation.finish()
         } else if code == CURLE_OK {
@@ -189,11 +185,13 @@ private final class CurlTransfer: @unchecked Sendable {
         continuation.yield(.head(status: status, retryAfter: retryAfter))
     }
 
-    /// The reason in libcurl's words ("Failed to connect to … Connection
-    /// refused"), as the URLError a URLSession would have thrown.
+    /// The reason in our words (``TransferFailure``), as the URLError a
+    /// URLSession would have thrown.
     private func failure(_ code: CURLcode) -> URLError {
-        let detail = errorText.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
-        let reason = detail.isEmpty ? String(cString: curl_easy_strerror(code)) : detail
+        var systemError = 0
+        if let easy { _ = ccurl_os_errno(easy, &systemError) }
+        let reason = TransferFailure.reason(code, systemError: Int32(truncatingIfNeeded: systemError), answered: announced,
+                                            idleSeconds: max(1, Int(idleTimeout.rounded(.up))))
         let kind: URLError.Code = switch code {
         case CURLE_COULDNT_RESOLVE_HOST: .cannotFindHost
         case CURLE_COULDNT_CONNECT: .cannotConnectToHost
@@ -202,6 +200,43 @@ private final class CurlTransfer: @unchecked Sendable {
         default: .networkConnectionLost
         }
         return URLError(kind, userInfo: [NSLocalizedDescriptionKey: reason])
+    }
+}
+/// Why a transfer failed, in the client's own words: what a person reading
+/// "cannot reach URL (…)" can act on (refused, timed out, DNS, TLS), not
+/// libcurl's messages, which name its internals and change between versions.
+enum TransferFailure {
+    static func reason(_ code: CURLcode, systemError: Int32, answered: Bool, idleSeconds: Int) -> String {
+        switch code {
+        case CURLE_COULDNT_RESOLVE_HOST:
+            return "DNS failed: the server's name does not resolve"
+        case CURLE_COULDNT_RESOLVE_PROXY:
+            return "DNS failed: the proxy's name does not resolve"
+        case CURLE_COULDNT_CONNECT:
+            switch systemError {
+            case ECONNREFUSED: return "connection refused"
+            case ENETUNREACH, EHOSTUNREACH: return "no route to the server"
+            case ETIMEDOUT: return "connecting timed out"
+            case 0: return "cannot connect"
+            default: return "cannot connect: \(String(cString: strerror(systemError)))"
+            }
+        case CURLE_OPERATION_TIMEDOUT:
+            return answered ? "timed out: nothing arrived for \(idleSeconds) s, not even a heartbeat"
+                : "timed out: no answer within \(idleSeconds) s"
+        case CURLE_SSL_CONNECT_ERROR, CURLE_SSL_CERTPROBLEM, CURLE_SSL_CIPHER, CURLE_SSL_CACERT_BADFILE,
+             CURLE_SSL_ISSUER_ERROR, CURLE_SSL_PINNEDPUBKEYNOTMATCH, CURLE_SSL_INVALIDCERTSTATUS:
+            return "TLS failed: no secure connection could be made"
+        case CURLE_PEER_FAILED_VERIFICATION:
+            return "TLS failed: the server's certificate is not trusted here, or is not for this name"
+        case CURLE_GOT_NOTHING:
+            return "the server closed the connection without answering"
+        case CURLE_UNSUPPORTED_PROTOCOL, CURLE_WEIRD_SERVER_REPLY:
+            return "the answer is not HTTP (an https server asked with http://?)"
+        case CURLE_RECV_ERROR, CURLE_SEND_ERROR, CURLE_PARTIAL_FILE:
+            return systemError == ECONNRESET ? "the connection was reset" : "the connection was cut"
+        default:
+            return "the connection failed (libcurl error \(code.rawValue))"
+        }
     }
 }
 #endif

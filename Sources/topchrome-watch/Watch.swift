@@ -2,24 +2,43 @@ import Foundation
 import TopChromeClient
 
 /// `topchrome watch [--auth-token-file FILE] URL ID`: prints each state of a
-/// session as it arrives, one line of JSON each, until the session is
-/// deleted. A tool for operators, and a user of the client library.
+/// session as it arrives, one line of JSON each, until the session ends.
+/// A tool for operators, and a user of the client library. Its exit codes
+/// tell a script how the watch ended without reading stderr.
 enum Watch {
     static let usage = """
         usage: topchrome watch [--auth-token-file FILE] URL ID
 
         Prints each state of session ID on the server at URL as it arrives, one
-        line of JSON each, until the session is deleted (exit 0). URL is an
-        http or https URL; ID is 32 lowercase hex digits, not all zeros.
-        When the server cannot be reached, says so on stderr once per outage
-        and again when it is back, and keeps trying (waits of at most 2 s,
-        or what the server's Retry-After asks). Exits 0 also when the session
-        is found gone after an outage; 1 if it does not exist at first
-        contact, the server refuses, or the first contact fails 8 times; 2 on
-        a usage error. The token file may also be given as
-        TOPCHROME_AUTH_TOKEN_FILE.
+        line of JSON each, until the session ends. URL is an http or https URL;
+        ID is 32 lowercase hex digits, not all zeros. The token file may also
+        be given as TOPCHROME_AUTH_TOKEN_FILE.
+
+        While the server cannot be reached, or answers 503 or 429, or says the
+        session store behind it is unavailable, says so on stderr once per
+        outage and again when it is back, and keeps trying (waits of at most
+        2 s, or what the server's Retry-After asks).
+
+        Exit status, with the reason on stderr:
+          0  stopped by Ctrl-C (SIGINT) or SIGTERM
+          1  the server refused (a 4xx such as 401), answered what the API
+             never does, or could not be reached at first contact (8 tries)
+          2  usage error
+          3  the session ended: deleted or expired (also when found gone on
+             reconnecting after an outage)
+          4  no such session at first contact (never created, or already
+             deleted or expired)
 
         """
+
+    /// Exit statuses, as the usage lists them.
+    enum Status {
+        static let stopped: Int32 = 0
+        static let failed: Int32 = 1
+        static let usage: Int32 = 2
+        static let ended: Int32 = 3
+        static let notFound: Int32 = 4
+    }
 
     static func run() async {
         var arguments = Array(CommandLine.arguments.dropFirst())
@@ -29,7 +48,7 @@ enum Watch {
             exit(0)
         }
         if arguments.first == "--auth-token-file" {
-            guard arguments.count > 1 else { fail("--auth-token-file needs a file", status: 2) }
+            guard arguments.count > 1 else { fail("--auth-token-file needs a file", status: Status.usage) }
             tokenFile = arguments[1]
             arguments.removeFirst(2)
         } else if let first = arguments.first, first.hasPrefix("--auth-token-file=") {
@@ -38,15 +57,15 @@ enum Watch {
         }
         guard arguments.count == 2 else {
             FileHandle.standardError.write(Data(usage.utf8))
-            exit(2)
+            exit(Status.usage)
         }
         guard let url = URL(string: arguments[0]), url.scheme == "http" || url.scheme == "https",
               url.host?.isEmpty == false else {
-            fail("'\(arguments[0])' is not an http or https URL (see --help)", status: 2)
+            fail("'\(arguments[0])' is not an http or https URL (see --help)", status: Status.usage)
         }
         let id = arguments[1]
         guard isSessionID(id) else {
-            fail("'\(id)' is not a session id: 32 lowercase hex digits, not all zeros (see --help)", status: 2)
+            fail("'\(id)' is not a session id: 32 lowercase hex digits, not all zeros (see --help)", status: Status.usage)
         }
         var token: String?
         if let tokenFile, !tokenFile.isEmpty {
@@ -54,12 +73,12 @@ enum Watch {
             guard let handle = FileHandle(forReadingAtPath: tokenFile),
                   let data = try? handle.readToEnd() ?? Data(),
                   let contents = String(data: data, encoding: .utf8) else {
-                fail("cannot read the token file \(tokenFile)", status: 2)
+                fail("cannot read the token file \(tokenFile)", status: Status.usage)
             }
             let word = contents.trimmingCharacters(in: .whitespacesAndNewlines)
             // The server's own rule for its token: anything else could never match it.
             guard !word.isEmpty, word.utf8.allSatisfy({ (0x21...0x7E).contains($0) }) else {
-                fail("the token in '\(tokenFile)' must be one word of printable ASCII", status: 2)
+                fail("the token in '\(tokenFile)' must be one word of printable ASCII", status: Status.usage)
             }
             token = word
         }
@@ -71,16 +90,31 @@ enum Watch {
         let outages = OutageReport(server: arguments[0], firstContactAttempts: configuration.retry.maximumAttempts)
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        stopOnSignals()
         do {
             for try await state in session.states(onConnection: outages.note) {
                 let line = (try? encoder.encode(state)) ?? Data()
                 // Written at once, not buffered: the output is often a pipe.
                 FileHandle.standardOutput.write(line + Data("\n".utf8))
             }
+        } catch TopChromeError.sessionGone {
+            fail("no session \(id) on \(arguments[0]) (never created, or already deleted or expired)",
+                 status: Status.notFound)
         } catch {
-            fail("\(error)", status: 1)
+            fail("\(error)", status: Status.failed)
         }
-        exit(0)
+        // The server tells a deletion and an expiry alike (`event: deleted`).
+        fail("session \(id) ended: it was deleted or expired", status: Status.ended)
+    }
+
+    /// Ctrl-C or SIGTERM is the operator ending the watch, not a failure:
+    /// exit 0, leaving the states printed so far as the output.
+    /// Each line goes out whole and unbuffered, so nothing is left to
+    /// flush: `_exit`, the one exit a signal handler may call.
+    private static func stopOnSignals() {
+        for number in [SIGINT, SIGTERM] {
+            signal(number) { _ in _exit(0) }
+        }
     }
 
     static func fail(_ message: String, status: Int32) -> Never {
@@ -111,6 +145,13 @@ final class OutageReport: @unchecked Sendable {
     private var everConnected = false
     private var isDown = false
 
+    /// The server's 503s for a store outage say so in their detail ("The
+    /// session store did not answer (no connection to Redis)…"); the API
+    /// has no other mark of it.
+    static func blamesTheStore(_ problem: Problem) -> Bool {
+        problem.status == 503 && problem.detail?.localizedCaseInsensitiveContains("session store") == true
+    }
+
     init(server: String, firstContactAttempts: Int) {
         self.server = server
         self.firstContactAttempts = firstContactAttempts
@@ -125,14 +166,16 @@ final class OutageReport: @unchecked Sendable {
             isDown = false
             everConnected = true
         case let .interrupted(error, failedAttempts):
-            // A server that answered (503, 429) is not one that cannot be reached.
-            let trouble = if case let .transport(reason) = error {
-                "cannot reach \(server) (\(reason))"
-            } else {
-                "\(server) is unavailable (\(error.description))"
+            // A server that answered (503, 429) is not one that cannot be
+            // reached, and one that says its store is away is up itself.
+            let trouble = switch error {
+            case let .transport(reason): "cannot reach \(server) (\(reason))"
+            case let .unavailable(problem) where Self.blamesTheStore(problem):
+                "the session store behind \(server) is unavailable (\(problem.detail ?? "503"))"
+            default: "\(server) is unavailable (\(error.description))"
             }
             if !everConnected, failedAttempts >= firstContactAttempts {
-                Watch.fail("\(trouble); gave up after \(failedAttempts) attempts", status: 1)
+                Watch.fail("\(trouble); gave up after \(failedAttempts) attempts", status: Watch.Status.failed)
             }
             if !isDown { Watch.say("\(trouble); retrying") }
             isDown = true

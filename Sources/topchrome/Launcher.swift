@@ -21,8 +21,8 @@ enum Launcher {
         signal(SIGPIPE, SIG_IGN)
 
         var arguments = Array(CommandLine.arguments.dropFirst())
-        let isHealthCheck = arguments.first == "healthcheck"
-        if isHealthCheck { arguments.removeFirst() }
+        let subcommand = ["healthcheck", "check-config"].first { $0 == arguments.first }
+        if subcommand != nil { arguments.removeFirst() }
         let command: ServiceConfiguration.Command
         do {
             command = try ServiceConfiguration.parse(
@@ -36,10 +36,12 @@ enum Launcher {
             print(ServiceConfiguration.usage, terminator: "")
             exit(0)
         case .version:
-            print("topchrome \(TopChromeService.version)")
+            print(TopChromeService.versionLine)
             exit(0)
-        case let .serve(configuration) where isHealthCheck:
+        case let .serve(configuration) where subcommand == "healthcheck":
             exit(HealthCheck.run(host: configuration.host, port: configuration.port))
+        case let .serve(configuration) where subcommand == "check-config":
+            exit(checkConfiguration(configuration))
         case let .serve(configuration):
             serve(configuration)
         }
@@ -87,6 +89,23 @@ enum Launcher {
             logger.log(.warn, "topchrome stopped; some requests did not finish in time", always: true)
         }
         exit(0)
+    }
+
+    /// `topchrome check-config`: what was checked on stdout, what failed on
+    /// stderr, and the exit status a deploy acts on (see `ConfigurationCheck`).
+    private static func checkConfiguration(_ configuration: ServiceConfiguration) -> Int32 {
+        let check = ConfigurationCheck(configuration)
+        for line in check.checked { print("ok: " + line) }
+        for line in check.problems + check.unreachable {
+            let text = Array("topchrome check-config: \(line)\n".utf8)
+            _ = text.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
+        }
+        switch check.exitStatus {
+        case 0: print("topchrome check-config: the configuration is valid")
+        case 3: print("topchrome check-config: the configuration is valid, but the Redis store did not answer")
+        default: break
+        }
+        return check.exitStatus
     }
 
     /// `topchrome watch …` runs `topchrome-watch`, found next to this

@@ -33,7 +33,7 @@ import Testing
         #expect(value(of: "topchrome_sessions", in: text) == 1)
         #expect(value(of: "topchrome_watchers", in: text) == 0)
         #expect(value(of: #"topchrome_http_request_duration_seconds_count{route="/v1/sessions/{id}/scroll"}"#, in: text) == 3)
-        #expect(value(of: #"topchrome_build_info{version="1.0.0"}"#, in: text) == 1)
+        #expect(value(of: #"topchrome_build_info{version="1.0.0",commit="\#(CommandLineTests.commitBuilt)"}"#, in: text) == 1)
         #expect((value(of: "process_start_time_seconds", in: text) ?? 0) > 1_700_000_000)
         #expect((value(of: "process_cpu_seconds_total", in: text) ?? 0) > 0)
         #expect((value(of: "process_resident_memory_bytes", in: text) ?? 0) > 0)

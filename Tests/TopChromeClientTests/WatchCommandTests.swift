@@ -66,18 +66,56 @@ import TopChromeClient
         await session.report(contentOffsetY: 300, contentInsetTop: 59)
         #expect(await eventually { run.lines.count == 2 })
         try await session.delete()
-        #expect(await run.exitStatus() == 0, "\(run.standardError)")
+        #expect(await run.exitStatus() == 3, "\(run.standardError)")
+        #expect(run.standardError == "topchrome watch: session \(session.id) ended: it was deleted or expired\n")
         #expect(run.lines == [
             #"{"id":"\#(session.id)","inset":59,"isRevealed":true,"version":1}"#,
             #"{"id":"\#(session.id)","inset":59,"isRevealed":false,"version":2}"#,
         ])
     }
 
-    @Test func unknownSessionExitsWith1() async throws {
+    /// Not found at first contact is not the end of a session it followed: exit 4.
+    @Test func unknownSessionExitsWith4() async throws {
         let server = try TestServer()
         let run = try Self.watch([server.url.absoluteString, "0123456789abcdef0123456789abcdef"])
-        #expect(await run.exitStatus() == 1)
-        #expect(run.standardError.contains("gone"), "\(run.standardError)")
+        #expect(await run.exitStatus() == 4)
+        #expect(run.standardError == "topchrome watch: no session 0123456789abcdef0123456789abcdef on \(server.url.absoluteString) (never created, or already deleted or expired)\n",
+                "\(run.standardError)")
+    }
+
+    /// Ctrl-C is the operator ending the watch: exit 0, nothing said.
+    @Test func ctrlCExitsWith0() async throws {
+        let server = try TestServer()
+        let session = try await server.client().createSession()
+        for number in [SIGINT, SIGTERM] {
+            let run = try Self.watch([server.url.absoluteString, session.id])
+            #expect(await eventually { run.lines.count == 1 })
+            kill(run.process.processIdentifier, number)
+            #expect(await run.exitStatus() == 0, "signal \(number)")
+            #expect(run.standardError.isEmpty, "\(run.standardError)")
+        }
+    }
+
+    /// A server that says its session store is away is up itself: the watch
+    /// says where the trouble is, and gives up at first contact as for any outage.
+    @Test func aStoreOutageBehindTheServerIsToldAsSuch() async throws {
+        // A Redis store at a port where nothing listens: every watch gets 503.
+        let probe = try TestServer()
+        let closedPort = probe.port
+        probe.stop()
+        let server = try Run(Self.buildFolder.appendingPathComponent("topchrome"),
+                             ["--port", "0", "--store", "redis://127.0.0.1:\(closedPort)", "--log-level", "error"])
+        #expect(await eventually { server.lines.first != nil })
+        let url = try #require(server.lines.first.flatMap { line in
+            line.range(of: "http://").map { String(line[$0.lowerBound...].prefix { $0 != " " }) }
+        })
+        let run = try Self.watch([url, String(repeating: "1", count: 32)])
+        #expect(await run.exitStatus(within: 30) == 1, "\(run.standardError)")
+        let lines = run.standardError.split(separator: "\n")
+        #expect(lines.first?.hasPrefix("topchrome watch: the session store behind \(url) is unavailable (The session store did not answer") == true,
+                "\(lines)")
+        #expect(lines.last?.hasSuffix("; gave up after 8 attempts") == true, "\(lines)")
+        server.process.terminate()
     }
 
     @Test func usageErrorsExitWith2() async throws {
@@ -110,7 +148,7 @@ import TopChromeClient
     }
 
     /// A session deleted while the server could not be reached is found
-    /// gone on reconnecting: the end a deletion brings (exit 0), not the
+    /// gone on reconnecting: the end a deletion brings (exit 3), not the
     /// error of a session that never existed.
     @Test func aDeletionFoundAfterAnOutageEndsTheWatch() async throws {
         // No state file: the restarted server no longer has the session.
@@ -121,7 +159,8 @@ import TopChromeClient
         server.stop()
         #expect(await eventually { run.standardError.contains("cannot reach") })
         try server.start()
-        #expect(await run.exitStatus(within: 15) == 0, "\(run.standardError)")
+        #expect(await run.exitStatus(within: 15) == 3, "\(run.standardError)")
+        #expect(run.standardError.hasSuffix("topchrome watch: session \(session.id) ended: it was deleted or expired\n"))
         #expect(run.lines.count == 1)
     }
 
@@ -157,7 +196,7 @@ import TopChromeClient
         #expect(await eventually(within: 20) { run.lines.count == 1 }, "it follows once the server lets it")
         #expect(run.standardError.contains("reached \(server.url.absoluteString) again"), "\(run.standardError)")
         try await session.delete()
-        #expect(await run.exitStatus() == 0)
+        #expect(await run.exitStatus() == 3)
     }
 
     /// A quiet session costs no CPU: the watcher waits for bytes rather than
@@ -174,7 +213,7 @@ import TopChromeClient
         let used = try Self.cpuSeconds(of: run.process.processIdentifier) - before
         #expect(used < 0.2, "\(used) s of CPU in 2 s of an idle stream")
         try await session.delete()
-        #expect(await run.exitStatus() == 0)
+        #expect(await run.exitStatus() == 3)
     }
 
     /// User plus system time of a process, from /proc (clock ticks of 1/100 s).
@@ -194,7 +233,8 @@ import TopChromeClient
         #expect(await run.exitStatus(within: 30) == 1, "\(run.standardError)")
         let lines = run.standardError.split(separator: "\n")
         #expect(lines.count == 2, "once for the outage, once for giving up: \(lines)")
-        #expect(lines.first?.hasSuffix("; retrying") == true)
+        // Our words, not libcurl's ("Failed to connect to … Couldn't connect to server").
+        #expect(lines.first == "topchrome watch: cannot reach http://127.0.0.1:1 (connection refused); retrying")
         #expect(lines.last?.contains("gave up after 8 attempts") == true)
         #expect(run.lines.isEmpty)
     }
@@ -222,7 +262,7 @@ import TopChromeClient
         try await session.setInset(40)
         #expect(await eventually { run.lines.count == 2 }, "\(run.lines)")
         try await session.delete()
-        #expect(await run.exitStatus() == 0)
+        #expect(await run.exitStatus() == 3)
     }
 
     /// The token file of the server's own flag works for the watcher too.
@@ -237,7 +277,7 @@ import TopChromeClient
         let run = try Self.watch(["--auth-token-file", file.path, server.url.absoluteString, session.id])
         #expect(await eventually { run.lines.count == 1 }, "\(run.standardError)")
         try await session.delete()
-        #expect(await run.exitStatus() == 0)
+        #expect(await run.exitStatus() == 3)
     }
 
     /// Runs a program just copied, again while exec answers "Text file busy":

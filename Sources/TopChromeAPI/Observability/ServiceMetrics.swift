@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import BuildInfo
 import MicroHTTPD
 import Synchronization
 import TopChromeCore
@@ -155,7 +156,7 @@ public final class ServiceMetrics: Sendable {
         text += "topchrome_scroll_reports_total{outcome=\"horizontal\"} \(statistics.reportsIgnoredHorizontal)\n"
         text += "topchrome_scroll_reports_total{outcome=\"stale\"} \(statistics.reportsIgnoredStale)\n"
         family("topchrome_build_info", "gauge", "Always 1; the labels say which build runs.")
-        text += "topchrome_build_info{version=\"\(SessionAPI.version)\"} 1\n"
+        text += "topchrome_build_info{version=\"\(SessionAPI.version)\",commit=\"\(BuildInfo.commitText)\"} 1\n"
         text += ProcessMetrics.render()
         return text
     }

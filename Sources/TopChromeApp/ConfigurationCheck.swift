@@ -1,0 +1,114 @@
+import Dispatch
+import Locking
+import MicroHTTPD
+import Redis
+import SessionSnapshots
+
+/// `topchrome check-config`: what a start would refuse, found without
+/// serving, as `nginx -t` and `caddy validate` do, so a deploy can stop
+/// before it replaces a running server. Flags, environment, the token file
+/// and the TLS files are read by parsing; this checks the rest with the
+/// start's own checks: TLS material that can serve, the state file, and
+/// whether a Redis store answers.
+public struct ConfigurationCheck: Sendable {
+    /// What was found, for one line each.
+    public var checked: [String] = []
+    /// Configuration the operator must fix: a start would refuse it.
+    public var problems: [String] = []
+    /// A Redis the configuration names that did not answer. A server starts
+    /// without it (requests get 503 until it answers), and it may be a
+    /// passing outage rather than a wrong address: a code of its own, so
+    /// a deploy can tell "fix the configuration" from "Redis is away".
+    public var unreachable: [String] = []
+
+    /// 0 when everything holds; 2 for a problem (as for a bad flag); 3 when
+    /// only the store could not be reached.
+    public var exitStatus: Int32 {
+        !problems.isEmpty ? 2 : !unreachable.isEmpty ? 3 : 0
+    }
+
+    public init(_ configuration: ServiceConfiguration) {
+        checked.append("flags and environment: read")
+        if let tls = configuration.httpServer.tls {
+            do {
+                try tls.validate()
+                checked.append("TLS: the certificate and key can serve HTTPS")
+            } catch {
+                problems.append(HTTPServerError.unusableTLS(error))
+            }
+        }
+        if configuration.authToken != nil { checked.append("bearer token: read") }
+        switch configuration.store {
+        case .memory:
+            if let path = configuration.stateFile {
+                do {
+                    let sessions = try TopChromeService.readStateFile(SnapshotFile(path: path),
+                                                                      maxSessions: configuration.maxSessions)
+                    checked.append("state file '\(path)': \(sessions.count) sessions, and its folder takes snapshots")
+                } catch {
+                    problems.append(error.description)
+                }
+            }
+        case let .redis(seeds):
+            for node in seeds {
+                switch Self.probe(node, password: configuration.redisPassword, timeout: configuration.redisTimeout) {
+                case nil:
+                    checked.append("Redis \(node): answered PING" + (configuration.redisPassword == nil ? "" : " after AUTH"))
+                case let .refused(reason)?:
+                    // Redis's own words (WRONGPASS, NOAUTH) say what it wants.
+                    let said = reason.trimmingPrefix("setup command refused: ")
+                    problems.append("Redis \(node) refused the connection: \(said) (check --redis-password-file)")
+                case let .unreachable(reason)?:
+                    unreachable.append("Redis \(node) could not be reached (\(reason)); a server would start, answering 503 until it can")
+                }
+            }
+        }
+    }
+
+    /// Why a Redis node would not serve.
+    enum ProbeFailure: Equatable {
+        /// It answered but refused `AUTH` (or wants one): a wrong password is configuration.
+        case refused(String)
+        /// No answer: not listening, no route, a name that does not resolve, too slow.
+        case unreachable(String)
+    }
+
+    /// Connects to `node` as the store would (with `AUTH` when a password is
+    /// set) and sends PING, all within `timeout`; nil if it answered.
+    static func probe(_ node: RedisNode, password: String?, timeout: Double) -> ProbeFailure? {
+        let refusal = Refusal()
+        var configuration = RedisConfiguration()
+        configuration.password = password
+        configuration.commandTimeout = .milliseconds(Int((timeout * 1000).rounded(.up)))
+        configuration.connectionEvents = { event in
+            if case let .refused(reason) = event.change { refusal.set(reason) }
+        }
+        let connection = RedisConnection(to: node, configuration: configuration)
+        defer { connection.close() }
+        let answered = DispatchSemaphore(value: 0)
+        let result = Refusal()
+        connection.send(["PING"], deadline: .now + configuration.commandTimeout) { reply in
+            switch reply {
+            case .success(.simple), .success(.bulk): break
+            case let .success(.error(message)): result.set(message)
+            case let .success(other): result.set("it answered PING with \(other)")
+            case let .failure(error): result.set("\(error)")
+            }
+            answered.signal()
+        }
+        answered.wait()
+        guard let failure = result.value else { return nil }
+        // The connection tells of a refused setup before it fails the
+        // command that waited for it.
+        if let reason = refusal.value { return .refused(reason) }
+        return .unreachable(connection.lastFailureReason ?? failure)
+    }
+
+    /// A reason set from a connection's I/O thread and read after it.
+    private final class Refusal: @unchecked Sendable {
+        private let lock = PthreadLock()
+        private var reason: String?
+        func set(_ text: String) { lock.withLock { if reason == nil { reason = text } } }
+        var value: String? { lock.withLock { reason } }
+    }
+}

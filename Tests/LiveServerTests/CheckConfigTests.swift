@@ -1,0 +1,120 @@
+import Foundation
+import RedisTestSupport
+import Testing
+
+/// `topchrome check-config [flags]`: what a start would refuse, found
+/// without serving; exit 0, 2 for configuration to fix, 3 for a Redis
+/// store that could not be reached.
+@Suite struct CheckConfigTests {
+    typealias RunningServer = ProcessLifecycleTests.RunningServer
+
+    static func check(_ arguments: [String], environment: [String: String]? = nil) throws
+        -> (status: Int32?, output: String, errors: String) {
+        try CommandLineTests.run(["check-config"] + arguments, environment: environment)
+    }
+
+    static func folder() throws -> URL {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("check-config-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        return folder
+    }
+
+    /// It never listens: a configuration for the port a running server
+    /// holds (the one it will replace) is valid, and nothing is served.
+    @Test func aValidConfigurationExits0WithoutServing() throws {
+        let running = try RunningServer(["--port", "0", "--log-level", "warn"])
+        _ = try running.waitUntilListening()
+        let run = try Self.check(["--port", String(running.port)])
+        #expect(run.status == 0, "\(run.errors)")
+        #expect(run.output.hasSuffix("topchrome check-config: the configuration is valid\n"), "\(run.output)")
+        #expect(!run.output.contains("listening"))
+    }
+
+    /// Flags and environment are read as a start reads them: a bad value is exit 2.
+    @Test func badFlagsAndEnvironmentExit2() throws {
+        for (arguments, environment) in [(["--port", "99999"], [String: String]()),
+                                         ([], ["TOPCHROME_THREADS": "zero"]),
+                                         (["--auth-token-file", "/no/such/file"], [:])] {
+            let run = try Self.check(arguments, environment: environment)
+            #expect(run.status == 2, "\(arguments) \(environment)")
+            #expect(run.errors.hasPrefix("topchrome: "), "\(run.errors)")
+        }
+    }
+
+    /// TLS files are loaded as the server would load them: a key that does
+    /// not belong to the certificate is found now, not at the next start.
+    @Test func tlsFilesThatCannotServeExit2() throws {
+        let pki = try AccessLiveTests.ThrowawayPKI()
+        defer { try? FileManager.default.removeItem(at: pki.directory) }
+        let folder = pki.directory.path
+        let good = try Self.check(["--tls-cert", "\(folder)/server.pem", "--tls-key", "\(folder)/server.key"])
+        #expect(good.status == 0, "\(good.errors)")
+        #expect(good.output.contains("ok: TLS: the certificate and key can serve HTTPS"), "\(good.output)")
+        let mismatched = try Self.check(["--tls-cert", "\(folder)/server.pem", "--tls-key", "\(folder)/ca.key"])
+        #expect(mismatched.status == 2)
+        #expect(mismatched.errors.contains("topchrome check-config: the TLS certificate and key cannot serve HTTPS: the key does not belong to the certificate"),
+                "\(mismatched.errors)")
+    }
+
+    /// The state file as a start reads it: well formed, within
+    /// --max-sessions, in a folder that takes snapshots.
+    @Test func theStateFileIsReadAsAStartReadsIt() throws {
+        let folder = try Self.folder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let path = folder.appendingPathComponent("state.jsonl").path
+        // Two sessions, written by a server's stop.
+        let server = try RunningServer(["--port", "0", "--state-file", path, "--log-level", "warn"])
+        _ = try server.waitUntilListening()
+        let client = try TestHTTPClient(port: server.port)
+        for _ in 0..<2 { #expect(try client.request("POST", "/v1/sessions").status == 201) }
+        server.signal(SIGTERM)
+        #expect(server.waitForExit(within: 5) == 0)
+
+        let fits = try Self.check(["--state-file", path])
+        #expect(fits.status == 0, "\(fits.errors)")
+        #expect(fits.output.contains("ok: state file '\(path)': 2 sessions"), "\(fits.output)")
+        let tooMany = try Self.check(["--state-file", path, "--max-sessions", "1"])
+        #expect(tooMany.status == 2)
+        #expect(tooMany.errors.contains("more sessions than --max-sessions"), "\(tooMany.errors)")
+
+        let corrupt = folder.appendingPathComponent("corrupt.jsonl").path
+        try "not a state file\n".write(toFile: corrupt, atomically: true, encoding: .utf8)
+        let unreadable = try Self.check(["--state-file", corrupt])
+        #expect(unreadable.status == 2)
+        #expect(unreadable.errors.contains(corrupt), "\(unreadable.errors)")
+
+        let nowhere = try Self.check(["--state-file", folder.appendingPathComponent("no/such/folder/state.jsonl").path])
+        #expect(nowhere.status == 2)
+        #expect(nowhere.errors.contains("cannot take a file"), "\(nowhere.errors)")
+    }
+
+    /// A Redis store must answer PING (after AUTH with the password file):
+    /// a refused password is configuration (2); no answer at all may be an
+    /// outage, and has a code of its own (3).
+    @Test func aRedisStoreIsAskedToAnswer() throws {
+        let redis = try RedisServer(["--requirepass", "right-password"])
+        let folder = try Self.folder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let right = folder.appendingPathComponent("right").path
+        let wrong = folder.appendingPathComponent("wrong").path
+        try "right-password\n".write(toFile: right, atomically: true, encoding: .utf8)
+        try "wrong-password\n".write(toFile: wrong, atomically: true, encoding: .utf8)
+        let store = "redis://127.0.0.1:\(redis.port)"
+
+        let answered = try Self.check(["--store", store, "--redis-password-file", right])
+        #expect(answered.status == 0, "\(answered.errors)")
+        #expect(answered.output.contains("ok: Redis 127.0.0.1:\(redis.port): answered PING after AUTH"), "\(answered.output)")
+
+        for password in [[], ["--redis-password-file", wrong]] {
+            let refused = try Self.check(["--store", store] + password)
+            #expect(refused.status == 2, "\(password)")
+            #expect(refused.errors.contains("Redis 127.0.0.1:\(redis.port) refused the connection: "), "\(refused.errors)")
+        }
+
+        let port = try CommandLineTests.freePort()
+        let away = try Self.check(["--store", "redis://127.0.0.1:\(port)", "--redis-timeout", "0.5"])
+        #expect(away.status == 3, "\(away.errors)")
+        #expect(away.errors.contains("Redis 127.0.0.1:\(port) could not be reached ("), "\(away.errors)")
+        #expect(away.output.contains("the configuration is valid, but the Redis store did not answer"), "\(away.output)")
+    }
+}
