@@ -44,7 +44,7 @@ public struct ConfigurationCheck: Sendable {
                 do {
                     let sessions = try TopChromeService.readStateFile(SnapshotFile(path: path),
                                                                       maxSessions: configuration.maxSessions)
-                    checked.append("state file '\(path)': \(sessions.count) sessions, and its folder takes snapshots")
+                    checked.append("state file '\(path)': \(sessions.count) session\(sessions.count == 1 ? "" : "s"), and its folder takes snapshots")
                 } catch {
                     problems.append(error.description)
                 }
