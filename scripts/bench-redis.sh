@@ -137,7 +137,7 @@ echo "# load: $(uptime)"
 start_redis single
 single_port=$redis_port single_pid=$redis_pid
 redis-cli -p "$single_port" -x FUNCTION LOAD REPLACE <"$library" >/dev/null
-# Its functions are named after it, version included: topchrome_2_apply...
+# Its functions are named after it: topchrome_source_apply... (the service loads the same text under a digest name)
 library_name=$(head -1 "$library" | sed 's/^#!lua name=//')
 export library_name
 

@@ -52,20 +52,36 @@ public struct AppliedInputs: Sendable, Hashable {
 /// use of a session that succeeds slides its expiry to `idleTimeout` from
 /// now, as the memory store's idle clock does.
 public struct ChromeFunctions: Sendable {
-    /// The library's text, as loaded on every primary.
+    /// The library's name: `topchrome_` and a digest of its text, so any
+    /// change to a function gives it a new name without anyone keeping a
+    /// number. Replicas of two builds then share a Redis during a rolling
+    /// upgrade, each calling its own library (loading one never replaces
+    /// the other). Its functions are `<name>_create` and so on.
+    public static let libraryName = "topchrome_" + digest(of: functionLibrary)
+
+    /// The library's text as it is loaded: topchrome.lua under its name.
     public static let library: String = functionLibrary
+        .replacing("#!lua name=\(sourceName)\n", with: "#!lua name=\(libraryName)\n")
+        .replacing("local LIBRARY = '\(sourceName)'\n", with: "local LIBRARY = '\(libraryName)'\n")
 
-    /// The library's name, with its version: the version changes with any
-    /// function's arguments or reply, so replicas of two builds can share a
-    /// Redis during a rolling upgrade, each calling its own library (loading
-    /// one never replaces the other). Its functions are `<name>_create` and so on.
-    public static let libraryName = "topchrome_3"
+    /// The name topchrome.lua carries as a file; loaded under ``libraryName``.
+    static let sourceName = "topchrome_source"
 
-    /// Loads (or replaces) the library: a setup command for every connection
-    /// (`RedisConfiguration.setupCommands`), so a restarted or promoted
-    /// primary has it before it serves a call.
+    /// Loads (or replaces) the library. Sent to a primary that answers
+    /// "Function not found", never as a condition for a connection: a
+    /// replica, a Redis still loading its data, or an ACL user who may only
+    /// call the functions must not keep a connection from serving.
     public static var loadCommand: [[UInt8]] {
         [Array("FUNCTION".utf8), Array("LOAD".utf8), Array("REPLACE".utf8), Array(library.utf8)]
+    }
+
+    /// 64-bit FNV-1a of the text, as 16 hex digits: it tells versions of
+    /// one file apart (no one chooses the text to collide).
+    static func digest(of text: String) -> String {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in text.utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
+        let hex = String(hash, radix: 16)
+        return String(repeating: "0", count: 16 - hex.count) + hex
     }
 
     public let client: RedisClient

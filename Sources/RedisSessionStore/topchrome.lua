@@ -1,4 +1,4 @@
-#!lua name=topchrome_3
+#!lua name=topchrome_source
 -- The rules of the top chrome (TopChromeCore's ChromeRules and
 -- InMemorySessionStore.apply), run inside Redis so that a change is one atomic
 -- round trip. Held equal to the Swift rules by the shared vectors in
@@ -297,17 +297,18 @@ local function delete(keys, argv)
   return reply('done', state)
 end
 
--- The library's name carries its version (ChromeFunctions.libraryName, the
--- first line too), and so do its functions' names: bump it whenever a
--- function's arguments or reply change. Replicas of two builds then share a
--- Redis during a rolling upgrade, each loading and calling its own library;
--- under one name, each replica's load would replace the other's.
+-- The service loads this text under a name made of a digest of it
+-- (ChromeFunctions.libraryName replaces 'topchrome_source' on the first line
+-- and here), and so its functions' names change with any change to it.
+-- Replicas of two builds then share a Redis during a rolling upgrade, each
+-- loading and calling its own library; under one name, each replica's load
+-- would replace the other's.
 --
 -- Without flags Redis takes every function for a write and refuses it when
 -- memory is full ('OOM command not allowed'), reads and removals too. A
 -- read and a removal need no memory: they run anyway ('allow-oom'). A
 -- read that writes nothing ('no-writes') runs whenever Redis takes no writes.
-local LIBRARY = 'topchrome_3'
+local LIBRARY = 'topchrome_source'
 redis.register_function(LIBRARY .. '_create', create)
 redis.register_function{function_name = LIBRARY .. '_get', callback = get, flags = {'allow-oom'}}
 redis.register_function{function_name = LIBRARY .. '_read', callback = read, flags = {'no-writes'}}

@@ -18,10 +18,9 @@ struct RedisStoreSetup {
         redis.commandTimeout = .milliseconds(Int((configuration.redisTimeout * 1000).rounded(.up)))
         redis.metrics = metrics
         redis.connectionEvents = connectionEvents
-        var calls = redis
-        // A restarted or promoted primary gets the library before it serves a call.
-        calls.setupCommands = [ChromeFunctions.loadCommand]
-        let client = RedisClient(seeds: seeds, configuration: calls)
+        // The library is loaded where a call finds it missing (or once by
+        // the operator, `topchrome redis-functions load`), not on connecting.
+        let client = RedisClient(seeds: seeds, configuration: redis)
         let acknowledgement = configuration.redisWaitReplicas > 0
             ? ReplicaAcknowledgement(replicas: configuration.redisWaitReplicas, timeout: redis.commandTimeout) : nil
         let functions = ChromeFunctions(client: client, keyPrefix: configuration.redisKeyPrefix, rules: rules,

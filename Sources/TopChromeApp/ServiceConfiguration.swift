@@ -201,6 +201,9 @@ public struct ServiceConfiguration: Sendable, Equatable {
                topchrome check-config [options]  (check the options, environment, token, TLS and
                                                   state files and the Redis store, without serving:
                                                   exit 0 valid, 2 to fix, 3 Redis not reached)
+               topchrome redis-functions load [options]
+                                                 (load the Redis function library on every primary of
+                                                  --store, so the service may run as a user who only calls it)
                topchrome version                 (also -v, --version: the version and commit)
                topchrome watch [--auth-token-file FILE] URL ID
                                                  (print each state of session ID as it arrives;

@@ -21,7 +21,14 @@ enum Launcher {
         signal(SIGPIPE, SIG_IGN)
 
         var arguments = Array(CommandLine.arguments.dropFirst())
-        let subcommand = ["healthcheck", "check-config"].first { $0 == arguments.first }
+        var subcommand = ["healthcheck", "check-config"].first { $0 == arguments.first }
+        if arguments.first == "redis-functions" {
+            guard arguments.dropFirst().first == "load" else {
+                fail("topchrome: usage: topchrome redis-functions load --store redis://HOST:PORT [--redis-password-file PATH]", status: 2)
+            }
+            subcommand = "redis-functions load"
+            arguments.removeFirst()
+        }
         if subcommand != nil { arguments.removeFirst() }
         let command: ServiceConfiguration.Command
         do {
@@ -42,6 +49,8 @@ enum Launcher {
             exit(HealthCheck.run(host: configuration.host, port: configuration.port))
         case let .serve(configuration) where subcommand == "check-config":
             exit(checkConfiguration(configuration))
+        case let .serve(configuration) where subcommand == "redis-functions load":
+            exit(loadFunctionLibrary(configuration))
         case let .serve(configuration):
             serve(configuration)
         }
@@ -93,6 +102,21 @@ enum Launcher {
 
     /// `topchrome check-config`: what was checked on stdout, what failed on
     /// stderr, and the exit status a deploy acts on (see `ConfigurationCheck`).
+    /// Loads the Redis function library on every primary, for a service
+    /// that runs as a Redis user who may only call it.
+    private static func loadFunctionLibrary(_ configuration: ServiceConfiguration) -> Int32 {
+        guard case let .redis(seeds) = configuration.store else {
+            fail("topchrome redis-functions load: needs --store redis://HOST:PORT[,HOST:PORT...]", status: 2)
+        }
+        let load = FunctionLibraryLoad(seeds: seeds, password: configuration.redisPassword, timeout: configuration.redisTimeout)
+        for line in load.loaded { print(line) }
+        for failure in load.failures {
+            let text = Array("topchrome redis-functions load: \(failure)\n".utf8)
+            _ = text.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
+        }
+        return load.exitStatus
+    }
+
     private static func checkConfiguration(_ configuration: ServiceConfiguration) -> Int32 {
         let check = ConfigurationCheck(configuration)
         for line in check.checked { print("ok: " + line) }

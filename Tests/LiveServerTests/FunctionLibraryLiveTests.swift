@@ -1,0 +1,53 @@
+import Foundation
+import RedisSessionStore
+import RedisTestSupport
+import Testing
+
+/// The function library as operators of a locked-down Redis meet it: loaded
+/// once by `topchrome redis-functions load`, called by a user who may not
+/// load it, and loaded by the service itself where a call finds it missing.
+@Suite struct FunctionLibraryLiveTests {
+    @Test func anOperatorLoadsItAndTheServiceNeedsNoRightToLoad() throws {
+        let redis = try RedisServer()
+        let load = try CommandLineTests.run(["redis-functions", "load", "--store", "redis://127.0.0.1:\(redis.port)"])
+        #expect(load.status == 0, "\(load.errors)")
+        #expect(load.output == "loaded \(ChromeFunctions.libraryName) on 127.0.0.1:\(redis.port)\n", "\(load.output)")
+        // The service's user may call the functions, not load them.
+        _ = try redisCLI(port: redis.port, "ACL", "SETUSER", "default", "-function")
+        #expect(try redisCLI(port: redis.port, "FUNCTION", "LIST").contains("NOPERM"))
+
+        let server = try LiveServer(store: .redis([redis.node]), keyPrefix: "locked:")
+        #expect(server.waitUntilReady(), "a user who may not load the library is no reason to refuse a connection")
+        let id = try server.createSession()
+        #expect(try server.client().json("POST", "/v1/sessions/\(id)/scroll", #"{"contentOffsetY": 300}"#).status == 200)
+        #expect(try server.client().request("GET", "/v1/sessions/\(id)").json["isRevealed"] as? Bool == false)
+    }
+
+    /// Without an operator's load, the first call on a primary loads it.
+    @Test func theServiceLoadsItWhereACallFindsItMissing() throws {
+        let redis = try RedisServer()
+        let server = try LiveServer(store: .redis([redis.node]), keyPrefix: "lazy:")
+        #expect(server.waitUntilReady())
+        #expect(!(try redisCLI(port: redis.port, "FUNCTION", "LIST")).contains(ChromeFunctions.libraryName), "not on connecting")
+        let id = try server.createSession()
+        #expect(try server.client().request("GET", "/v1/sessions/\(id)").status == 200)
+        #expect(try redisCLI(port: redis.port, "FUNCTION", "LIST").contains(ChromeFunctions.libraryName))
+    }
+
+    @Test func loadingWithoutARedisStoreIsAUsageError() throws {
+        let run = try CommandLineTests.run(["redis-functions", "load"])
+        #expect(run.status == 2)
+        #expect(run.errors.contains("needs --store redis://"), "\(run.errors)")
+        let wrong = try CommandLineTests.run(["redis-functions", "unload"])
+        #expect(wrong.status == 2)
+    }
+
+    /// The name follows the text: any change to a function renames the
+    /// library, so two builds never replace each other's.
+    @Test func theNameIsADigestOfTheText() {
+        #expect(ChromeFunctions.libraryName.hasPrefix("topchrome_"))
+        #expect(ChromeFunctions.libraryName.count == "topchrome_".count + 16)
+        #expect(ChromeFunctions.library.hasPrefix("#!lua name=\(ChromeFunctions.libraryName)\n"))
+        #expect(ChromeFunctions.library.contains("local LIBRARY = '\(ChromeFunctions.libraryName)'\n"))
+    }
+}
