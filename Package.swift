@@ -5,13 +5,14 @@ let package = Package(
     name: "TopChrome",
     // For the client library on Apple platforms (Observation); Linux ignores it.
     platforms: [.macOS(.v14), .iOS(.v17)],
+    // What a package depending on this one sees: the client library, and
+    // the core (shared by an app for local prediction). The server's own
+    // libraries (MicroHTTPD, Redis) are targets, not products.
     products: [
         .executable(name: "topchrome", targets: ["topchrome"]),
         .library(name: "TopChromeCore", targets: ["TopChromeCore"]),
-        .library(name: "MicroHTTPD", targets: ["MicroHTTPD"]),
         .library(name: "TopChromeClient", targets: ["TopChromeClient"]),
         .executable(name: "topchrome-watch", targets: ["topchrome-watch"]),
-        .library(name: "Redis", targets: ["Redis"]),
     ],
     targets: [
         // The domain: state, rules, session store and its change feed. No HTTP, no C, no I/O.

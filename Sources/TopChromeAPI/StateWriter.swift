@@ -4,9 +4,10 @@ import TopChromeCore
 /// response body (a fractional inset goes through `String`): every answer to
 /// a scroll report carries one, so this is on the hot path of every client.
 enum StateWriter {
-    /// Longest possible output: the fixed text, 32 id digits, the longest
-    /// `Double` description and the longest `UInt64`.
-    private static let capacity = 128
+    /// Longest possible output: the fixed text (with `lastSeq`), 32 id
+    /// digits, the longest `Double` description (24 bytes) and two of the
+    /// longest `UInt64` (20 each): 7 + 32 + 10 + 24 + 30 + 20 + 11 + 20 + 1 = 155.
+    private static let capacity = 160
 
     static func json(_ session: Session) -> [UInt8] {
         var json: [UInt8] = []
@@ -31,6 +32,12 @@ enum StateWriter {
             end = write(session.state.isRevealed ? #","isRevealed":true,"version":"# : #","isRevealed":false,"version":"#,
                         into: bytes, at: end)
             end = decimal(session.state.version, into: bytes, at: end)
+            // The highest seq applied, so a client attached again (an app
+            // relaunched, its clock stepped back) numbers its reports above it.
+            if let lastSeq = session.state.lastAppliedSeq {
+                end = write(#","lastSeq":"#, into: bytes, at: end)
+                end = decimal(lastSeq, into: bytes, at: end)
+            }
             end = write("}", into: bytes, at: end)
             assert(end <= capacity, "the longest state fits")
             json.reserveCapacity(json.count + end)

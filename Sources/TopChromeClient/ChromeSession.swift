@@ -4,8 +4,12 @@ import FoundationNetworking
 #endif
 
 /// One session of the service, seen from an app: changes go out in order,
-/// one request at a time, and scroll reports that piled up meanwhile are
-/// reduced to the one that matters.
+/// one request at a time and at most one per `minimumSendInterval`, and
+/// scroll reports that piled up meanwhile are reduced to the one that
+/// matters (the newest: a run of reports leaves the state the last one sets).
+///
+/// Every method that waits stops waiting, and stops its request, when its
+/// task is cancelled.
 ///
 /// Use one `ChromeSession` per screen: two of them for the same id keep
 /// separate queues.
@@ -13,10 +17,16 @@ public actor ChromeSession {
     public nonisolated let id: String
     let client: TopChromeClient
 
-    /// A change or read waiting its turn.
-    private enum Operation {
+    /// A change or read waiting its turn; `ticket` orders them for `flush`.
+    private struct Operation {
+        var ticket: UInt64
+        var kind: Kind
+    }
+
+    private enum Kind {
         case scroll(contentOffsetY: Double, contentInsetTop: Double)
-        case command(Command, CheckedContinuation<ChromeState?, any Error>?)
+        /// `waiter` names the continuation in `waiters`, if anyone waits.
+        case command(Command, waiter: UInt64?)
     }
 
     enum Command {
@@ -27,31 +37,46 @@ public actor ChromeSession {
     }
 
     private var queue: [Operation] = []
+    /// Continuations of commands, by waiter key, until answered or cancelled.
+    private var waiters: [UInt64: CheckedContinuation<ChromeState?, any Error>] = [:]
+    /// The command being sent, and the task sending it (cancelled with its caller).
+    private var inFlight: (waiter: UInt64, task: Task<ChromeState?, any Error>)?
+    private var nextKey: UInt64 = 0
+    /// The last ticket handed out, and the last one done (sent, failed or dropped).
+    private var lastTicket: UInt64 = 0
+    private var doneThrough: UInt64 = 0
+    private var flushWaiters: [UInt64: (ticket: UInt64, continuation: CheckedContinuation<Void, any Error>)] = [:]
     private var isSending = false
+    private var lastSendStart: ContinuousClock.Instant?
+    /// Set by `suspend()`: what is queued goes out without waiting for the interval.
+    private var hurry = false
     /// Why the session ended: it is gone from the service.
     private var ending: TopChromeError?
     /// A report that failed, for the next `flush` to throw.
     private var reportFailure: (any Error)?
-    private var flushWaiters: [CheckedContinuation<Void, any Error>] = []
+    private var failureObservers: [@Sendable (TopChromeError) -> Void] = []
+    /// The highest seq this session used or saw the service apply: reports
+    /// are numbered above it, from 1 for a new session. Not the clock: a
+    /// clock stepped back would make every report stale.
     private var lastSeq: UInt64 = 0
     private var streams: [UInt64: AsyncThrowingStream<ChromeState, any Error>.Continuation] = [:]
-    private var nextStreamKey: UInt64 = 0
 
-    init(id: String, client: TopChromeClient) {
+    init(id: String, client: TopChromeClient, known state: ChromeState?) {
         self.id = id
         self.client = client
+        lastSeq = state?.lastSeq ?? 0
     }
 
     // MARK: Changes
 
     /// Queues a scroll report and returns at once. Reports from a horizontal
     /// scroll view never change the state, so they are not sent; of the
-    /// vertical reports that wait while a request is in flight, only the
-    /// newest is sent.
+    /// vertical reports that wait for their turn, only the newest is sent.
     public func report(contentOffsetY: Double, contentInsetTop: Double = 0, axis: ScrollAxis = .vertical) {
         guard axis == .vertical, ending == nil else { return }
-        let report = Operation.scroll(contentOffsetY: contentOffsetY, contentInsetTop: contentInsetTop)
-        if case .scroll = queue.last {
+        lastTicket += 1
+        let report = Operation(ticket: lastTicket, kind: .scroll(contentOffsetY: contentOffsetY, contentInsetTop: contentInsetTop))
+        if case .scroll = queue.last?.kind {
             queue[queue.count - 1] = report
         } else {
             queue.append(report)
@@ -62,7 +87,8 @@ public actor ChromeSession {
     /// Sets the inset, after everything queued before it.
     @discardableResult
     public func setInset(_ inset: Double) async throws -> ChromeState {
-        try await perform(.inset(inset))
+        guard inset.isFinite else { throw TopChromeError.invalidValue("inset \(inset) is not finite") }
+        return try await perform(.inset(inset))
     }
 
     /// The screen went away: the island is revealed for the next one.
@@ -82,15 +108,45 @@ public actor ChromeSession {
         _ = try await run(.delete)
     }
 
-    /// Returns when every report queued so far has been acknowledged by the
-    /// service; throws the error of a report that failed since the last flush.
+    /// Returns when everything queued before this call has been sent (or
+    /// has failed); reports queued later are not waited for. Throws the
+    /// error of a report that failed since the last flush, or
+    /// `CancellationError` when its task is cancelled.
     public func flush() async throws {
         if let ending { throw ending }
-        if isSending {
-            try await withCheckedThrowingContinuation { flushWaiters.append($0) }
-        } else if let failure = reportFailure {
+        let ticket = lastTicket
+        if doneThrough < ticket {
+            nextKey += 1
+            let key = nextKey
+            try await withTaskCancellationHandler {
+                try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                    if Task.isCancelled {
+                        continuation.resume(throwing: CancellationError())
+                    } else {
+                        flushWaiters[key] = (ticket, continuation)
+                    }
+                }
+            } onCancel: {
+                Task { await self.cancelFlush(key) }
+            }
+        }
+        if let ending { throw ending }
+        if let failure = reportFailure {
             reportFailure = nil
             throw failure
+        }
+    }
+
+    /// For an app going to the background: sends what is queued at once,
+    /// without the pause between requests, and returns when it is sent.
+    /// Errors are not thrown here (they surface at the next `flush`).
+    public func suspend() async {
+        hurry = true
+        defer { hurry = false }
+        do {
+            try await flush()
+        } catch {
+            if !(error is CancellationError) { reportFailure = error }
         }
     }
 
@@ -98,8 +154,20 @@ public actor ChromeSession {
     /// wait (a view's `onDisappear`).
     func enqueue(_ command: Command) {
         guard ending == nil else { return }
-        queue.append(.command(command, nil))
+        lastTicket += 1
+        queue.append(Operation(ticket: lastTicket, kind: .command(command, waiter: nil)))
         sendIfIdle()
+    }
+
+    /// `observe` hears of every report that fails (and of the session's end).
+    func observeFailures(_ observe: @escaping @Sendable (TopChromeError) -> Void) {
+        failureObservers.append(observe)
+    }
+
+    /// A state seen anywhere (an answer, the event stream): reports are
+    /// numbered above the highest seq it says was applied.
+    func learn(_ state: ChromeState) {
+        if let applied = state.lastSeq, applied > lastSeq { lastSeq = applied }
     }
 
     private func perform(_ command: Command) async throws -> ChromeState {
@@ -114,10 +182,35 @@ public actor ChromeSession {
             if case .delete = command, case .sessionGone = ending { return nil }
             throw ending
         }
-        return try await withCheckedThrowingContinuation { continuation in
-            queue.append(.command(command, continuation))
-            sendIfIdle()
+        try Task.checkCancellation()
+        nextKey += 1
+        let key = nextKey
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                waiters[key] = continuation
+                lastTicket += 1
+                queue.append(Operation(ticket: lastTicket, kind: .command(command, waiter: key)))
+                sendIfIdle()
+            }
+        } onCancel: {
+            Task { await self.cancelCommand(key) }
         }
+    }
+
+    /// A caller of a command was cancelled: a command still queued is taken
+    /// out, one in flight has its request cancelled.
+    private func cancelCommand(_ key: UInt64) {
+        if let index = queue.firstIndex(where: { if case .command(_, key) = $0.kind { true } else { false } }) {
+            queue.remove(at: index)
+            waiters.removeValue(forKey: key)?.resume(throwing: CancellationError())
+            finishFlushes()
+        } else if let inFlight, inFlight.waiter == key {
+            inFlight.task.cancel()
+        }
+    }
+
+    private func cancelFlush(_ key: UInt64) {
+        flushWaiters.removeValue(forKey: key)?.continuation.resume(throwing: CancellationError())
     }
 
     // MARK: Sending
@@ -128,34 +221,68 @@ public actor ChromeSession {
         Task { await sendQueued() }
     }
 
-    /// Sends the queue in order, one request at a time, until it is empty.
+    /// Sends the queue in order, one request at a time and not sooner than
+    /// the interval after the last, until it is empty.
     private func sendQueued() async {
         while !queue.isEmpty {
-            switch queue.removeFirst() {
+            await pace()
+            guard !queue.isEmpty else { break }
+            let operation = queue.removeFirst()
+            lastSendStart = ContinuousClock.now
+            switch operation.kind {
             case let .scroll(offset, inset):
                 await sendReport(contentOffsetY: offset, contentInsetTop: inset)
-            case let .command(command, continuation):
-                do {
-                    let state = try await send(command)
-                    continuation?.resume(returning: state)
-                } catch {
-                    if case let .some(.sessionGone(id)) = error as? TopChromeError, case .delete = command {
-                        end(with: .sessionGone(id: id), streamsFinishing: false)
-                        continuation?.resume(returning: nil)
-                        continue
-                    }
-                    if let error = error as? TopChromeError, case .sessionGone = error { end(with: error) }
-                    continuation?.resume(throwing: error)
-                }
+            case let .command(command, waiter):
+                await sendCommand(command, waiter: waiter)
             }
+            doneThrough = max(doneThrough, operation.ticket)
+            finishFlushes()
         }
         isSending = false
-        let waiters = flushWaiters
-        flushWaiters = []
-        let failure = ending ?? reportFailure
-        if !waiters.isEmpty { reportFailure = nil }
-        for waiter in waiters {
-            if let failure { waiter.resume(throwing: failure) } else { waiter.resume() }
+        doneThrough = lastTicket
+        finishFlushes()
+    }
+
+    /// Waits out the rest of the interval since the last request started;
+    /// reports arriving meanwhile replace the one queued.
+    private func pace() async {
+        guard !hurry, let lastSendStart else { return }
+        let interval = Duration.nanoseconds(Int64(max(0, client.configuration.minimumSendInterval) * 1e9))
+        let due = lastSendStart + interval
+        if ContinuousClock.now < due {
+            try? await Task.sleep(until: due, clock: .continuous)
+        }
+    }
+
+    private func finishFlushes() {
+        let ready = flushWaiters.filter { $0.value.ticket <= doneThrough || ending != nil }
+        for (key, waiter) in ready {
+            flushWaiters[key] = nil
+            waiter.continuation.resume()
+        }
+    }
+
+    private func sendCommand(_ command: Command, waiter: UInt64?) async {
+        if let waiter, waiters[waiter] == nil { return }  // cancelled meanwhile
+        let task = Task { try await send(command) }
+        if let waiter { inFlight = (waiter, task) }
+        let result = await task.result
+        inFlight = nil
+        let continuation = waiter.flatMap { waiters.removeValue(forKey: $0) }
+        switch result {
+        case let .success(state):
+            continuation?.resume(returning: state)
+        case let .failure(error):
+            if case let .some(.sessionGone(id)) = error as? TopChromeError, case .delete = command {
+                end(with: .sessionGone(id: id), streamsFinishing: false)
+                continuation?.resume(returning: nil)
+                return
+            }
+            if let error = error as? TopChromeError {
+                if case .sessionGone = error { end(with: error) }
+                if waiter == nil { tellFailure(error) }
+            }
+            continuation?.resume(throwing: error)
         }
     }
 
@@ -164,70 +291,99 @@ public actor ChromeSession {
         let request: URLRequest
         switch command {
         case let .inset(inset):
-            request = client.request("PUT", path + "/inset", body: try JSONEncoder().encode(["inset": inset]))
+            request = try await client.request("PUT", path + "/inset", body: TopChromeClient.encode(InsetBody(inset: inset)))
         case .disappear:
-            request = client.request("POST", path + "/disappear")
+            request = try await client.request("POST", path + "/disappear")
         case .read:
-            request = client.request("GET", path)
+            request = try await client.request("GET", path)
         case .delete:
             _ = try await client.send(client.request("DELETE", path), sessionID: id)
             end(with: .sessionGone(id: id), streamsFinishing: false)
             return nil
         }
-        return try TopChromeClient.decodeState(try await client.send(request, sessionID: id))
+        let state = try TopChromeClient.decodeState(try await client.send(request, sessionID: id))
+        learn(state)
+        return state
     }
 
     /// Sends one report, retrying while the service is unreachable; a retry
-    /// carries the newest report that arrived meanwhile instead.
+    /// carries the newest report that arrived meanwhile instead. A report
+    /// the service calls stale (its seq not above one it applied: another
+    /// life of this session numbered higher) is numbered above that and
+    /// sent once more.
     private func sendReport(contentOffsetY: Double, contentInsetTop: Double) async {
         var report = (offset: contentOffsetY, inset: contentInsetTop)
         // A retry keeps its seq: if the first try did arrive, the service
         // ignores the second as stale instead of applying it twice.
         var seq = nextSeq()
+        var isRepeat = false
+        var renumbered = false
         var retry = 0
         while ending == nil {
-            let body = Data(#"{"contentOffsetY":\#(report.offset),"contentInsetTop":\#(report.inset),"seq":\#(seq)}"#.utf8)
             let outcome: TopChromeClient.Outcome
             do {
+                let body = try TopChromeClient.encode(
+                    ScrollReportBody(contentOffsetY: report.offset, contentInsetTop: report.inset, seq: seq))
                 outcome = try await client.attempt(client.request("POST", "v1/sessions/\(id)/scroll", body: body), sessionID: id)
             } catch {
-                reportFailure = error
+                failReport(error)
                 return
             }
             switch outcome {
-            case .success:
-                return
+            case let .success(data, _, staleReports):
+                let state = try? TopChromeClient.decodeState(data)
+                if let state { learn(state) }
+                guard staleReports > 0, !isRepeat else { return }
+                // Numbered below what the service applied: renumber and send
+                // once more (only once: a second stale answer means another
+                // client is numbering this session, and its reports win).
+                client.log("session \(id): report \(seq) was stale (the service applied \(state?.lastSeq.map(String.init) ?? "?")); sending it above that")
+                guard !renumbered else {
+                    failReport(TopChromeError.malformedResponse("report \(seq) ignored as stale twice"))
+                    return
+                }
+                renumbered = true
+                seq = nextSeq()
             case let .failure(error):
-                if case .sessionGone = error { end(with: error) } else { reportFailure = error }
+                if case .sessionGone = error { end(with: error) } else { failReport(error) }
                 return
             case let .retryable(error, retryAfter):
                 guard retry + 1 < client.configuration.retry.maximumAttempts else {
-                    reportFailure = error
+                    failReport(error)
                     return
                 }
+                client.log("session \(id): report failed (\(error)); retrying")
                 do {
                     try await client.configuration.retry.pause(retry: retry, retryAfter: retryAfter)
                 } catch {
-                    reportFailure = error
+                    failReport(error)
                     return
                 }
                 retry += 1
-                if case let .scroll(offset, inset) = queue.first {
-                    queue.removeFirst()
+                isRepeat = true
+                if case let .scroll(offset, inset) = queue.first?.kind {
+                    let newer = queue.removeFirst()
+                    doneThrough = max(doneThrough, newer.ticket - 1)
                     report = (offset, inset)
                     seq = nextSeq()
+                    isRepeat = false
                 }
             }
         }
     }
 
-    /// Numbers grow with the clock, not from 1, so that reports of a
-    /// session attached again (a relaunched app) are not taken as stale
-    /// against the numbers its earlier life used. Microseconds since 1970
-    /// stay below the API's limit of 2^53 - 1 until the 2200s.
+    private func failReport(_ error: any Error) {
+        reportFailure = error
+        client.log("session \(id): report failed: \(error)")
+        if let error = error as? TopChromeError { tellFailure(error) }
+    }
+
+    private func tellFailure(_ error: TopChromeError) {
+        for observe in failureObservers { observe(error) }
+    }
+
     private func nextSeq() -> UInt64 {
-        let now = UInt64(max(0, Date().timeIntervalSince1970 * 1_000_000))
-        lastSeq = min(max(lastSeq + 1, now), (1 << 53) - 1)
+        lastSeq = min(lastSeq + 1, (1 << 53) - 1)
         return lastSeq
     }
 
@@ -241,7 +397,9 @@ public actor ChromeSession {
         ending = error
         let dropped = queue
         queue = []
-        for case let .command(_, continuation?) in dropped { continuation.resume(throwing: error) }
+        for case let .command(_, key?) in dropped.map(\.kind) { waiters.removeValue(forKey: key)?.resume(throwing: error) }
+        finishFlushes()
+        tellFailure(error)
         guard streamsFinishing else { return }
         let open = streams
         streams = [:]
@@ -253,9 +411,9 @@ public actor ChromeSession {
             continuation.finish(throwing: ending)
             return nil
         }
-        nextStreamKey += 1
-        streams[nextStreamKey] = continuation
-        return nextStreamKey
+        nextKey += 1
+        streams[nextKey] = continuation
+        return nextKey
     }
 
     func unregister(_ key: UInt64) {

@@ -11,12 +11,17 @@ public struct ChromeState: Codable, Sendable, Hashable {
     /// Whether the island shows: at the top it does, scrolled down it hides.
     public var isRevealed: Bool
     public var version: Int
+    /// The highest report `seq` the session applied, `nil` while none
+    /// carried one. A `ChromeSession` numbers its reports above it, so a
+    /// session attached again (an app relaunched) is never taken as stale.
+    public var lastSeq: UInt64?
 
-    public init(id: String, inset: Double, isRevealed: Bool, version: Int) {
+    public init(id: String, inset: Double, isRevealed: Bool, version: Int, lastSeq: UInt64? = nil) {
         self.id = id
         self.inset = inset
         self.isRevealed = isRevealed
         self.version = version
+        self.lastSeq = lastSeq
     }
 }
 
@@ -56,8 +61,12 @@ public enum TopChromeError: Error, Sendable, Hashable, CustomStringConvertible {
     case unavailable(Problem)
     /// No answer through every retry (connection refused, reset, timed out).
     case transport(String)
-    /// An answer that is not what the API promises.
+    /// An answer that is not what the API promises (an event stream that is
+    /// not `text/event-stream`: a captive portal or a proxy's page).
     case malformedResponse(String)
+    /// A value the API cannot take (a non-finite offset or inset): refused
+    /// before anything is sent.
+    case invalidValue(String)
 
     public var description: String {
         switch self {
@@ -66,6 +75,30 @@ public enum TopChromeError: Error, Sendable, Hashable, CustomStringConvertible {
             "\(problem.status) \(problem.title ?? "")\(problem.detail.map { ": " + $0 } ?? "")"
         case let .transport(reason): "no answer: \(reason)"
         case let .malformedResponse(reason): "malformed response: \(reason)"
+        case let .invalidValue(reason): "invalid value: \(reason)"
+        }
+    }
+}
+
+/// Where a `RemoteTopChrome` stands with the service's event stream.
+public enum ConnectionState: Sendable, Hashable, CustomStringConvertible {
+    /// Opening the stream (the first time, or after a clean end).
+    case connecting
+    /// The stream is open: `inset` and `isRevealed` are the service's.
+    case live
+    /// The stream failed or was cut (`lastError` says why); the next
+    /// attempt follows after this many seconds.
+    case retrying(after: Double)
+    /// Not following: not started, cancelled, or ended for good (the
+    /// session is gone, or the service refused: `lastError` says which).
+    case stopped
+
+    public var description: String {
+        switch self {
+        case .connecting: "connecting"
+        case .live: "live"
+        case let .retrying(after): "retrying in \((after * 10).rounded() / 10) s"
+        case .stopped: "stopped"
         }
     }
 }

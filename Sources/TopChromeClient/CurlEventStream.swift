@@ -24,8 +24,11 @@ final class EventStreamConnection: Sendable {
     let pieces: AsyncThrowingStream<Piece, any Error>
     private let continuation: AsyncThrowingStream<Piece, any Error>.Continuation
 
-    init(_ request: URLRequest, idleTimeout: Double) {
-        (pieces, continuation) = AsyncThrowingStream.makeStream(of: Piece.self)
+    /// `bufferLimit`: pieces a slow reader may fall behind by; beyond that
+    /// the connection ends (the stream reconnects with `Last-Event-ID`, so
+    /// nothing is lost but the time).
+    init(_ request: URLRequest, idleTimeout: Double, bufferLimit: Int) {
+        (pieces, continuation) = AsyncThrowingStream.makeStream(of: Piece.self, bufferingPolicy: .bufferingOldest(bufferLimit))
         let transfer = CurlTransfer(request, idleTimeout: idleTimeout, continuation: continuation)
         // Also when the reader's task is cancelled: the connection closes.
         continuation.onTermination = { _ in transfer.cancel() }
@@ -53,6 +56,7 @@ private final class CurlTransfer: @unchecked Sendable {
     private var easy: UnsafeMutableRawPointer?
     private var announced = false
     private var retryAfter: String?
+    private var contentType: String?
 
     init(_ request: URLRequest, idleTimeout: Double,
          continuation: AsyncThrowingStream<EventStreamPiece, any Error>.Continuation) {
@@ -162,9 +166,14 @@ private final class CurlTransfer: @unchecked Sendable {
         let line = String(decoding: UnsafeRawBufferPointer(start: bytes, count: count), as: UTF8.self)
         if line.hasPrefix("HTTP/") {
             retryAfter = nil
-        } else if let colon = line.firstIndex(of: ":"),
-                  line[..<colon].caseInsensitiveCompare("Retry-After") == .orderedSame {
-            retryAfter = line[line.index(after: colon)...].trimmingCharacters(in: .whitespacesAndNewlines)
+            contentType = nil
+        } else if let colon = line.firstIndex(of: ":") {
+            let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespacesAndNewlines)
+            if line[..<colon].caseInsensitiveCompare("Retry-After") == .orderedSame {
+                retryAfter = value
+            } else if line[..<colon].caseInsensitiveCompare("Content-Type") == .orderedSame {
+                contentType = value
+            }
         }
         return count
     }
@@ -173,7 +182,11 @@ private final class CurlTransfer: @unchecked Sendable {
         // Returning less than was given ends the transfer.
         if isCancelled { return 0 }
         announce()
-        if let bytes, count > 0 { continuation.yield(.body(Data(bytes: bytes, count: count))) }
+        if let bytes, count > 0, case .dropped = continuation.yield(.body(Data(bytes: bytes, count: count))) {
+            // The reader fell behind by the whole buffer: end the transfer
+            // (the stream reconnects from its last event id).
+            return 0
+        }
         return count
     }
 
@@ -182,7 +195,7 @@ private final class CurlTransfer: @unchecked Sendable {
         announced = true
         var status = 0
         _ = ccurl_response_code(easy, &status)
-        continuation.yield(.head(status: status, retryAfter: retryAfter))
+        continuation.yield(.head(status: status, retryAfter: retryAfter, contentType: contentType))
     }
 
     /// The reason in our words (``TransferFailure``), as the URLError a

@@ -22,8 +22,19 @@ extension ChromeSession {
     public nonisolated func states(
         onConnection: @escaping @Sendable (StreamConnectionEvent) -> Void
     ) -> AsyncThrowingStream<ChromeState, any Error> {
-        let (stream, output) = AsyncThrowingStream.makeStream(of: ChromeState.self)
-        let follower = StateFollower(session: self, onConnection: onConnection)
+        states(onConnection: onConnection, onWait: { _ in })
+    }
+
+    /// `states(onConnection:)`, also telling `onWait` how many seconds it
+    /// waits before each new attempt. A reader that falls behind by more
+    /// than `stateBufferLimit` states skips the oldest: the newest state wins.
+    package nonisolated func states(
+        onConnection: @escaping @Sendable (StreamConnectionEvent) -> Void,
+        onWait: @escaping @Sendable (Double) -> Void
+    ) -> AsyncThrowingStream<ChromeState, any Error> {
+        let (stream, output) = AsyncThrowingStream.makeStream(
+            of: ChromeState.self, bufferingPolicy: .bufferingNewest(max(1, client.configuration.stateBufferLimit)))
+        let follower = StateFollower(session: self, onConnection: onConnection, onWait: onWait)
         let task = Task { await follower.run(into: output) }
         output.onTermination = { _ in task.cancel() }
         return stream
@@ -48,6 +59,7 @@ public enum StreamConnectionEvent: Sendable, Hashable {
 struct StateFollower: Sendable {
     let session: ChromeSession
     var onConnection: @Sendable (StreamConnectionEvent) -> Void = { _ in }
+    var onWait: @Sendable (Double) -> Void = { _ in }
     var client: TopChromeClient { session.client }
 
     func run(into output: AsyncThrowingStream<ChromeState, any Error>.Continuation) async {
@@ -63,8 +75,8 @@ struct StateFollower: Sendable {
 
     /// A reconnection names the last event it has, so the service does not
     /// send that state again.
-    func request(lastEventID: String) -> URLRequest {
-        var request = client.request("GET", "v1/sessions/\(session.id)/events")
+    func request(lastEventID: String) async throws -> URLRequest {
+        var request = try await client.request("GET", "v1/sessions/\(session.id)/events")
         request.setValue("text/event-stream", forHTTPHeaderField: "Accept")
         request.setValue("no-cache", forHTTPHeaderField: "Cache-Control")
         request.timeoutInterval = client.configuration.streamIdleTimeout
@@ -76,27 +88,46 @@ struct StateFollower: Sendable {
         var parser = ServerSentEventParser()
         /// The last state yielded, and its event id (`<version>.<tag>`).
         var lastYielded: (id: String, state: ChromeState)?
+        // The backoff starts again only after a connection that stayed up
+        // `stableConnectionInterval`: an answer that is cut at once (a
+        // proxy, a captive portal, a crashing server) is retried ever more
+        // slowly, not every few hundred milliseconds forever.
         var retry = 0
         var failures = 0
         while true {
             try Task.checkCancellation()
-            let request = request(lastEventID: parser.lastEventID)
+            let request: URLRequest
+            do {
+                request = try await self.request(lastEventID: parser.lastEventID)
+            } catch let error as CancellationError {
+                throw error
+            } catch {
+                throw TopChromeError.rejected(Problem(status: 401, detail: "no token: \(error)"))
+            }
             parser.startNewStream()
 
             var retryAfter: Double?
             var interruption: TopChromeError?
-            let connection = EventStreamConnection(request, idleTimeout: client.configuration.streamIdleTimeout)
+            var connectedAt: ContinuousClock.Instant?
+            let connection = EventStreamConnection(request, idleTimeout: client.configuration.streamIdleTimeout,
+                                                   bufferLimit: 1024)
             defer { connection.close() }
             do {
                 var status: Int?
                 var refusal = Data()
                 for try await piece in connection.pieces {
                     switch piece {
-                    case let .head(code, retryAfterHeader):
+                    case let .head(code, retryAfterHeader, contentType):
                         status = code
                         retryAfter = retryAfterHeader.flatMap(TopChromeClient.seconds(retryAfter:))
                         if code == 200 {
-                            retry = 0
+                            // Anything but an event stream is not the service
+                            // (a captive portal's page, a proxy's answer): a failure.
+                            guard Self.isEventStream(contentType) else {
+                                throw TopChromeError.malformedResponse(
+                                    "the event stream's answer is \(contentType ?? "untyped"), not text/event-stream")
+                            }
+                            connectedAt = .now
                             failures = 0
                             onConnection(.connected)
                         }
@@ -112,6 +143,7 @@ struct StateFollower: Sendable {
                                 // is still the truth to show. A restart renames every state:
                                 // the one already shown, under a new id, is not shown again.
                                 if event.lastEventID != lastYielded?.id {
+                                    await session.learn(state)
                                     if state != lastYielded?.state { output.yield(state) }
                                     lastYielded = (event.lastEventID, state)
                                 }
@@ -139,23 +171,41 @@ struct StateFollower: Sendable {
                     interruption = nil
                 }
             } catch let error as TopChromeError {
-                throw error
+                // An answer that is not the service's (not an event stream, a
+                // state that does not read) is a failure to retry with backoff.
+                guard case .malformedResponse = error else { throw error }
+                try Task.checkCancellation()
+                interruption = error
             } catch {
                 // The connection failed or was cut: reconnect, unless the reader left.
                 try Task.checkCancellation()
                 interruption = .transport(error.localizedDescription)
             }
+            if let connectedAt, ContinuousClock.now - connectedAt >= .seconds(client.configuration.stableConnectionInterval) {
+                retry = 0
+            }
             if let interruption {
                 failures += 1
                 onConnection(.interrupted(interruption, failedAttempts: failures))
+                client.log("session \(session.id): event stream interrupted (\(interruption))")
             }
 
             var policy = client.configuration.retry
             if let milliseconds = parser.reconnectionTime {
+                // `retry:` sets the first delay; the backoff grows from it.
                 policy.initialDelay = min(Double(milliseconds) / 1000, policy.maximumDelay)
             }
-            try await policy.pause(retry: retry, retryAfter: retryAfter)
+            let delay = policy.delay(retry: retry, retryAfter: retryAfter, random: Double.random(in: 0..<1))
+            onWait(delay)
+            try await Task.sleep(nanoseconds: UInt64(delay * 1_000_000_000))
             retry += 1
         }
+    }
+
+    /// `text/event-stream`, with or without parameters, in any case.
+    static func isEventStream(_ contentType: String?) -> Bool {
+        guard let contentType else { return false }
+        let mediaType = contentType.split(separator: ";", maxSplits: 1).first ?? ""
+        return mediaType.trimmingCharacters(in: .whitespaces).lowercased() == "text/event-stream"
     }
 }

@@ -6,7 +6,8 @@ import FoundationNetworking
 /// The TopChrome service as an app sees it: sessions to create or attach
 /// to, each with its own ordered queue of changes and its event stream.
 public final class TopChromeClient: Sendable {
-    /// What the client does when the network or the service falters.
+    /// What the client does when the network or the service falters, and
+    /// how fast it sends.
     public struct Configuration: Sendable {
         /// Retries of requests and reconnections of event streams.
         public var retry = RetryPolicy()
@@ -16,43 +17,96 @@ public final class TopChromeClient: Sendable {
         /// The service sends a heartbeat every 15 s by default, so several
         /// missed heartbeats mean the connection is dead.
         public var streamIdleTimeout: Double = 50
+        /// Seconds an event stream must stay open before its backoff starts
+        /// again from the first delay (as LaunchDarkly's EventSource does):
+        /// a proxy that answers and closes at once is retried ever more slowly.
+        public var stableConnectionInterval: Double = 60
+        /// The least time between the starts of two requests of one session,
+        /// in seconds; reports that arrive meanwhile are reduced to the
+        /// newest. 50 ms is about one frame budget of the service: steady
+        /// 120 Hz scrolling costs at most 20 requests a second.
+        public var minimumSendInterval: Double = 0.05
+        /// States a slow reader of `states()` may fall behind by; beyond
+        /// that the oldest are dropped (the newest state wins).
+        public var stateBufferLimit = 16
+        /// Told what the client does about trouble (a stale report
+        /// renumbered, a failed report, a reconnection), for the app's log.
+        public var log: (@Sendable (String) -> Void)?
 
         public init() {}
     }
 
     public let baseURL: URL
     public let configuration: Configuration
-    let bearerToken: String?
+    let token: Token
     let urlSession: URLSession
 
-    public init(baseURL: URL, bearerToken: String?, configuration: Configuration = Configuration()) {
+    /// Where the bearer token comes from: fixed, or asked for before every
+    /// request (tokens that rotate).
+    enum Token: Sendable {
+        case fixed(String?)
+        case provider(@Sendable () async throws -> String?)
+
+        func value() async throws -> String? {
+            switch self {
+            case let .fixed(token): token
+            case let .provider(provide): try await provide()
+            }
+        }
+    }
+
+    /// A client with a fixed token (or none).
+    public convenience init(baseURL: URL, bearerToken: String?, configuration: Configuration = Configuration(),
+                            urlSessionConfiguration: URLSessionConfiguration = .ephemeral) {
+        self.init(baseURL: baseURL, token: .fixed(bearerToken), configuration: configuration,
+                  urlSessionConfiguration: urlSessionConfiguration)
+    }
+
+    /// A client that asks `tokenProvider` for the bearer token before every
+    /// request and every stream (re)connection, so a rotated token is used
+    /// from the next request on. `urlSessionConfiguration` is copied and
+    /// used for the short requests (proxies, cellular access, headers).
+    public convenience init(baseURL: URL, configuration: Configuration = Configuration(),
+                            urlSessionConfiguration: URLSessionConfiguration = .ephemeral,
+                            tokenProvider: @escaping @Sendable () async throws -> String?) {
+        self.init(baseURL: baseURL, token: .provider(tokenProvider), configuration: configuration,
+                  urlSessionConfiguration: urlSessionConfiguration)
+    }
+
+    init(baseURL: URL, token: Token, configuration: Configuration, urlSessionConfiguration: URLSessionConfiguration) {
         self.baseURL = baseURL
-        self.bearerToken = bearerToken
+        self.token = token
         self.configuration = configuration
-        let sessionConfiguration = URLSessionConfiguration.ephemeral
+        let sessionConfiguration = urlSessionConfiguration.copy() as? URLSessionConfiguration ?? .ephemeral
         sessionConfiguration.timeoutIntervalForRequest = configuration.requestTimeout
         urlSession = URLSession(configuration: sessionConfiguration)
     }
 
     deinit { urlSession.finishTasksAndInvalidate() }
 
+    func log(_ message: @autoclosure () -> String) {
+        configuration.log?(message())
+    }
+
     /// Creates a session on the service. A 503 when the service is full is
     /// retried; if a retry follows a request that did arrive, the extra
     /// session is never used and expires with the service's session TTL.
     public func createSession(inset: Double? = nil) async throws -> ChromeSession {
-        let body = try inset.map { try JSONEncoder().encode(["inset": $0]) }
+        let body = try inset.map { try Self.encode(InsetBody(inset: $0)) }
         let data = try await send(request("POST", "v1/sessions", body: body), sessionID: nil)
-        return ChromeSession(id: try Self.decodeState(data).id, client: self)
+        let state = try Self.decodeState(data)
+        return ChromeSession(id: state.id, client: self, known: state)
     }
 
     /// A session that already exists, by id: nothing is sent until it is used.
     public func session(id: String) -> ChromeSession {
-        ChromeSession(id: id, client: self)
+        ChromeSession(id: id, client: self, known: nil)
     }
 
     // MARK: Requests
 
-    func request(_ method: String, _ path: String, body: Data? = nil) -> URLRequest {
+    func request(_ method: String, _ path: String, body: Data? = nil) async throws -> URLRequest {
+        let bearerToken = try await token.value()
         var request = URLRequest(url: baseURL.appendingPathComponent(path))
         request.httpMethod = method
         request.timeoutInterval = configuration.requestTimeout
@@ -67,7 +121,9 @@ public final class TopChromeClient: Sendable {
 
     /// What one attempt came to.
     enum Outcome: Sendable {
-        case success(Data, status: Int)
+        /// `staleReports`: how many reports the service ignored as stale
+        /// (`TopChrome-Stale-Reports`).
+        case success(Data, status: Int, staleReports: Int = 0)
         case retryable(TopChromeError, retryAfter: Double?)
         case failure(TopChromeError)
     }
@@ -85,8 +141,13 @@ public final class TopChromeClient: Sendable {
         guard let http = response as? HTTPURLResponse else {
             return .failure(.malformedResponse("not an HTTP response"))
         }
-        return Self.classify(status: http.statusCode, body: data, sessionID: sessionID,
-                             retryAfter: http.value(forHTTPHeaderField: "Retry-After"))
+        let outcome = Self.classify(status: http.statusCode, body: data, sessionID: sessionID,
+                                    retryAfter: http.value(forHTTPHeaderField: "Retry-After"))
+        if case let .success(data, status, _) = outcome,
+           let stale = http.value(forHTTPHeaderField: "TopChrome-Stale-Reports").flatMap({ Int($0) }) {
+            return .success(data, status: status, staleReports: stale)
+        }
+        return outcome
     }
 
     static func classify(status: Int, body: Data, sessionID: String?, retryAfter: String?) -> Outcome {
@@ -107,7 +168,7 @@ public final class TopChromeClient: Sendable {
         var retry = 0
         while true {
             switch try await attempt(request, sessionID: sessionID) {
-            case let .success(data, _):
+            case let .success(data, _, _):
                 return data
             case let .failure(error):
                 throw error
@@ -143,5 +204,27 @@ public final class TopChromeClient: Sendable {
         formatter.timeZone = TimeZone(identifier: "GMT")
         formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
         return formatter.date(from: trimmed).map { max(0, $0.timeIntervalSinceNow) }
+    }
+}
+
+/// Request bodies, written by `JSONEncoder`, which refuses a NaN or an
+/// infinity: such a value never leaves the app.
+struct InsetBody: Encodable {
+    var inset: Double
+}
+
+struct ScrollReportBody: Encodable {
+    var contentOffsetY: Double
+    var contentInsetTop: Double
+    var seq: UInt64
+}
+
+extension TopChromeClient {
+    static func encode(_ value: some Encodable) throws -> Data {
+        do {
+            return try JSONEncoder().encode(value)
+        } catch {
+            throw TopChromeError.invalidValue("\(value) is not finite")
+        }
     }
 }

@@ -5,7 +5,7 @@ import FoundationNetworking
 
 /// What an event stream's connection hands its reader, as it arrives.
 enum EventStreamPiece: Sendable {
-    case head(status: Int, retryAfter: String?)
+    case head(status: Int, retryAfter: String?, contentType: String?)
     case body(Data)
 }
 
@@ -21,8 +21,11 @@ final class EventStreamConnection: NSObject, URLSessionDataDelegate, Sendable {
     private let task: URLSessionDataTask
     private let urlSession: URLSession
 
-    init(_ request: URLRequest, idleTimeout: Double) {
-        (pieces, continuation) = AsyncThrowingStream.makeStream(of: Piece.self)
+    /// `bufferLimit`: pieces a slow reader may fall behind by; beyond that
+    /// the connection ends (the stream reconnects with `Last-Event-ID`, so
+    /// nothing is lost but the time).
+    init(_ request: URLRequest, idleTimeout: Double, bufferLimit: Int) {
+        (pieces, continuation) = AsyncThrowingStream.makeStream(of: Piece.self, bufferingPolicy: .bufferingOldest(bufferLimit))
         let configuration = URLSessionConfiguration.ephemeral
         configuration.timeoutIntervalForRequest = idleTimeout
         let delegate = Delegate(continuation)
@@ -62,12 +65,16 @@ final class EventStreamConnection: NSObject, URLSessionDataDelegate, Sendable {
                 return !announced
             }) else { return }
             let http = task.response as? HTTPURLResponse
-            continuation.yield(.head(status: http?.statusCode ?? 0, retryAfter: http?.value(forHTTPHeaderField: "Retry-After")))
+            continuation.yield(.head(status: http?.statusCode ?? 0, retryAfter: http?.value(forHTTPHeaderField: "Retry-After"),
+                                     contentType: http?.value(forHTTPHeaderField: "Content-Type")))
         }
 
         func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
             announce(dataTask)
-            continuation.yield(.body(data))
+            if case .dropped = continuation.yield(.body(data)) {
+                dataTask.cancel()
+                continuation.finish(throwing: URLError(.networkConnectionLost, userInfo: [NSLocalizedDescriptionKey: "the reader fell behind"]))
+            }
         }
 
         func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {

@@ -362,7 +362,12 @@ struct World {
         check(response.headers["Content-Type"] == "application/json", "state without Content-Type application/json\n\(summary())")
         check(response.headers["ETag"] == "\"\(etag(state))\"", "ETag is not \(etag(state))\n\(summary())")
         guard case let .object(members)? = try? JSONReader.parse(response.body),
-              Set(members.keys) == ["id", "inset", "isRevealed", "version"],
+              Set(members.keys) == (state.lastAppliedSeq == nil ? ["id", "inset", "isRevealed", "version"]
+                                                                 : ["id", "inset", "isRevealed", "version", "lastSeq"]),
+              state.lastAppliedSeq.map({ last in
+                  if case let .number(_, literal)? = members["lastSeq"] { return literal == String(last) }
+                  return false
+              }) ?? true,
               members["id"] == .string(id.description),
               case let .number(inset, _)? = members["inset"], inset == state.inset,
               members["isRevealed"] == .bool(state.isRevealed),

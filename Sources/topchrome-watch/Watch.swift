@@ -7,7 +7,7 @@ import TopChromeClient
 /// tell a script how the watch ended without reading stderr.
 enum Watch {
     static let usage = """
-        usage: topchrome watch [--auth-token-file FILE] URL ID
+        usage: topchrome watch [--auth-token-file FILE] [--connection] URL ID
 
         Prints each state of session ID on the server at URL as it arrives, one
         line of JSON each, until the session ends. URL is an http or https URL;
@@ -18,6 +18,10 @@ enum Watch {
         session store behind it is unavailable, says so on stderr once per
         outage and again when it is back, and keeps trying (waits of at most
         2 s, or what the server's Retry-After asks).
+
+        With --connection (or TOPCHROME_WATCH_CONNECTION=1), also shows the
+        connection's state on stderr each time it changes: "connecting",
+        "live", "retrying in N s" (the wait before the next attempt).
 
         Exit status, with the reason on stderr:
           0  stopped by Ctrl-C (SIGINT) or SIGTERM
@@ -46,6 +50,11 @@ enum Watch {
         if arguments.first == "--help" || arguments.first == "-h" {
             print(usage, terminator: "")
             exit(0)
+        }
+        var showConnection = ProcessInfo.processInfo.environment["TOPCHROME_WATCH_CONNECTION"] == "1"
+        if let index = arguments.firstIndex(of: "--connection") {
+            showConnection = true
+            arguments.remove(at: index)
         }
         if arguments.first == "--auth-token-file" {
             guard arguments.count > 1 else { fail("--auth-token-file needs a file", status: Status.usage) }
@@ -87,12 +96,13 @@ enum Watch {
         // An operator wants to see the server back within seconds, not half a minute.
         configuration.retry.maximumDelay = 2
         let session = TopChromeClient(baseURL: url, bearerToken: token, configuration: configuration).session(id: id)
-        let outages = OutageReport(server: arguments[0], firstContactAttempts: configuration.retry.maximumAttempts)
+        let outages = OutageReport(server: arguments[0], firstContactAttempts: configuration.retry.maximumAttempts,
+                                   showsConnection: showConnection)
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         stopOnSignals()
         do {
-            for try await state in session.states(onConnection: outages.note) {
+            for try await state in session.states(onConnection: outages.note, onWait: outages.waiting) {
                 let line = (try? encoder.encode(state)) ?? Data()
                 // Written at once, not buffered: the output is often a pipe.
                 FileHandle.standardOutput.write(line + Data("\n".utf8))
@@ -144,6 +154,8 @@ final class OutageReport: @unchecked Sendable {
     private let lock = NSLock()
     private var everConnected = false
     private var isDown = false
+    private let showsConnection: Bool
+    private var shown: ConnectionState?
 
     /// The server's 503s for a store outage say so in their detail ("The
     /// session store did not answer (no connection to Redis)…"); the API
@@ -152,9 +164,22 @@ final class OutageReport: @unchecked Sendable {
         problem.status == 503 && problem.detail?.localizedCaseInsensitiveContains("session store") == true
     }
 
-    init(server: String, firstContactAttempts: Int) {
+    init(server: String, firstContactAttempts: Int, showsConnection: Bool = false) {
         self.server = server
         self.firstContactAttempts = firstContactAttempts
+        self.showsConnection = showsConnection
+        if showsConnection { show(.connecting) }
+    }
+
+    /// With `--connection`: the state, each time it changes.
+    private func show(_ state: ConnectionState) {
+        guard showsConnection, shown != state else { return }
+        shown = state
+        Watch.say("connection: \(state)")
+    }
+
+    func waiting(_ seconds: Double) {
+        lock.withLock { show(.retrying(after: seconds)) }
     }
 
     func note(_ event: StreamConnectionEvent) {
@@ -162,6 +187,7 @@ final class OutageReport: @unchecked Sendable {
         defer { lock.unlock() }
         switch event {
         case .connected:
+            show(.live)
             if isDown { Watch.say("reached \(server) again") }
             isDown = false
             everConnected = true

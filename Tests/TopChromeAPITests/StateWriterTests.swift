@@ -14,6 +14,7 @@ import TopChromeCore
             object.member("inset") { $0.number(session.state.inset) }
             object.member("isRevealed") { $0.bool(session.state.isRevealed) }
             object.member("version") { $0.number(session.state.version) }
+            if let lastSeq = session.state.lastAppliedSeq { object.member("lastSeq") { $0.number(lastSeq) } }
         }
         return json.bytes
     }
@@ -28,7 +29,7 @@ import TopChromeCore
     /// The longest state there can be fits the writer's buffer.
     @Test func longestState() {
         let session = Session(id: SessionID(high: .max, low: .max),
-                              state: ChromeState(inset: -2.2250738585072014e-308, isRevealed: false, version: .max, lastAppliedSeq: nil),
+                              state: ChromeState(inset: -2.2250738585072014e-308, isRevealed: false, version: .max, lastAppliedSeq: .max),
                               tag: StateTag(bits: .max))
         #expect(StateWriter.json(session) == Self.reference(session))
     }

@@ -20,7 +20,7 @@ import TopChromeClient
         let sentBefore = try await server.requests("POST", Self.scroll)
         await session.report(contentOffsetY: 0, axis: .horizontal)
         try await session.flush()
-        #expect(try await session.state() == ChromeState(id: session.id, inset: 59, isRevealed: false, version: 2))
+        #expect(try await session.state() == ChromeState(id: session.id, inset: 59, isRevealed: false, version: 2, lastSeq: 1))
         #expect(try await server.requests("POST", Self.scroll) == sentBefore, "horizontal reports are not sent")
 
         #expect(try await session.setInset(47).inset == 47)
@@ -56,7 +56,7 @@ import TopChromeClient
         let state = try await session.state()
         #expect(state.isRevealed == false, "the last report wins")
         let requests = try await server.requests("POST", Self.scroll)
-        #expect((1...50).contains(requests), "\(requests) requests for 1,000 reports")
+        #expect((1...20).contains(requests), "\(requests) requests for 1,000 reports")
     }
 
     /// A session attached again (an app relaunched) is not ignored as stale
@@ -99,11 +99,12 @@ import TopChromeClient
         }
         #expect(try await server.requests("PUT", "/v1/sessions/{id}/inset", status: 400) == 1)
 
-        // A report the service refuses surfaces at the next flush, once.
+        // A report that cannot be sent (not finite) surfaces at the next
+        // flush, once, and is never sent.
         await session.report(contentOffsetY: .infinity)
         await #expect(throws: TopChromeError.self) { try await session.flush() }
         try await session.flush()
-        #expect(try await server.requests("POST", Self.scroll, status: 400) == 1)
+        #expect(try await server.requests("POST", Self.scroll) == 0)
     }
 
     /// A full server answers 503 with Retry-After; once a slot is free the

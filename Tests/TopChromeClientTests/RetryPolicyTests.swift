@@ -54,14 +54,14 @@ struct RetryPolicyTests {
 
 /// What a reconnection of the event stream asks for.
 struct EventStreamRequestTests {
-    @Test func reconnectionNamesTheLastEvent() {
+    @Test func reconnectionNamesTheLastEvent() async throws {
         let client = TopChromeClient(baseURL: URL(string: "http://127.0.0.1:9")!, bearerToken: "secret")
         let follower = StateFollower(session: client.session(id: "abc"))
-        let first = follower.request(lastEventID: "")
+        let first = try await follower.request(lastEventID: "")
         #expect(first.url?.absoluteString == "http://127.0.0.1:9/v1/sessions/abc/events")
         #expect(first.value(forHTTPHeaderField: "Accept") == "text/event-stream")
         #expect(first.value(forHTTPHeaderField: "Authorization") == "Bearer secret")
         #expect(first.value(forHTTPHeaderField: "Last-Event-ID") == nil)
-        #expect(follower.request(lastEventID: "7").value(forHTTPHeaderField: "Last-Event-ID") == "7")
+        #expect(try await follower.request(lastEventID: "7").value(forHTTPHeaderField: "Last-Event-ID") == "7")
     }
 }

@@ -42,7 +42,7 @@ import TopChromeClient
         await session.report(contentOffsetY: 500, contentInsetTop: 30)
         #expect(await recorder.waitFor { $0.last?.version == 4 }, "\(recorder.versions)")
         #expect(recorder.versions == [1, 2, 3, 4], "each version once, in order")
-        #expect(recorder.states.last == ChromeState(id: session.id, inset: 30, isRevealed: false, version: 4))
+        #expect(recorder.states.last == ChromeState(id: session.id, inset: 30, isRevealed: false, version: 4, lastSeq: 1))
         recorder.cancel()
     }
 
@@ -196,7 +196,9 @@ final class ClosingEventServer: @unchecked Sendable {
     private var silent: [Int32] = []
     private var stopped = false
 
-    init(closes: Bool = true) throws {
+    /// `contentType`: what the answer says it is; anything but
+    /// `text/event-stream` is a captive portal or a proxy's page.
+    init(closes: Bool = true, contentType: String = "text/event-stream") throws {
         let listener = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard listener >= 0 else { throw TimedOut() }
         var address = sockaddr_in()
@@ -220,7 +222,7 @@ final class ClosingEventServer: @unchecked Sendable {
                 lock.withLock { count += 1 }
                 var buffer = [UInt8](repeating: 0, count: 4096)
                 _ = recv(connection, &buffer, buffer.count, 0)
-                let answer = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"
+                let answer = "HTTP/1.1 200 OK\r\nContent-Type: \(contentType)\r\nConnection: close\r\n\r\n"
                     + "retry: 10\n\nevent: state\nid: 1\ndata: {\"id\":\"\(String(repeating: "1", count: 32))\",\"inset\":0,\"isRevealed\":true,\"version\":1}\n\n"
                 _ = answer.utf8CString.withUnsafeBufferPointer { send(connection, $0.baseAddress, $0.count - 1, Int32(MSG_NOSIGNAL)) }
                 lock.withLock {

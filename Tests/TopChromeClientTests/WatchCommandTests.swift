@@ -70,8 +70,21 @@ import TopChromeClient
         #expect(run.standardError == "topchrome watch: session \(session.id) ended: it was deleted or expired\n")
         #expect(run.lines == [
             #"{"id":"\#(session.id)","inset":59,"isRevealed":true,"version":1}"#,
-            #"{"id":"\#(session.id)","inset":59,"isRevealed":false,"version":2}"#,
+            #"{"id":"\#(session.id)","inset":59,"isRevealed":false,"lastSeq":1,"version":2}"#,
         ])
+    }
+
+    /// `--connection` shows the connection's state as it changes; the exit
+    /// codes stay as they were.
+    @Test func showsTheConnectionState() async throws {
+        let server = try TestServer()
+        let session = try await server.client().createSession(inset: 59)
+        let run = try Self.watch(["--connection", server.url.absoluteString, session.id])
+        #expect(await eventually { run.lines.count == 1 })
+        #expect(await eventually { run.standardError.contains("topchrome watch: connection: live\n") }, "\(run.standardError)")
+        #expect(run.standardError.hasPrefix("topchrome watch: connection: connecting\n"), "\(run.standardError)")
+        try await session.delete()
+        #expect(await run.exitStatus() == 3, "\(run.standardError)")
     }
 
     /// Not found at first contact is not the end of a session it followed: exit 4.
