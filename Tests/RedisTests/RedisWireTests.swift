@@ -1,5 +1,6 @@
 import Foundation
 import Redis
+import RedisTestSupport
 import Testing
 
 /// What needs no server: slots, reply conversion, redirections, routing keys, backoff.
@@ -155,17 +156,4 @@ private final class ThreadResults: @unchecked Sendable {
     private var delays: [Duration] = []
     func add(_ more: [Duration]) { lock.withLock { delays += more } }
     var all: [Duration] { lock.withLock { delays } }
-}
-
-/// A seeded generator, so that the backoff test sees the same draws each run.
-struct SplitMix: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
 }
