@@ -60,7 +60,7 @@ final class CapturedLog {
 }
 
 @Suite struct LoggerTests {
-    /// 2026-11-30T01:04:45Z, the README's example.
+    /// 2026-11-30T01:04:45Z, the example in docs/operations.md ("Logs").
     static let readmeSecond = 1_796_000_685
 
     func readmeExchange() throws -> HTTPExchange {
@@ -70,9 +70,10 @@ final class CapturedLog {
                             status: 200, bodyBytes: 83, duration: .microseconds(61), isStream: false)
     }
 
-    /// The access line is what the README shows, byte for byte, in both formats.
+    /// The access line is what docs/operations.md ("Logs") shows, byte for
+    /// byte, in both formats.
     @Test(arguments: LogFormat.allCases)
-    func requestLineIsTheREADMEs(_ format: LogFormat) throws {
+    func requestLineIsTheDocumentedOne(_ format: LogFormat) throws {
         let clock = StepClock()
         clock.set(Self.readmeSecond, milliseconds: 123)
         let log = CapturedLog(format, clock: clock)
@@ -82,8 +83,8 @@ final class CapturedLog {
         #expect(log.outputLines.count == 1)
         let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent()
-        let readme = try String(contentsOf: packageRoot.appendingPathComponent("README.md"), encoding: .utf8)
-        #expect(readme.split(separator: "\n").contains { $0 == line }, "README shows: \(line)")
+        let page = try String(contentsOf: packageRoot.appendingPathComponent("docs/operations.md"), encoding: .utf8)
+        #expect(page.split(separator: "\n").contains { $0 == line }, "docs/operations.md shows: \(line)")
     }
 
     /// Access lines whose start (method and route) was made once are the
