@@ -1,0 +1,292 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import StrictJSON
+
+/// RFC 3339 UTC times with milliseconds, e.g. `2026-11-30T01:04:45.123Z`.
+/// The part up to the second is kept while that second lasts, so only the
+/// first line of each second pays for the calendar (`gmtime_r`, which also
+/// takes glibc's time-zone lock).
+struct TimestampCache {
+    private var second: time_t?
+    /// e.g. `2026-11-30T01:04:45.`, in `prefixCount` bytes
+    private var prefix: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
+    private var prefixCount = 0
+
+    mutating func append(_ time: timespec, to bytes: inout LogBytes) {
+        if time.tv_sec != second {
+            let text = Self.prefix(of: time.tv_sec).prefix(MemoryLayout.size(ofValue: prefix))
+            withUnsafeMutableBytes(of: &prefix) { $0.copyBytes(from: text) }
+            prefixCount = text.count
+            second = time.tv_sec
+        }
+        let prefix = prefix, prefixCount = prefixCount
+        bytes.append(atMost: MemoryLayout.size(ofValue: prefix) + 4) { cursor in
+            cursor.put(words: prefix, count: prefixCount)
+            cursor.putThreeDigits(UInt(min(max(time.tv_nsec / 1_000_000, 0), 999)))
+            cursor.put(UInt8(ascii: "Z"))
+        }
+    }
+
+    private static func prefix(of second: time_t) -> [UInt8] {
+        var second = second
+        var parts = tm()
+        gmtime_r(&second, &parts)
+        var text = LogBytes(capacity: 32)
+        defer { text.free() }
+        text.appendDecimal(Int(parts.tm_year) + 1900)
+        for (separator, value) in [(UInt8(ascii: "-"), parts.tm_mon + 1), (UInt8(ascii: "-"), parts.tm_mday),
+                                   (UInt8(ascii: "T"), parts.tm_hour), (UInt8(ascii: ":"), parts.tm_min),
+                                   (UInt8(ascii: ":"), parts.tm_sec)] {
+            text.append(separator)
+            text.appendDecimal(UInt(value), minimumDigits: 2)
+        }
+        text.append(UInt8(ascii: "."))
+        return Array(text.contents)
+    }
+}
+
+/// A growable run of bytes in memory the log allocates and frees itself
+/// (``free()``): a line is a few dozen short appends, and an `Array` would
+/// check uniqueness and capacity through the runtime on each.
+struct LogBytes {
+    private(set) var start: UnsafeMutablePointer<UInt8>
+    private(set) var capacity: Int
+    private(set) var count = 0
+
+    init(capacity: Int) {
+        start = .allocate(capacity: capacity)
+        self.capacity = capacity
+    }
+
+    func free() {
+        start.deallocate()
+    }
+
+    var contents: UnsafeRawBufferPointer {
+        UnsafeRawBufferPointer(start: start, count: count)
+    }
+
+    mutating func removeAll() {
+        count = 0
+    }
+
+    @inline(__always)
+    mutating func append(_ byte: UInt8) {
+        reserve(1)
+        start[count] = byte
+        count += 1
+    }
+
+    @inline(__always)
+    mutating func append(_ utf8: UnsafeBufferPointer<UInt8>) {
+        guard let source = utf8.baseAddress else { return }
+        reserve(utf8.count)
+        if utf8.count <= 16 {
+            // Names, numbers and separators: a call to memcpy costs more than these few bytes.
+            for index in 0..<utf8.count { start[count + index] = source[index] }
+        } else {
+            (start + count).update(from: source, count: utf8.count)
+        }
+        count += utf8.count
+    }
+
+    @inline(__always)
+    mutating func append(_ text: StaticString) {
+        append(UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
+    }
+
+    mutating func append(_ text: String) {
+        var text = text
+        text.withUTF8 { append($0) }
+    }
+
+    /// Up to `maxCount` bytes written through `body`, with one check for
+    /// room instead of one per piece.
+    @inline(__always)
+    mutating func append(atMost maxCount: Int, _ body: (inout ByteCursor) -> Void) {
+        reserve(maxCount)
+        var cursor = ByteCursor(next: start + count)
+        body(&cursor)
+        precondition(cursor.next - start <= count + maxCount, "a bounded write outgrew its bound")
+        count = cursor.next - start
+    }
+
+    @inline(__always)
+    mutating func appendDecimal(_ value: Int) {
+        append(atMost: 20) { $0.putDecimal(value) }
+    }
+
+    /// With leading zeros up to `minimumDigits`.
+    @inline(__always)
+    mutating func appendDecimal(_ value: UInt, minimumDigits: Int = 1) {
+        append(atMost: max(20, minimumDigits)) { $0.putDecimal(value, minimumDigits: minimumDigits) }
+    }
+
+    @inline(__always)
+    mutating func appendThreeDigits(_ value: UInt) {
+        append(atMost: 3) { $0.putThreeDigits(value) }
+    }
+
+    @inline(__always)
+    mutating func appendEightHexDigits(_ value: UInt32) {
+        append(atMost: 8) { $0.putEightHexDigits(value) }
+    }
+
+    /// The low `digits` hex digits of `value`, lowercase.
+    @inline(__always)
+    mutating func appendHex(_ value: UInt64, digits: Int) {
+        reserve(digits)
+        let table: StaticString = "0123456789abcdef"
+        for index in 0..<digits {
+            start[count + index] = table.utf8Start[Int(truncatingIfNeeded: value >> UInt64(4 * (digits - 1 - index)) & 0xF)]
+        }
+        count += digits
+    }
+
+    /// `text` as a JSON string, escaped as `JSONWriter` escapes it.
+    mutating func appendJSONString(_ text: String) {
+        var text = text
+        text.withUTF8 { appendJSONString($0) }
+    }
+
+    mutating func appendJSONString(_ utf8: UnsafeBufferPointer<UInt8>) {
+        append(UInt8(ascii: "\""))
+        var plain = 0  // where the bytes not yet copied begin
+        for index in utf8.indices {
+            let byte = utf8[index]
+            guard byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") else { continue }
+            append(UnsafeBufferPointer(rebasing: utf8[plain..<index]))
+            plain = index + 1
+            switch byte {
+            case UInt8(ascii: "\""): append(#"\""#)
+            case UInt8(ascii: "\\"): append(#"\\"#)
+            case 0x0A: append(#"\n"#)
+            case 0x0D: append(#"\r"#)
+            case 0x09: append(#"\t"#)
+            default:
+                append(#"\u00"#)
+                appendHex(UInt64(byte), digits: 2)
+            }
+        }
+        append(UnsafeBufferPointer(rebasing: utf8[plain...]))
+        append(UInt8(ascii: "\""))
+    }
+
+    @inline(__always)
+    private mutating func reserve(_ extra: Int) {
+        if count + extra > capacity { grow(to: count + extra) }
+    }
+
+    private mutating func grow(to needed: Int) {
+        let larger = UnsafeMutablePointer<UInt8>.allocate(capacity: max(needed, capacity * 2))
+        larger.update(from: start, count: count)
+        start.deallocate()
+        start = larger
+        capacity = max(needed, capacity * 2)
+    }
+}
+
+/// Writes bytes where ``LogBytes/append(atMost:_:)`` made room, with no
+/// check per byte: the short pieces of a log line (names, numbers, ids).
+struct ByteCursor {
+    private(set) var next: UnsafeMutablePointer<UInt8>
+
+    init(next: UnsafeMutablePointer<UInt8>) {
+        self.next = next
+    }
+
+    @inline(__always)
+    mutating func put(_ byte: UInt8) {
+        next.pointee = byte
+        next += 1
+    }
+
+    @inline(__always)
+    mutating func put(_ text: StaticString) {
+        let source = text.utf8Start, count = text.utf8CodeUnitCount
+        for index in 0..<count { next[index] = source[index] }
+        next += count
+    }
+
+    /// The first `count` bytes of `words`; all 32 are stored, so 32 bytes of room are needed.
+    @inline(__always)
+    mutating func put(words: (UInt64, UInt64, UInt64, UInt64), count: Int) {
+        let raw = UnsafeMutableRawPointer(next)
+        raw.storeBytes(of: words.0, toByteOffset: 0, as: UInt64.self)
+        raw.storeBytes(of: words.1, toByteOffset: 8, as: UInt64.self)
+        raw.storeBytes(of: words.2, toByteOffset: 16, as: UInt64.self)
+        raw.storeBytes(of: words.3, toByteOffset: 24, as: UInt64.self)
+        next += count
+    }
+
+    @inline(__always)
+    mutating func putDecimal(_ value: Int) {
+        if value < 0 { put(UInt8(ascii: "-")) }
+        putDecimal(value.magnitude)
+    }
+
+    /// With leading zeros up to `minimumDigits`.
+    @inline(__always)
+    mutating func putDecimal(_ value: UInt, minimumDigits: Int = 1) {
+        if value < 10, minimumDigits <= 1 {
+            // A request's milliseconds, most often: one digit, no loop.
+            put(UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: value))
+        } else {
+            putDecimalDigits(value, minimumDigits: minimumDigits)
+        }
+    }
+
+    private mutating func putDecimalDigits(_ value: UInt, minimumDigits: Int) {
+        var digits = 1, bound: UInt = 10
+        while digits < 20, value >= bound {
+            digits += 1
+            bound &*= 10
+        }
+        digits = max(digits, minimumDigits)
+        var rest = value, index = digits
+        while index > 0 {
+            index -= 1
+            next[index] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: rest % 10)
+            rest /= 10
+        }
+        next += digits
+    }
+
+    /// `value` (below 1000) as three digits with leading zeros: the
+    /// milliseconds of every timestamp and duration, without the general
+    /// loop that first counts the digits.
+    @inline(__always)
+    mutating func putThreeDigits(_ value: UInt) {
+        next[0] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: value / 100)
+        next[1] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: value / 10 % 10)
+        next[2] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: value % 10)
+        next += 3
+    }
+
+    /// `value` as eight lowercase hex digits, all at once in one 64-bit
+    /// word (a byte per nibble, then each nibble made a digit), stored with
+    /// one write: a session's short id is on every access-log line.
+    @inline(__always)
+    mutating func putEightHexDigits(_ value: UInt32) {
+        var nibbles = UInt64(value)
+        nibbles = (nibbles & 0xFFFF) | (nibbles & 0xFFFF_0000) << 16
+        nibbles = (nibbles & 0x0000_00FF_0000_00FF) | (nibbles & 0x0000_FF00_0000_FF00) << 8
+        nibbles = (nibbles & 0x000F_000F_000F_000F) | (nibbles & 0x00F0_00F0_00F0_00F0) << 4
+        // 1 in each byte whose nibble is 10 or more: those become a–f, 39 past '0'…'9'.
+        let letters = (nibbles &+ 0x0606_0606_0606_0606) >> 4 & 0x0101_0101_0101_0101
+        let digits = nibbles &+ 0x3030_3030_3030_3030 &+ letters &* 39
+        // The first nibble's digit comes first in memory.
+        UnsafeMutableRawPointer(next).storeBytes(of: digits.bigEndian, as: UInt64.self)
+        next += 8
+    }
+
+    /// Milliseconds with three decimals, from microseconds.
+    @inline(__always)
+    mutating func putMilliseconds(microseconds: Int) {
+        if microseconds < 0 { put(UInt8(ascii: "-")) }
+        putDecimal(microseconds.magnitude / 1000)
+        put(UInt8(ascii: "."))
+        putThreeDigits(microseconds.magnitude % 1000)
+    }
+}
