@@ -49,6 +49,8 @@ public final class RedisClient: @unchecked Sendable {
         let slot: Int?
         let deadline: ContinuousClock.Instant
         let reply: Reply
+        /// Times it was sent again after a node could not serve for a moment.
+        var retries = 0
 
         var hasFollowUp: Bool {
             if case .followedUp = reply { true } else { false }
@@ -261,10 +263,12 @@ public final class RedisClient: @unchecked Sendable {
                 }
                 dispatch(command, to: redirect.node, asking: redirect.asking, redirects: redirects + 1)
             } else if message.hasPrefix("TRYAGAIN") {
-                fail(command, .tryAgain(message), node)
+                retry(command, node) { fail(command, .tryAgain(message), node) }
             } else if message.hasPrefix("CLUSTERDOWN") {
                 refreshSlots()
-                fail(command, .clusterDown(message), node)
+                retry(command, node) { fail(command, .clusterDown(message), node) }
+            } else if message.hasPrefix("LOADING") {
+                retry(command, node) { command.finish(result) }
             } else {
                 command.finish(result)
             }
@@ -283,6 +287,23 @@ public final class RedisClient: @unchecked Sendable {
             }
         }
     }
+
+    /// A node that cannot serve for a moment: a slot being migrated
+    /// (`TRYAGAIN`), a cluster settling after a failover (`CLUSTERDOWN`), a
+    /// server still loading its data (`LOADING`). The command goes again,
+    /// routed anew, after a short backoff while its deadline allows, as
+    /// the cluster clients people trust do; then `giveUp`.
+    private func retry(_ command: Command, _ node: RedisNode, giveUp: () -> Void) {
+        let delay = Self.passingTrouble.delay(attempt: command.retries)
+        guard ContinuousClock.now + delay < command.deadline else { return giveUp() }
+        var again = command
+        again.retries += 1
+        after(delay) { [again] in self.dispatch(again, to: nil, asking: false, redirects: 0) }
+    }
+
+    /// Short: what it waits out passes in milliseconds to a few seconds,
+    /// and the command's deadline bounds the whole.
+    private static let passingTrouble = Backoff(base: .milliseconds(10), cap: .milliseconds(250))
 
     private func fail(_ command: Command, _ error: RedisError, _ node: RedisNode) {
         configuration.metrics.failed(node, error)

@@ -347,7 +347,12 @@ public final class RedisConnection: @unchecked Sendable {
 
     private func deliver(_ reply: RESPValue, now: ContinuousClock.Instant, _ outcome: inout Outcome) throws(Drop) {
         if case .connecting(let socket, _, let setupLeft) = phase {
-            if case .error(let message) = reply { throw Drop(reason: "setup command refused: \(message)", refused: true) }
+            // A server still loading its data answers LOADING to most
+            // commands, PING among them: it is there, and the commands that
+            // meet LOADING are tried again by the client within their deadline.
+            if case .error(let message) = reply, !message.hasPrefix("LOADING") {
+                throw Drop(reason: "setup command refused: \(message)", refused: true)
+            }
             if setupLeft > 1 {
                 phase = .connecting(socket, open: true, setupLeft: setupLeft - 1)
             } else {
