@@ -54,7 +54,8 @@ private func handle(
             dispatcher.inFlight.subtract(1, ordering: .relaxed)
             context.pointee.countsInFlight = false
             context.pointee.isAnswered = true
-            return queue(dispatcher.responder.refusalWhileStopping(), on: connection, context: context, dispatcher: dispatcher)
+            return queue(dispatcher.responder.refusalWhileStopping(), on: connection, context: context,
+                         dispatcher: dispatcher)
         }
         if context.pointee.isBodyTooLarge, let expect = MHD_lookup_connection_value(connection, .HEADER_KIND, "Expect"),
            String(cString: expect).lowercased() == "100-continue" {
@@ -94,18 +95,24 @@ private func respond(
     to connection: OpaquePointer, context: UnsafeMutablePointer<RequestContext>, dispatcher: RequestDispatcher
 ) -> MHD_Result {
     var request = context.pointee.lendRequest()
-    var response = dispatcher.responder.respond(to: request, reusing: &context.pointee.responseBuffers)
+    let response = dispatcher.responder.respond(to: request, reusing: &context.pointee.responseBuffers)
     context.pointee.takeBack(&request)
-    context.pointee.endpoint = response.endpoint
-    if let pending = response.pending {
+    switch response {
+    case var .complete(complete):
+        context.pointee.endpoint = complete.endpoint
+        let result = queue(complete, on: connection, context: context, dispatcher: dispatcher)
+        // libmicrohttpd has copied the body and the fields.
+        context.pointee.responseBuffers.keep(&complete, limit: RequestContext.keptCapacity)
+        return result
+    case let .stream(stream):
+        context.pointee.endpoint = stream.endpoint
+        return queue(stream, on: connection, context: context, dispatcher: dispatcher)
+    case let .later(pending, endpoint):
+        context.pointee.endpoint = endpoint
         context.pointee.pending = pending
         dispatcher.suspensions.add(pending)
         return queueWhenAnswered(pending, on: connection, context: context, dispatcher: dispatcher)
     }
-    let result = queue(response, on: connection, context: context, dispatcher: dispatcher)
-    // libmicrohttpd has copied the body and the fields.
-    context.pointee.responseBuffers.keep(&response, limit: RequestContext.keptCapacity)
-    return result
 }
 
 /// Queues the pending answer if it has come; otherwise the connection
@@ -206,51 +213,79 @@ private func collectHeaders(of connection: OpaquePointer, into headers: inout HT
 
 /// `closing`: the connection ends after this response.
 private func queue(
-    _ response: HTTPResponse, on connection: OpaquePointer, context: UnsafeMutablePointer<RequestContext>,
+    _ response: DecidedResponse, on connection: OpaquePointer, context: UnsafeMutablePointer<RequestContext>,
     dispatcher: RequestDispatcher, closing: Bool = false
 ) -> MHD_Result {
-    let created: OpaquePointer?
-    if let stream = response.stream {
-        stream.attach(to: connection, registry: dispatcher.suspensions)
-        // Size unknown: sent chunked. The stream is released when libmicrohttpd frees the response.
-        created = MHD_create_response_from_callback(UInt64.max, 4096, readStream,
-                                                    Unmanaged.passRetained(stream).toOpaque(), releaseStream)
-    } else {
-        created = response.body.withUnsafeBytes { bytes in
-            MHD_create_response_from_buffer(bytes.count, UnsafeMutableRawPointer(mutating: bytes.baseAddress),
-                                            .RESPMEM_MUST_COPY)
-        }
+    switch response {
+    case let .complete(response):
+        queue(response, on: connection, context: context, dispatcher: dispatcher, closing: closing)
+    case let .stream(response):
+        queue(response, on: connection, context: context, dispatcher: dispatcher)
+    }
+}
+
+private func queue(
+    _ response: CompleteResponse, on connection: OpaquePointer, context: UnsafeMutablePointer<RequestContext>,
+    dispatcher: RequestDispatcher, closing: Bool = false
+) -> MHD_Result {
+    let created = response.body.withUnsafeBytes { bytes in
+        MHD_create_response_from_buffer(bytes.count, UnsafeMutableRawPointer(mutating: bytes.baseAddress),
+                                        .RESPMEM_MUST_COPY)
     }
     guard let created else { return .NO }
     defer { MHD_destroy_response(created) }
-    if response.stream != nil, context.pointee.method == "HEAD" {
+    return queue(created, status: response.status, headers: response.headers,
+                 bodyBytes: sentBodyBytes(of: response, method: context.pointee.method), isStream: false,
+                 on: connection, context: context, dispatcher: dispatcher, closing: closing)
+}
+
+private func queue(
+    _ response: StreamingResponse, on connection: OpaquePointer, context: UnsafeMutablePointer<RequestContext>,
+    dispatcher: RequestDispatcher
+) -> MHD_Result {
+    response.stream.attach(to: connection, registry: dispatcher.suspensions)
+    // Size unknown: sent chunked. The stream is released when libmicrohttpd frees the response.
+    guard let created = MHD_create_response_from_callback(UInt64.max, 4096, readStream,
+                                                          Unmanaged.passRetained(response.stream).toOpaque(),
+                                                          releaseStream) else { return .NO }
+    defer { MHD_destroy_response(created) }
+    if context.pointee.method == "HEAD" {
         // A stream's length is open, and HEAD sends no body: framed as
         // HTTP/1.0 (end by close), since libmicrohttpd 0.9.75 sends a
         // chunked body's last chunk even for HEAD.
         _ = CMHD_set_response_flags(created, .RF_HTTP_1_0_COMPATIBLE_STRICT)
     }
-    response.headers.forEachCString { name, value in
+    // A stream's length is open when the exchange is recorded.
+    return queue(created, status: response.status, headers: response.headers, bodyBytes: 0, isStream: true,
+                 on: connection, context: context, dispatcher: dispatcher, closing: false)
+}
+
+/// Adds the fields, queues the answer `created` holds and records the exchange.
+private func queue(
+    _ created: OpaquePointer, status: Int, headers: HTTPHeaders, bodyBytes: Int, isStream: Bool,
+    on connection: OpaquePointer, context: UnsafeMutablePointer<RequestContext>,
+    dispatcher: RequestDispatcher, closing: Bool
+) -> MHD_Result {
+    headers.forEachCString { name, value in
         _ = MHD_add_response_header(created, name, value)
     }
     if closing || dispatcher.isDraining.load(ordering: .relaxed) {
         _ = MHD_add_response_header(created, "Connection", "close")
     }
-    let result = MHD_queue_response(connection, UInt32(response.status), created)
+    let result = MHD_queue_response(connection, UInt32(status), created)
     dispatcher.observer?.completed(HTTPExchange(
         method: context.pointee.method, pathBytes: context.pointee.path,
         client: dispatcher.trustedProxies.client(of: context.pointee.client, forwardedFor: context.pointee.headers),
         endpoint: context.pointee.endpoint,
-        status: response.status,
-        bodyBytes: sentBodyBytes(of: response, method: context.pointee.method),
-        duration: ContinuousClock.now - context.pointee.startedAt, isStream: response.stream != nil))
+        status: status, bodyBytes: bodyBytes,
+        duration: ContinuousClock.now - context.pointee.startedAt, isStream: isStream))
     return result
 }
 
 /// What goes out as body: libmicrohttpd leaves the body out of a HEAD
-/// answer and a 304 (their `Content-Length` still states it), and a
-/// stream's length is open when the exchange is recorded.
-private func sentBodyBytes(of response: HTTPResponse, method: String) -> Int {
-    if response.stream != nil || method == "HEAD" || response.status == 304 { return 0 }
+/// answer and a 304 (their `Content-Length` still states it).
+private func sentBodyBytes(of response: CompleteResponse, method: String) -> Int {
+    if method == "HEAD" || response.status == 304 { return 0 }
     return response.body.count
 }
 

@@ -1,18 +1,71 @@
-/// A complete response. The server adds `Content-Length` and `Date` itself and
-/// leaves the body out for `HEAD` requests and 304 responses (still stating
-/// its length, as for the 200 they stand for).
-public struct HTTPResponse: Sendable {
-    public var status: Int
-    public var headers: HTTPHeaders
-    public var body: [UInt8]
-    /// When set, the body is this stream (sent chunked, as it is written) instead of `body`.
-    public var stream: ResponseStream?
-    /// When set, there is no answer yet: the request waits, holding no
-    /// thread, until the pending response is completed. Nothing else here counts.
-    public var pending: PendingResponse?
+/// What the server sends for a request: an answer decided now, a stream,
+/// or an answer that comes later. The server adds `Content-Length` and `Date`
+/// itself and leaves the body out for `HEAD` requests and 304 responses
+/// (still stating its length, as for the 200 they stand for).
+public enum HTTPResponse: Sendable {
+    case complete(CompleteResponse)
+    case stream(StreamingResponse)
+    /// No answer yet: the request waits, holding no thread, until the
+    /// pending response is completed. `endpoint`: see ``HTTPResponse/endpoint``.
+    case later(PendingResponse, endpoint: Int? = nil)
+
+    /// A complete response.
+    public init(status: Int, headers: HTTPHeaders = HTTPHeaders(), body: [UInt8] = []) {
+        self = .complete(CompleteResponse(status: status, headers: headers, body: body))
+    }
+
+    /// A response whose body is `stream`.
+    public static func streaming(status: Int, headers: HTTPHeaders, stream: ResponseStream) -> HTTPResponse {
+        .stream(StreamingResponse(status: status, headers: headers, stream: stream))
+    }
+
     /// The responder's own number for the kind of request it answered (e.g.
     /// its route), handed to the ``HTTPExchangeObserver`` so metrics and logs
     /// need not read the path a second time.
+    public var endpoint: Int? {
+        get {
+            switch self {
+            case let .complete(response): response.endpoint
+            case let .stream(response): response.endpoint
+            case let .later(_, endpoint): endpoint
+            }
+        }
+        set {
+            switch self {
+            case var .complete(response):
+                response.endpoint = newValue
+                self = .complete(response)
+            case var .stream(response):
+                response.endpoint = newValue
+                self = .stream(response)
+            case let .later(pending, _):
+                self = .later(pending, endpoint: newValue)
+            }
+        }
+    }
+
+    /// Adds `fields` to the answer, whichever it is and whenever it comes.
+    public mutating func addHeaders(_ fields: HTTPHeaders) {
+        switch self {
+        case var .complete(response):
+            response.headers.add(contentsOf: fields)
+            self = .complete(response)
+        case var .stream(response):
+            response.headers.add(contentsOf: fields)
+            self = .stream(response)
+        case let .later(pending, _):
+            pending.addToAnswer(fields)
+        }
+    }
+}
+
+/// An answer with its whole body.
+public struct CompleteResponse: Sendable {
+    public var status: Int
+    public var headers: HTTPHeaders
+    public var body: [UInt8]
+    /// See ``HTTPResponse/endpoint``; an answer that came later may know more
+    /// than the request did (e.g. the id of a session it created).
     public var endpoint: Int?
 
     public init(status: Int, headers: HTTPHeaders = HTTPHeaders(), body: [UInt8] = []) {
@@ -20,19 +73,44 @@ public struct HTTPResponse: Sendable {
         self.headers = headers
         self.body = body
     }
+}
 
-    /// A response whose body is `stream`.
-    public static func streaming(status: Int, headers: HTTPHeaders, stream: ResponseStream) -> HTTPResponse {
-        var response = HTTPResponse(status: status, headers: headers)
-        response.stream = stream
-        return response
+/// An answer whose body is sent as it is written (sent chunked).
+public struct StreamingResponse: Sendable {
+    public var status: Int
+    public var headers: HTTPHeaders
+    public var stream: ResponseStream
+    /// See ``HTTPResponse/endpoint``.
+    public var endpoint: Int?
+
+    public init(status: Int, headers: HTTPHeaders, stream: ResponseStream) {
+        self.status = status
+        self.headers = headers
+        self.stream = stream
+    }
+}
+
+/// What a pending response is completed with: never another "later".
+enum DecidedResponse: Sendable {
+    case complete(CompleteResponse)
+    case stream(StreamingResponse)
+
+    var endpoint: Int? {
+        switch self {
+        case let .complete(response): response.endpoint
+        case let .stream(response): response.endpoint
+        }
     }
 
-    /// An answer that comes later, through `pending`.
-    public static func later(_ pending: PendingResponse) -> HTTPResponse {
-        var response = HTTPResponse(status: 0)
-        response.pending = pending
-        return response
+    mutating func addHeaders(_ fields: HTTPHeaders) {
+        switch self {
+        case var .complete(response):
+            response.headers.add(contentsOf: fields)
+            self = .complete(response)
+        case var .stream(response):
+            response.headers.add(contentsOf: fields)
+            self = .stream(response)
+        }
     }
 }
 
@@ -53,12 +131,12 @@ public protocol HTTPResponder: Sendable {
     /// request on a kept-alive connection, a wait that stopping cuts short).
     /// It is not served: work that began before the stop finishes, new work
     /// is refused cleanly rather than cut off halfway.
-    func refusalWhileStopping() -> HTTPResponse
+    func refusalWhileStopping() -> CompleteResponse
 
     /// The answer to a request refused from its head alone (see
     /// ``RequestHeadFault``), with `fault.status`. The responder never sees
     /// the request itself; the server adds `Connection: close`.
-    func refusal(of fault: RequestHeadFault) -> HTTPResponse
+    func refusal(of fault: RequestHeadFault) -> CompleteResponse
 }
 
 /// What a finished exchange looked like, for access logs and metrics.
@@ -134,7 +212,7 @@ public struct ResponseBuffers: Sendable {
     /// Keeps the sent response's buffers, emptied, when they hold more room
     /// than these and no more than `limit` bytes (one large answer should not
     /// hold memory for the rest of the connection).
-    mutating func keep(_ response: inout HTTPResponse, limit: Int) {
+    mutating func keep(_ response: inout CompleteResponse, limit: Int) {
         if response.headers.byteCapacity > headers.byteCapacity, response.headers.byteCapacity <= limit {
             swap(&headers, &response.headers)
             headers.removeAll(keepingCapacity: true)
@@ -151,13 +229,13 @@ extension HTTPResponder {
         respond(to: request)
     }
 
-    public func refusalWhileStopping() -> HTTPResponse {
-        HTTPResponse(status: 503, headers: HTTPHeaders([("Content-Type", "text/plain"), ("Retry-After", "1")]),
+    public func refusalWhileStopping() -> CompleteResponse {
+        CompleteResponse(status: 503, headers: HTTPHeaders([("Content-Type", "text/plain"), ("Retry-After", "1")]),
                      body: Array("The server is stopping.\n".utf8))
     }
 
-    public func refusal(of fault: RequestHeadFault) -> HTTPResponse {
-        HTTPResponse(status: fault.status, headers: HTTPHeaders([("Content-Type", "text/plain")]),
+    public func refusal(of fault: RequestHeadFault) -> CompleteResponse {
+        CompleteResponse(status: fault.status, headers: HTTPHeaders([("Content-Type", "text/plain")]),
                      body: Array((fault.explanation + "\n").utf8))
     }
 }

@@ -7,7 +7,7 @@ import Locking
 /// stops, so the server can end all of them at shutdown.
 protocol Suspending: AnyObject, Sendable {
     /// Ends the wait at once: a stream finishes, a pending response gets `fallback`.
-    func terminate(fallback: HTTPResponse)
+    func terminate(fallback: CompleteResponse)
 }
 
 /// Suspension bookkeeping shared by streams and pending responses. Resuming a
@@ -90,7 +90,7 @@ public final class ResponseStream: @unchecked Sendable, Suspending {
         }
     }
 
-    func terminate(fallback: HTTPResponse) {
+    func terminate(fallback: CompleteResponse) {
         finish()
     }
 
@@ -141,20 +141,31 @@ public final class ResponseStream: @unchecked Sendable, Suspending {
 /// something changes or its time is up.
 public final class PendingResponse: @unchecked Sendable, Suspending {
     private let lock = PthreadLock()
-    private var response: HTTPResponse?
+    private var response: DecidedResponse?
     private var suspension = SuspendedConnection()
     /// Fields for the answer that comes, whichever it is.
     private var addedFields: HTTPHeaders?
 
     public init() {}
 
-    /// Answers the request. Only the first call counts; returns whether this one did.
+    /// Answers the request. Only the first answer counts; returns whether this one did.
     @discardableResult
-    public func complete(with response: HTTPResponse) -> Bool {
+    public func complete(with response: CompleteResponse) -> Bool {
+        decide(.complete(response))
+    }
+
+    /// Answers the request with a stream (e.g. once a store in another
+    /// process said the session exists). Only the first answer counts.
+    @discardableResult
+    public func complete(with response: StreamingResponse) -> Bool {
+        decide(.stream(response))
+    }
+
+    private func decide(_ response: DecidedResponse) -> Bool {
         lock.withLock {
             guard self.response == nil else { return false }
             var response = response
-            if let addedFields { response.headers.add(contentsOf: addedFields) }
+            if let addedFields { response.addHeaders(addedFields) }
             self.response = response
             suspension.resume()
             return true
@@ -168,7 +179,7 @@ public final class PendingResponse: @unchecked Sendable, Suspending {
     public func addToAnswer(_ fields: HTTPHeaders) {
         lock.withLock {
             if response != nil {
-                response?.headers.add(contentsOf: fields)
+                response?.addHeaders(fields)
             } else {
                 addedFields = addedFields.map { var all = $0; all.add(contentsOf: fields); return all } ?? fields
             }
@@ -179,12 +190,12 @@ public final class PendingResponse: @unchecked Sendable, Suspending {
         lock.withLock { response != nil }
     }
 
-    func terminate(fallback: HTTPResponse) {
+    func terminate(fallback: CompleteResponse) {
         complete(with: fallback)
     }
 
     /// The answer if there is one; else suspends the connection until there is.
-    func answerOrSuspend(_ connection: OpaquePointer) -> HTTPResponse? {
+    func answerOrSuspend(_ connection: OpaquePointer) -> DecidedResponse? {
         lock.withLock {
             if let response {
                 suspension.detach()
@@ -202,11 +213,11 @@ public final class PendingResponse: @unchecked Sendable, Suspending {
 final class SuspensionRegistry: @unchecked Sendable {
     private let lock = PthreadLock()
     private var members: [ObjectIdentifier: any Suspending] = [:]
-    private var fallback: HTTPResponse?
+    private var fallback: CompleteResponse?
 
     /// Adds `member`; once stopping, ends it at once instead.
     func add(_ member: any Suspending) {
-        let late: HTTPResponse? = lock.withLock {
+        let late: CompleteResponse? = lock.withLock {
             guard fallback == nil else { return fallback }
             members[ObjectIdentifier(member)] = member
             return nil
@@ -223,7 +234,7 @@ final class SuspensionRegistry: @unchecked Sendable {
     }
 
     /// Ends every member, and every one added from now on, with `fallback`.
-    func terminateAll(fallback: HTTPResponse) {
+    func terminateAll(fallback: CompleteResponse) {
         let all: [any Suspending] = lock.withLock {
             self.fallback = fallback
             defer { members = [:] }

@@ -54,7 +54,7 @@ public struct CrossOriginPolicy: Sendable {
         guard let origin = allowedOrigin(of: request) else {
             var refusal = Self.forbiddenPreflight.response
             refusal.headers.add(name: "Vary", value: "Origin")
-            return refusal
+            return .complete(refusal)
         }
         return HTTPResponse(status: 204, headers: HTTPHeaders([
             ("Access-Control-Allow-Origin", origin),
@@ -75,11 +75,7 @@ public struct CrossOriginPolicy: Sendable {
             fields.add(name: "Access-Control-Expose-Headers", value: Self.exposedHeaders)
         }
         fields.add(name: "Vary", value: "Origin")
-        if let pending = response.pending {
-            // Remote stores answer later; the answer, whichever it is, carries them.
-            pending.addToAnswer(fields)
-        } else {
-            response.headers.add(contentsOf: fields)
-        }
+        // An answer that comes later carries them too, whichever it is.
+        response.addHeaders(fields)
     }
 }

@@ -23,7 +23,7 @@ struct Problem: Error, Equatable {
                        headers: [("Allow", list)])
     }
 
-    var response: HTTPResponse {
+    var response: CompleteResponse {
         var json = JSONWriter()
         json.object { object in
             object.member("type") { $0.string("about:blank") }
@@ -33,7 +33,7 @@ struct Problem: Error, Equatable {
         }
         var headers = HTTPHeaders([("Content-Type", "application/problem+json")])
         for (name, value) in self.headers { headers.add(name: name, value: value) }
-        return HTTPResponse(status: status, headers: headers, body: json.bytes)
+        return CompleteResponse(status: status, headers: headers, body: json.bytes)
     }
 
     static func title(for status: Int) -> String {

@@ -128,7 +128,7 @@ public final class SessionAPI: HTTPResponder {
             do {
                 response = try answer(request, route, &buffers)
             } catch {
-                response = error.response
+                response = .complete(error.response)
             }
             crossOrigin?.addHeaders(to: &response, for: request)
         }
@@ -182,7 +182,7 @@ public final class SessionAPI: HTTPResponder {
             switch backend {
             case let .local(store):
                 do {
-                    return Self.created(try store.create(inset: inset), reusing: &buffers)
+                    return .complete(Self.created(try store.create(inset: inset), reusing: &buffers))
                 } catch {
                     switch error {
                     case let .full(capacity):
@@ -200,7 +200,7 @@ public final class SessionAPI: HTTPResponder {
             let preconditions = try Self.preconditions(of: request)
             switch (backend, request.method == "DELETE") {
             case let (.local(store), true):
-                return try Self.removed(store.remove(id, if: preconditions.forChange))
+                return .complete(try Self.removed(store.remove(id, if: preconditions.forChange)))
             case let (.remote(store), true):
                 return Self.later({ store.remove(id, if: preconditions.forChange, reply: $0) }, Self.removed)
             case let (.local(store), false):
@@ -209,7 +209,7 @@ public final class SessionAPI: HTTPResponder {
                 if response.status == 304, let wait = Self.preferredWait(request, cap: maxWaitSeconds) {
                     return try waitForChange(of: id, isNew: preconditions.noneMatchCondition, seconds: wait, in: store)
                 }
-                return response
+                return .complete(response)
             case let (.remote(store), false):
                 if let wait = Self.preferredWait(request, cap: maxWaitSeconds) {
                     // The wait starts from the state the feed reads once it
@@ -227,7 +227,7 @@ public final class SessionAPI: HTTPResponder {
                 switch backend {
                 case let .local(store):
                     guard store.session(id) != nil else { throw Self.unknownSession }
-                    return Self.emptyEventStream()
+                    return .stream(Self.emptyEventStream())
                 case let .remote(store):
                     return Self.later({ store.session(id, reply: $0) }) { session throws(Problem) in
                         guard session != nil else { throw Self.unknownSession }
@@ -255,7 +255,7 @@ public final class SessionAPI: HTTPResponder {
         path.starts(with: "/v1".utf8) && (path.count == 3 || path[3] == UInt8(ascii: "/"))
     }
 
-    public func refusalWhileStopping() -> HTTPResponse {
+    public func refusalWhileStopping() -> CompleteResponse {
         Self.shuttingDown.response
     }
 
@@ -323,15 +323,15 @@ public final class SessionAPI: HTTPResponder {
         // Only for a stream that goes out: the server closes it, which ends
         // the watch; one that never goes out would hold its watcher (and
         // through it the store) forever.
-        let response: @Sendable () -> HTTPResponse = { [watchers] in
+        let response: @Sendable () -> StreamingResponse = { [watchers] in
             stream.onClose { watchers.remove(watcher, for: id) }
-            return HTTPResponse.streaming(status: 200, headers: Self.eventStreamHeaders, stream: stream)
+            return StreamingResponse(status: 200, headers: Self.eventStreamHeaders, stream: stream)
         }
         switch backend {
         case let .local(store):
             guard let current = try watch(id, by: watcher, in: store) else { throw Self.unknownSession }
             watcher.start(with: current, lastEventID: lastEventID)
-            return response()
+            return .stream(response())
         case let .remote(feed):
             let pending = PendingResponse()
             try watch(id, by: watcher, in: feed, answering: pending) { current in
@@ -344,10 +344,10 @@ public final class SessionAPI: HTTPResponder {
 
     /// An event stream's answer to HEAD. An endless body has no length to
     /// state (RFC 9110 §8.6): a stream, ended before it began.
-    private static func emptyEventStream() -> HTTPResponse {
+    private static func emptyEventStream() -> StreamingResponse {
         let stream = ResponseStream()
         stream.finish()
-        return .streaming(status: 200, headers: eventStreamHeaders, stream: stream)
+        return StreamingResponse(status: 200, headers: eventStreamHeaders, stream: stream)
     }
 
     /// `X-Accel-Buffering: no` keeps reverse proxies (nginx) from holding events back.
@@ -404,7 +404,7 @@ public final class SessionAPI: HTTPResponder {
                        _ buffers: inout ResponseBuffers) throws(Problem) -> HTTPResponse {
         switch backend {
         case let .local(store):
-            try Self.changed(store.apply(input, to: id, if: Self.preconditions(of: request).forChange), reusing: &buffers)
+            .complete(try Self.changed(store.apply(input, to: id, if: Self.preconditions(of: request).forChange), reusing: &buffers))
         case .remote: try apply([input], to: id, request, &buffers)
         }
     }
@@ -414,7 +414,7 @@ public final class SessionAPI: HTTPResponder {
         let condition = try Self.preconditions(of: request).forChange
         switch backend {
         case let .local(store):
-            return try Self.changed(store.apply(inputs, to: id, if: condition), reusing: &buffers)
+            return .complete(try Self.changed(store.apply(inputs, to: id, if: condition), reusing: &buffers))
         case let .remote(store):
             return Self.later({ store.apply(inputs, to: id, if: condition, reply: $0) }, Self.changed)
         }
@@ -427,11 +427,25 @@ public final class SessionAPI: HTTPResponder {
     /// the value, or with the problem.
     private static func later<Value>(_ ask: (@escaping RemoteReply<Value>) -> Void,
                                      ifUnsure: String = changeMayHaveHappened,
-                                     _ respond: @escaping @Sendable (Value) throws(Problem) -> HTTPResponse) -> HTTPResponse {
+                                     _ respond: @escaping @Sendable (Value) throws(Problem) -> CompleteResponse) -> HTTPResponse {
         let pending = PendingResponse()
         ask { result in
             do throws(Problem) {
                 pending.complete(with: try respond(value(result, ifUnsure: ifUnsure)))
+            } catch {
+                pending.complete(with: error.response)
+            }
+        }
+        return .later(pending)
+    }
+
+    /// ``later(_:ifUnsure:_:)`` for an answer that is a stream.
+    private static func later<Value>(_ ask: (@escaping RemoteReply<Value>) -> Void,
+                                     _ respond: @escaping @Sendable (Value) throws(Problem) -> StreamingResponse) -> HTTPResponse {
+        let pending = PendingResponse()
+        ask { result in
+            do throws(Problem) {
+                pending.complete(with: try respond(value(result)))
             } catch {
                 pending.complete(with: error.response)
             }
@@ -459,38 +473,38 @@ public final class SessionAPI: HTTPResponder {
         }
     }
 
-    private static func created(_ session: Session) -> HTTPResponse {
+    private static func created(_ session: Session) -> CompleteResponse {
         var buffers = ResponseBuffers()
         return created(session, reusing: &buffers)
     }
 
-    private static func created(_ session: Session, reusing buffers: inout ResponseBuffers) -> HTTPResponse {
-        var response = stateResponse(session, status: 201, reusing: &buffers)
+    private static func created(_ session: Session, reusing buffers: inout ResponseBuffers) -> CompleteResponse {
+        var response = stateAnswer(session, status: 201, reusing: &buffers)
         response.headers.add(name: "Location", value: "/v1/sessions/\(session.id)")
         // The access log ties the session's later lines to its creation.
         response.endpoint = ExchangeEndpoint(template: .sessions, session: session.id).rawValue
         return response
     }
 
-    private static func removed(_ outcome: StoreOutcome) throws(Problem) -> HTTPResponse {
+    private static func removed(_ outcome: StoreOutcome) throws(Problem) -> CompleteResponse {
         switch outcome {
-        case .done: return HTTPResponse(status: 204)
+        case .done: return CompleteResponse(status: 204)
         case .conditionFailed: throw preconditionFailed
         case .notFound: throw unknownSession
         }
     }
 
     /// A read's answer: 412 if `If-Match` fails, 304 if the client has this version.
-    private static func read(_ session: Session, _ preconditions: Preconditions) throws(Problem) -> HTTPResponse {
+    private static func read(_ session: Session, _ preconditions: Preconditions) throws(Problem) -> CompleteResponse {
         var buffers = ResponseBuffers()
         return try read(session, preconditions, reusing: &buffers)
     }
 
     private static func read(_ session: Session, _ preconditions: Preconditions,
-                             reusing buffers: inout ResponseBuffers) throws(Problem) -> HTTPResponse {
+                             reusing buffers: inout ResponseBuffers) throws(Problem) -> CompleteResponse {
         let tag = session.entityTag
         guard preconditions.matchCondition.holds(for: tag) else { throw preconditionFailed }
-        var response = stateResponse(session, reusing: &buffers)
+        var response = stateAnswer(session, reusing: &buffers)
         if !preconditions.noneMatchCondition.holds(for: tag) {
             // Not modified: the headers of the 200 it stands for. The server
             // sends no body with a 304 but states this body's length, as RFC 9110 wants.
@@ -500,15 +514,15 @@ public final class SessionAPI: HTTPResponder {
     }
 
     /// The answer to a change: the state it left, or why it was not made.
-    private static func changed(_ outcome: StoreOutcome) throws(Problem) -> HTTPResponse {
+    private static func changed(_ outcome: StoreOutcome) throws(Problem) -> CompleteResponse {
         var buffers = ResponseBuffers()
         return try changed(outcome, reusing: &buffers)
     }
 
-    private static func changed(_ outcome: StoreOutcome, reusing buffers: inout ResponseBuffers) throws(Problem) -> HTTPResponse {
+    private static func changed(_ outcome: StoreOutcome, reusing buffers: inout ResponseBuffers) throws(Problem) -> CompleteResponse {
         switch outcome {
         case let .done(session, staleReports):
-            var response = Self.stateResponse(session, reusing: &buffers)
+            var response = Self.stateAnswer(session, reusing: &buffers)
             // Still 200 (the report was received, and the state is current),
             // but a client whose seq went backwards must be able to notice.
             if staleReports > 0 { response.headers.add(name: "TopChrome-Stale-Reports", value: String(staleReports)) }
@@ -563,19 +577,19 @@ public final class SessionAPI: HTTPResponder {
         }
     }
 
-    static func stateResponse(_ session: Session, status: Int = 200) -> HTTPResponse {
+    static func stateAnswer(_ session: Session, status: Int = 200) -> CompleteResponse {
         var buffers = ResponseBuffers()
-        return stateResponse(session, status: status, reusing: &buffers)
+        return stateAnswer(session, status: status, reusing: &buffers)
     }
 
-    static func stateResponse(_ session: Session, status: Int = 200, reusing buffers: inout ResponseBuffers) -> HTTPResponse {
+    static func stateAnswer(_ session: Session, status: Int = 200, reusing buffers: inout ResponseBuffers) -> CompleteResponse {
         var headers = buffers.takeHeaders()
         headers.reserveCapacity(128)  // room for the ETag and a Location
         headers.add(name: "Content-Type", value: "application/json")
         withETag(of: session) { headers.add(name: "ETag", value: $0) }
         var body = buffers.takeBody()
         StateWriter.write(session, to: &body)
-        return HTTPResponse(status: status, headers: headers, body: body)
+        return CompleteResponse(status: status, headers: headers, body: body)
     }
 
     private static func json(_ status: Int, _ members: KeyValuePairs<String, String>) -> HTTPResponse {

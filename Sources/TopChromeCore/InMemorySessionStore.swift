@@ -32,7 +32,8 @@ public final class InMemorySessionStore: SessionStore, SessionChangeFeed {
     /// Nil when sessions never expire: then the clock is not even read.
     private let idleClock: IdleClock?
     /// Told of every change of a session's chrome (a new version) and of its
-    /// removal, in order, while that session is still locked.
+    /// removal, in order: who hears of it is settled while the session is
+    /// locked, and they hear of it after it is released.
     public let subscriptions: SessionSubscriptions
     /// What the rules did, counted as inputs are applied.
     public let statistics = ChromeStatistics()
@@ -133,11 +134,14 @@ public final class InMemorySessionStore: SessionStore, SessionChangeFeed {
     private func applying(_ inputs: UnsafeBufferPointer<ChromeInput>, to id: SessionID,
                           if condition: VersionCondition) -> StoreOutcome {
         let tick = currentTick()
-        return shard(for: id).withLock { sessions -> StoreOutcome in
-            guard let place = livePlace(of: id, in: &sessions, at: tick) else { return .notFound }
+        let shard = shard(for: id)
+        let (outcome, delivers) = shard.withLock { sessions -> (StoreOutcome, Bool) in
+            guard let place = livePlace(of: id, in: &sessions, at: tick) else {
+                return (.notFound, sessions.outbox.takeBaton())
+            }
             var state = sessions.state(at: place, id)
             guard allows(condition, state.version) else {
-                return .conditionFailed(Session(id: id, state: state, tag: epoch))
+                return (.conditionFailed(Session(id: id, state: state, tag: epoch)), false)
             }
             var stale = 0
             for input in inputs {
@@ -146,41 +150,61 @@ public final class InMemorySessionStore: SessionStore, SessionChangeFeed {
                 if outcome == .stale { stale += 1 }
                 let changed = next.version != state.version
                 state = next
-                if changed { subscriptions.publish(.changed(Session(id: id, state: next, tag: epoch))) }
+                if changed { sessions.outbox.add(subscriptions.collect(.changed(Session(id: id, state: next, tag: epoch)))) }
             }
             sessions.set(state, lastUsed: tick, at: place, id)
-            return .done(Session(id: id, state: state, tag: epoch), staleReports: stale)
+            return (.done(Session(id: id, state: state, tag: epoch), staleReports: stale), sessions.outbox.takeBaton())
+        }
+        if delivers { deliverCollected(in: shard) }
+        return outcome
+    }
+
+    /// Tells watchers of the changes collected in the shard, for the thread
+    /// that took the outbox's baton, with the shard unlocked.
+    @inline(never)
+    private func deliverCollected(in shard: Shard) {
+        while let batch = shard.withLock({ $0.outbox.nextBatch() }) {
+            for delivery in batch { subscriptions.deliver(delivery) }
         }
     }
 
     public func remove(_ id: SessionID, if condition: VersionCondition) -> StoreOutcome {
         let tick = currentTick()
-        return shard(for: id).withLock { sessions -> StoreOutcome in
-            guard let place = livePlace(of: id, in: &sessions, at: tick) else { return .notFound }
+        let shard = shard(for: id)
+        let (outcome, delivers) = shard.withLock { sessions -> (StoreOutcome, Bool) in
+            guard let place = livePlace(of: id, in: &sessions, at: tick) else {
+                return (.notFound, sessions.outbox.takeBaton())
+            }
             let session = Session(id: id, state: sessions.state(at: place, id), tag: epoch)
-            guard allows(condition, session.state.version) else { return .conditionFailed(session) }
+            guard allows(condition, session.state.version) else { return (.conditionFailed(session), false) }
             sessions.remove(at: place, id)
             held.subtract(1, ordering: .relaxed)
-            subscriptions.publish(.removed(id))
-            return .done(session)
+            sessions.outbox.add(subscriptions.collect(.removed(id)))
+            return (.done(session), sessions.outbox.takeBaton())
         }
+        if delivers { deliverCollected(in: shard) }
+        return outcome
     }
 
     public func subscribe(_ subscriber: any SessionSubscriber, to id: SessionID) throws(SubscriptionRefusal) -> Session? {
         let tick = currentTick()
         // Registered and read under the session's lock: the next change
         // published is the first after the state returned.
-        let subscribed = shard(for: id).withLock { sessions -> Result<Session?, SubscriptionRefusal> in
-            guard let place = livePlace(of: id, in: &sessions, at: tick) else { return .success(nil) }
+        let shard = shard(for: id)
+        let (subscribed, delivers) = shard.withLock { sessions -> (Result<Session?, SubscriptionRefusal>, Bool) in
+            guard let place = livePlace(of: id, in: &sessions, at: tick) else {
+                return (.success(nil), sessions.outbox.takeBaton())
+            }
             do throws(SubscriptionRefusal) {
                 try subscriptions.add(subscriber, for: id)
             } catch {
-                return .failure(error)
+                return (.failure(error), false)
             }
             let state = sessions.state(at: place, id)
             sessions.set(state, lastUsed: tick, at: place, id)
-            return .success(Session(id: id, state: state, tag: epoch))
+            return (.success(Session(id: id, state: state, tag: epoch)), false)
         }
+        if delivers { deliverCollected(in: shard) }
         return try subscribed.get()
     }
 
@@ -198,7 +222,8 @@ public final class InMemorySessionStore: SessionStore, SessionChangeFeed {
         }
     }
 
-    /// Where the session is, unless it is missing or has expired (then it is dropped here).
+    /// Where the session is, unless it is missing or has expired (then it is
+    /// dropped here, and its removal waits in the outbox).
     @inline(__always)
     private func livePlace(of id: SessionID, in sessions: inout ShardSessions, at tick: UInt64) -> Place? {
         guard let place = sessions.place(of: id) else { return nil }
@@ -208,7 +233,7 @@ public final class InMemorySessionStore: SessionStore, SessionChangeFeed {
         }
         sessions.remove(at: place, id)
         held.subtract(1, ordering: .relaxed)
-        subscriptions.publish(.removed(id))
+        sessions.outbox.add(subscriptions.collect(.removed(id)))
         return nil
     }
 
@@ -252,28 +277,32 @@ public final class InMemorySessionStore: SessionStore, SessionChangeFeed {
         let tick = currentTick()
         var removed = 0
         for index in 0..<shards.count {
-            let dropped = shards[index].withLock { sessions in
+            let shard = shards[index]
+            let (dropped, delivers) = shard.withLock { sessions -> (Int, Bool) in
                 var dropped = 0
+                var removals: [ChangeDelivery] = []
                 sessions.table.removeAll { slot in
                     guard idleClock.isExpired(lastUsed: slot.lastUsed, now: tick), !subscriptions.isWatched(slot.id) else {
                         return false
                     }
-                    subscriptions.publish(.removed(slot.id))
+                    if let removal = subscriptions.collect(.removed(slot.id)) { removals.append(removal) }
                     dropped += 1
                     return true
                 }
+                for removal in removals { sessions.outbox.add(removal) }
                 if !sessions.aside.isEmpty {
                     let expired = sessions.aside.filter {
                         idleClock.isExpired(lastUsed: $0.value.lastUsed, now: tick) && !subscriptions.isWatched($0.key)
                     }.keys
                     for id in expired {
                         sessions.aside[id] = nil
-                        subscriptions.publish(.removed(id))
+                        sessions.outbox.add(subscriptions.collect(.removed(id)))
                     }
                     dropped += expired.count
                 }
-                return dropped
+                return (dropped, sessions.outbox.takeBaton())
             }
+            if delivers { deliverCollected(in: shard) }
             removed += dropped
         }
         if removed > 0 { held.subtract(removed, ordering: .relaxed) }

@@ -25,6 +25,9 @@ struct ShardSessions: ~Copyable {
     /// Sessions no slot can hold: normally none, so a miss in the table
     /// costs one check more and a hit nothing.
     var aside: [SessionID: AsideEntry] = [:]
+    /// Changes of these sessions that watchers are yet to hear of: told
+    /// after the lock is released, never under it.
+    var outbox = ChangeOutbox()
 
     @inline(__always)
     func place(of id: SessionID) -> Place? {

@@ -37,8 +37,8 @@ public final class SessionChange: @unchecked Sendable {
 /// ``SessionChangeFeed/subscribe(_:to:)`` returned, in order, then its removal.
 public protocol SessionSubscriber: AnyObject, Sendable {
     /// The session changed. Returns whether to stay subscribed. Called in
-    /// order, while the feed holds the session: it must be quick and must
-    /// not call back into the store.
+    /// order, one change at a time, after the store released the session:
+    /// a slow subscriber holds up only the delivery of later changes.
     func sessionChanged(_ change: SessionChange) -> Bool
     /// The session is gone (deleted or expired); the subscription ends with it.
     func sessionRemoved(_ id: SessionID)
@@ -84,8 +84,9 @@ extension SessionChangeFeed {
 }
 
 /// Subscribers by session, in shards with a lock each so changes to
-/// different sessions do not wait for one another. A store publishes into
-/// it while holding the session, which keeps each session's changes in order.
+/// different sessions do not wait for one another. A store collects each
+/// change's subscribers while holding the session, and delivers after
+/// releasing it through a ``ChangeOutbox``, which keeps each session's changes in order.
 public final class SessionSubscriptions: Sendable {
     public struct Limits: Sendable, Hashable {
         public var total: Int
@@ -147,29 +148,23 @@ public final class SessionSubscriptions: Sendable {
         if removed { total.subtract(1, ordering: .relaxed) }
     }
 
-    /// Tells the session's subscribers of `event`. The store calls this in
-    /// order for each session, while holding it.
-    @inline(__always)
+    /// Tells the session's subscribers of `event` now. For a feed that
+    /// publishes each session's changes from one thread at a time and holds
+    /// no lock meanwhile; a store collects under its lock instead (``collect(_:)``).
     public func publish(_ event: SessionEvent) {
-        // Nobody subscribes at all: no shard is locked. A subscription is
-        // added while the store holds the session, so no change of it is
-        // missed by this.
-        guard count > 0 else { return }
-        deliver(event, isResynchronization: false)
+        if let delivery = collect(event) { deliver(delivery) }
     }
 
     /// Tells the session's subscribers of its state as read again after the
     /// feed lost its source (see ``SessionChange/isResynchronization``).
     public func publishResynchronized(_ event: SessionEvent) {
-        guard count > 0 else { return }
-        deliver(event, isResynchronization: true)
+        if let delivery = collect(event, isResynchronization: true) { deliver(delivery) }
     }
 
     /// Tells the session's subscribers that its changes go unheard for now
     /// (see ``SessionSubscriber/sessionUnheard(_:)``).
     public func publishUnheard(_ id: SessionID) {
-        guard count > 0 else { return }
-        tell(id, countingLookup: false) { $0.sessionUnheard(id) }
+        if let delivery = collectUnheard(id) { deliver(delivery) }
     }
 
     /// Whether anyone subscribes to `id` now.
@@ -177,33 +172,60 @@ public final class SessionSubscriptions: Sendable {
         shard(for: id).withLock { $0.subscribers[id] != nil }
     }
 
-    private func deliver(_ event: SessionEvent, isResynchronization: Bool) {
+    /// Who is to hear of `event`: fixed while the store holds the session,
+    /// so a subscriber added later never hears of an earlier change; told
+    /// by ``deliver(_:)`` once the store's lock is released, so no watcher
+    /// runs under it. Nil when nobody watches the session; while nobody
+    /// subscribes at all (the usual case under load) this costs one atomic read.
+    @inline(__always)
+    public func collect(_ event: SessionEvent, isResynchronization: Bool = false) -> ChangeDelivery? {
+        guard count > 0 else { return nil }
+        return recipients(of: event, isResynchronization: isResynchronization)
+    }
+
+    /// ``collect(_:isResynchronization:)`` for ``publishUnheard(_:)``.
+    public func collectUnheard(_ id: SessionID) -> ChangeDelivery? {
+        guard count > 0, let subscribers = shard(for: id).withLock({ $0.subscribers[id].map { Array($0.values) } })
+        else { return nil }
+        return ChangeDelivery(.unheard(id), to: subscribers)
+    }
+
+    private func recipients(of event: SessionEvent, isResynchronization: Bool) -> ChangeDelivery? {
         switch event {
         case let .changed(session):
-            let change = SessionChange(session, isResynchronization: isResynchronization)
-            tell(session.id, countingLookup: true) { $0.sessionChanged(change) }
+            let subscribers = shard(for: session.id).withLock { contents in
+                contents.lookups += 1
+                return contents.subscribers[session.id].map { Array($0.values) }
+            }
+            guard let subscribers else { return nil }
+            return ChangeDelivery(.changed(SessionChange(session, isResynchronization: isResynchronization)), to: subscribers)
         case let .removed(id):
+            // The subscriptions end now, with the session; their watchers hear of it on delivery.
             let gone = shard(for: id).withLock { contents in
                 contents.lookups += 1
                 return contents.subscribers.removeValue(forKey: id).map { Array($0.values) } ?? []
             }
-            if !gone.isEmpty { total.subtract(gone.count, ordering: .relaxed) }
-            for subscriber in gone { subscriber.sessionRemoved(id) }
+            guard !gone.isEmpty else { return nil }
+            total.subtract(gone.count, ordering: .relaxed)
+            return ChangeDelivery(.removed(id), to: gone)
         }
     }
 
-    /// Tells each subscriber of `id`, under its shard's lock, and drops
-    /// those that answer they are done.
-    private func tell(_ id: SessionID, countingLookup: Bool, _ staySubscribed: (any SessionSubscriber) -> Bool) {
-        let dropped = shard(for: id).withLock { contents -> Int in
-            if countingLookup { contents.lookups += 1 }
-            guard let current = contents.subscribers[id] else { return 0 }
-            let done = current.filter { !staySubscribed($0.value) }.keys
-            for key in done { contents.subscribers[id]?[key] = nil }
-            if contents.subscribers[id]?.isEmpty == true { contents.subscribers[id] = nil }
-            return done.count
+    /// Tells the subscribers collected of their change, and drops those
+    /// that answer they are done. Never under a store's lock.
+    public func deliver(_ delivery: ChangeDelivery) {
+        switch delivery.kind {
+        case let .changed(change):
+            for subscriber in delivery.subscribers where !subscriber.sessionChanged(change) {
+                remove(subscriber, from: change.session.id)
+            }
+        case let .removed(id):
+            for subscriber in delivery.subscribers { subscriber.sessionRemoved(id) }
+        case let .unheard(id):
+            for subscriber in delivery.subscribers where !subscriber.sessionUnheard(id) {
+                remove(subscriber, from: id)
+            }
         }
-        if dropped > 0 { total.subtract(dropped, ordering: .relaxed) }
     }
 
     /// Every subscriber now, e.g. for a periodic heartbeat.

@@ -146,7 +146,7 @@ struct World {
             check(FramingModel.readings(headers, version: request.version).count == 1,
                   "a head whose body could be read more than one way went to the API: bytes of its body could be routed as a request\n\(context())")
         }
-        let response = fault.map(harness.service.api.refusal(of:)) ?? harness.service.api.respond(to: request)
+        let response = fault.map { HTTPResponse.complete(harness.service.api.refusal(of: $0)) } ?? harness.service.api.respond(to: request)
 
         // HEAD of a stream is its headers alone: a status, not a stream.
         let outcome: Outcome = response.pending != nil ? .pending

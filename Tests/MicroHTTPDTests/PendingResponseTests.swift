@@ -10,14 +10,14 @@ import Testing
         let pending = PendingResponse()
         pending.addToAnswer(HTTPHeaders([("Vary", "Origin")]))
         pending.addToAnswer(HTTPHeaders([("X-Second", "2")]))
-        pending.complete(with: HTTPResponse(status: 503, headers: HTTPHeaders([("Retry-After", "1")])))
+        pending.complete(with: CompleteResponse(status: 503, headers: HTTPHeaders([("Retry-After", "1")])))
         let answer = try #require(pending.answerOrSuspend(connection))
         #expect(answer.headers.fields.map(\.name) == ["Retry-After", "Vary", "X-Second"])
     }
 
     @Test func fieldsAddedAfterTheAnswerAreInItToo() throws {
         let pending = PendingResponse()
-        pending.complete(with: HTTPResponse(status: 200))
+        pending.complete(with: CompleteResponse(status: 200))
         pending.addToAnswer(HTTPHeaders([("Vary", "Origin")]))
         let answer = try #require(pending.answerOrSuspend(connection))
         #expect(answer.headers["Vary"] == "Origin")

@@ -91,7 +91,7 @@ import Testing
     /// A sent response's buffers come back empty, with their room, for the connection's next answer.
     @Test func keepsTheSentResponsesRoomEmptied() {
         var buffers = ResponseBuffers()
-        var response = HTTPResponse(status: 200, headers: HTTPHeaders([("ETag", "\"12\"")]), body: Array(repeating: 65, count: 300))
+        var response = CompleteResponse(status: 200, headers: HTTPHeaders([("ETag", "\"12\"")]), body: Array(repeating: 65, count: 300))
         buffers.keep(&response, limit: RequestContext.keptCapacity)
         let headers = buffers.takeHeaders(), body = buffers.takeBody()
         #expect(body.isEmpty && body.capacity >= 300)
@@ -101,12 +101,12 @@ import Testing
 
     @Test func keepsTheLargerRoomAndNothingOverTheLimit() {
         var buffers = ResponseBuffers()
-        var large = HTTPResponse(status: 200, body: Array(repeating: 65, count: 600))
+        var large = CompleteResponse(status: 200, body: Array(repeating: 65, count: 600))
         buffers.keep(&large, limit: RequestContext.keptCapacity)
-        var small = HTTPResponse(status: 200, body: Array(repeating: 65, count: 10))
+        var small = CompleteResponse(status: 200, body: Array(repeating: 65, count: 10))
         buffers.keep(&small, limit: RequestContext.keptCapacity)
         #expect(buffers.body.capacity >= 600, "a smaller answer does not take the place of the room there is")
-        var huge = HTTPResponse(status: 200, body: Array(repeating: 65, count: RequestContext.keptCapacity + 1))
+        var huge = CompleteResponse(status: 200, body: Array(repeating: 65, count: RequestContext.keptCapacity + 1))
         buffers.keep(&huge, limit: RequestContext.keptCapacity)
         #expect(buffers.body.capacity < RequestContext.keptCapacity, "one large answer does not hold memory for the connection's life")
     }

@@ -58,7 +58,7 @@ import TopChromeCore
         let store = InMemorySessionStore()
         let api = SessionAPI(store: store, maxBodyBytes: 1024)
         let session = try store.create(inset: 0)
-        var sent = HTTPResponse(status: 200, headers: HTTPHeaders([("X-Earlier", String(repeating: "x", count: 200))]),
+        var sent = CompleteResponse(status: 200, headers: HTTPHeaders([("X-Earlier", String(repeating: "x", count: 200))]),
                                 body: Array(repeating: 65, count: 400))
         let bodyRoom = sent.body.capacity, headerRoom = sent.headers.byteCapacity
         var buffers = ResponseBuffers()

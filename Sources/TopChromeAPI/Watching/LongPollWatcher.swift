@@ -29,7 +29,7 @@ final class LongPollWatcher: SessionWatcher, @unchecked Sendable {
         }
         DispatchQueue.global().asyncAfter(deadline: .now() + .seconds(waitSeconds)) { [self] in
             // Time is up: the client's version is still current.
-            guard var notModified = lock.withLock({ latest }).map({ SessionAPI.stateResponse($0) }) else { return }
+            guard var notModified = lock.withLock({ latest }).map({ SessionAPI.stateAnswer($0) }) else { return }
             notModified.status = 304
             notModified.headers.add(name: "Preference-Applied", value: "wait=\(waitSeconds)")
             if pending.complete(with: notModified) { hub.remove(self, for: id) }
@@ -46,7 +46,7 @@ final class LongPollWatcher: SessionWatcher, @unchecked Sendable {
             if (latest?.state.version ?? 0) < session.state.version { latest = session }
         }
         guard isNew.holds(for: session.entityTag) else { return !pending.isCompleted }
-        var response = SessionAPI.stateResponse(session)
+        var response = SessionAPI.stateAnswer(session)
         if waited { response.headers.add(name: "Preference-Applied", value: "wait=\(waitSeconds)") }
         pending.complete(with: response)
         return false

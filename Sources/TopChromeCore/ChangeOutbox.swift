@@ -1,0 +1,59 @@
+/// A change and the subscribers to tell of it, as a store collected them
+/// while holding the session (``SessionSubscriptions/collect(_:isResynchronization:)``).
+public struct ChangeDelivery: Sendable {
+    enum Kind: Sendable {
+        case changed(SessionChange)
+        case removed(SessionID)
+        case unheard(SessionID)
+    }
+
+    let kind: Kind
+    let subscribers: [any SessionSubscriber]
+
+    init(_ kind: Kind, to subscribers: [any SessionSubscriber]) {
+        self.kind = kind
+        self.subscribers = subscribers
+    }
+}
+
+/// Changes collected under a lock, to be delivered after it is released,
+/// in the order collected. Lives beside what the lock guards, and is only
+/// touched under it.
+///
+/// Two threads that collect in turn unlock in either order, so whoever
+/// finds nobody delivering takes the baton and delivers until the outbox
+/// is empty; the others only add. One thread at a time delivers, so each
+/// session's changes reach its subscribers in order, and a writer never
+/// waits for a watcher unless it holds the baton.
+public struct ChangeOutbox: Sendable {
+    private var waiting: [ChangeDelivery] = []
+    private var isDelivering = false
+
+    public init() {}
+
+    /// Under the lock.
+    @inline(__always)
+    public mutating func add(_ delivery: ChangeDelivery?) {
+        if let delivery { waiting.append(delivery) }
+    }
+
+    /// Under the lock, last: whether this thread is to deliver (then it
+    /// calls ``nextBatch()`` under the lock until that returns nil).
+    @inline(__always)
+    public mutating func takeBaton() -> Bool {
+        guard !isDelivering, !waiting.isEmpty else { return false }
+        isDelivering = true
+        return true
+    }
+
+    /// Under the lock, by the baton's holder: what to deliver next, or nil
+    /// when all is delivered (and the baton is given back).
+    public mutating func nextBatch() -> [ChangeDelivery]? {
+        guard !waiting.isEmpty else {
+            isDelivering = false
+            return nil
+        }
+        defer { waiting = [] }
+        return waiting
+    }
+}
