@@ -17,21 +17,25 @@ ARG HIREDIS_VERSION=0.14.1-*
 # And for GnuTLS's headers (build stage only; the run stage gets the library
 # with libmicrohttpd12): bookworm's 3.7.9.
 ARG GNUTLS_VERSION=3.7.9-*
+# And for OpenSSL (TLS to Redis, `rediss://`; hiredis 0.14 has none): bookworm's 3.0.
+ARG OPENSSL_VERSION=3.0.*
 
 # --- build -------------------------------------------------------------------
 FROM ${SWIFT_IMAGE} AS build
 ARG LIBMICROHTTPD_VERSION
 ARG HIREDIS_VERSION
 ARG GNUTLS_VERSION
+ARG OPENSSL_VERSION
 
 # The CMicroHTTPD system-library target finds libmicrohttpd through pkg-config,
 # and links GnuTLS itself (it hands TLS handshakes their certificate);
-# CHiredis finds hiredis's headers in /usr/include.
+# CHiredis finds hiredis's headers in /usr/include, COpenSSL OpenSSL's.
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       libmicrohttpd-dev="${LIBMICROHTTPD_VERSION}" \
       libgnutls28-dev="${GNUTLS_VERSION}" \
       libhiredis-dev="${HIREDIS_VERSION}" \
+      libssl-dev="${OPENSSL_VERSION}" \
       pkg-config="1.8.*" \
  && rm -rf /var/lib/apt/lists/*
 
@@ -66,16 +70,19 @@ RUN swift build -c release --static-swift-stdlib --product topchrome \
 FROM ${RUNTIME_IMAGE}
 ARG LIBMICROHTTPD_VERSION
 ARG HIREDIS_VERSION
+ARG OPENSSL_VERSION
 
 # The shared libraries the binary needs beyond the base image: libmicrohttpd
-# (it brings GnuTLS, which the binary also links, as a dependency) and hiredis, for
-# `--store redis://…`. `apt-get clean`: debian:bookworm-slim
+# (it brings GnuTLS, which the binary also links, as a dependency), hiredis
+# and OpenSSL's libssl3 (not in bookworm-slim), for `--store redis://…` and
+# `rediss://…`. `apt-get clean`: debian:bookworm-slim
 # drops apt's caches by itself, a locally built bookworm base may not (about
 # 75 MB of package caches otherwise end up in the image).
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       libmicrohttpd12="${LIBMICROHTTPD_VERSION}" \
       libhiredis0.14="${HIREDIS_VERSION}" \
+      libssl3="${OPENSSL_VERSION}" \
  && apt-get clean \
  && rm -rf /var/lib/apt/lists/* \
  && groupadd --system --gid 10001 topchrome \

@@ -46,10 +46,18 @@ let package = Package(
             providers: [.apt(["libhiredis-dev"])]
         ),
 
+        // Debian's OpenSSL (3.0), for `rediss://`: hiredis 0.14 has no TLS, so
+        // the Redis client reads and writes through OpenSSL and hiredis only
+        // parses the replies.
+        .systemLibrary(
+            name: "COpenSSL",
+            providers: [.apt(["libssl-dev"])]
+        ),
+
         // A general Redis and Redis Cluster client over hiredis: pipelined
         // connections with deadlines and reconnection, slot routing, redirections.
         // Knows nothing of TopChrome.
-        .target(name: "Redis", dependencies: ["CHiredis", "Locking"]),
+        .target(name: "Redis", dependencies: ["CHiredis", "COpenSSL", "Locking"]),
 
         // The chrome's rules inside Redis, as a Redis Function library, and a
         // typed call for each function through the Redis client. What the

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs what building and testing TopChrome needs on Debian 12 with Swift:
 # libmicrohttpd, GnuTLS (the server hands libmicrohttpd's TLS its
-# certificate, so a reload can change it), hiredis and libcurl (headers +
-# libraries; libcurl for the client library on Linux), pkg-config, curl; with
+# certificate, so a reload can change it), hiredis, OpenSSL (TLS to Redis:
+# hiredis 0.14 has none) and libcurl (headers + libraries; libcurl for the
+# client library on Linux), pkg-config, curl; with
 # --test also the Redis server and tools the Redis tests start, what the
 # deploy test runs its compose file with (podman-compose, and the CNI plugin
 # by which containers find each other by name), and the Python tools the
@@ -13,7 +14,7 @@ set -euo pipefail
 sudo=""
 [ "$(id -u)" -eq 0 ] || sudo="sudo"
 need_apt=()
-packages=(libmicrohttpd-dev libgnutls28-dev libhiredis-dev libcurl4-openssl-dev pkg-config curl openssl)
+packages=(libmicrohttpd-dev libgnutls28-dev libhiredis-dev libssl-dev libcurl4-openssl-dev pkg-config curl openssl)
 if [ "${1:-}" = "--test" ]; then
   packages+=(redis-server redis-tools podman-compose golang-github-containernetworking-plugin-dnsname)
 fi

@@ -12,16 +12,31 @@ import Musl
 /// What hiredis said when a connection failed, or its reader met bytes that are not RESP.
 package struct HiredisFailure: Error {
     package let reason: String
+    /// Retrying will not help (a TLS certificate refused): the connection reports a refusal, not an outage.
+    package var refused = false
+
+    package init(reason: String, refused: Bool = false) {
+        self.reason = reason
+        self.refused = refused
+    }
 }
 
 /// One non-blocking hiredis context. Not thread-safe: its connection uses it
 /// under its lock only.
+///
+/// With TLS, bytes go through a `TLSSession` instead of hiredis's own
+/// reads and writes (hiredis 0.14 has no TLS): commands wait in `tlsOutput`,
+/// and what OpenSSL decrypts is fed to the context's reply reader.
 final class HiredisSocket {
     private let context: UnsafeMutablePointer<redisContext>
+    private let tls: TLSSession?
+    private var tlsOutput: [UInt8] = []
+    /// How much of `tlsOutput` went out already (dropped once all of it has).
+    private var tlsWritten = 0
 
     /// Starts a non-blocking connect to `node`; the socket becomes writable
     /// when the connect ends, and `connectError()` then says how.
-    init(connectingTo node: RedisNode) throws(HiredisFailure) {
+    init(connectingTo node: RedisNode, tls: RedisTLS? = nil) throws(HiredisFailure) {
         guard let context = redisConnectNonBlock(node.host, Int32(node.port)) else {
             throw HiredisFailure(reason: "out of memory")
         }
@@ -31,12 +46,30 @@ final class HiredisSocket {
             throw HiredisFailure(reason: reason)
         }
         context.pointee.reader.pointee.fn = boundedReplyFunctions
+        if let tls {
+            do {
+                self.tls = try TLSSession(tls, fd: context.pointee.fd, host: node.host)
+            } catch {
+                redisFree(context)
+                throw error
+            }
+        } else {
+            self.tls = nil
+        }
         self.context = context
     }
 
     deinit { redisFree(context) }
 
     var fd: Int32 { context.pointee.fd }
+
+    /// What to poll for once connected: replies always; the socket's room
+    /// when there is output, or when a TLS handshake or write waits for it.
+    func pollEvents(hasOutput: Bool) -> Int16 {
+        guard let tls else { return Int16(POLLIN) | (hasOutput ? Int16(POLLOUT) : 0) }
+        if !tls.established { return tls.wantsWrite ? Int16(POLLOUT) : Int16(POLLIN) }
+        return Int16(POLLIN) | (hasOutput || tls.wantsWrite ? Int16(POLLOUT) : 0)
+    }
 
     /// The outcome of the non-blocking connect, read once the socket is writable.
     func connectError() -> HiredisFailure? {
@@ -48,6 +81,10 @@ final class HiredisSocket {
 
     /// Copies an encoded command into the output buffer.
     func append(_ request: RESPRequest) throws(HiredisFailure) {
+        if tls != nil {
+            tlsOutput += request.bytes
+            return
+        }
         let status = request.bytes.withUnsafeBufferPointer { buffer in
             buffer.withMemoryRebound(to: CChar.self) {
                 redisAppendFormattedCommand(context, $0.baseAddress, $0.count)
@@ -58,6 +95,19 @@ final class HiredisSocket {
 
     /// Writes what the socket takes now; true when the output buffer is empty.
     func flush() throws(HiredisFailure) -> Bool {
+        if let tls {
+            guard try tls.handshake() else { return false }
+            while tlsWritten < tlsOutput.count {
+                let written = try tlsOutput.withUnsafeBytes { bytes in
+                    Result { () throws(HiredisFailure) in try tls.write(UnsafeRawBufferPointer(rebasing: bytes[tlsWritten...])) }
+                }.get()
+                if written == 0 { return false }
+                tlsWritten += written
+            }
+            tlsOutput.removeAll(keepingCapacity: true)
+            tlsWritten = 0
+            return true
+        }
         var done: Int32 = 0
         if redisBufferWrite(context, &done) != REDIS_OK { throw HiredisFailure(reason: Self.describe(context)) }
         return done != 0
@@ -65,6 +115,14 @@ final class HiredisSocket {
 
     /// Reads what the socket has (end of stream is a failure).
     func fill() throws(HiredisFailure) {
+        if let tls {
+            guard try tls.handshake() else { return }
+            let reader = context.pointee.reader!
+            try tls.read { bytes in
+                redisReaderFeed(reader, bytes.baseAddress?.assumingMemoryBound(to: CChar.self), bytes.count) == REDIS_OK
+            }
+            return
+        }
         if redisBufferRead(context) != REDIS_OK { throw HiredisFailure(reason: Self.describe(context)) }
     }
 

@@ -11,6 +11,9 @@ public struct RedisConfiguration: Sendable {
     public var username: String?
     public var password: String?
 
+    /// TLS on every connection (`rediss://`); nil for plain TCP.
+    public var tls: RedisTLS?
+
     /// How long a command may wait for its reply when the caller gives no
     /// deadline. A command still unanswered one more timeout after its
     /// deadline means the server stopped answering: the connection is dropped.

@@ -275,8 +275,7 @@ public final class RedisConnection: @unchecked Sendable {
             return (socket.fd, Int16(POLLOUT), milliseconds(from: now, to: wakeAt))
         case .connecting(let socket, true, _), .ready(let socket):
             if let heartbeatAt { wakeAt = min(wakeAt ?? heartbeatAt, heartbeatAt) }
-            let events = Int16(POLLIN) | (hasOutput ? Int16(POLLOUT) : 0)
-            return (socket.fd, events, milliseconds(from: now, to: wakeAt))
+            return (socket.fd, socket.pollEvents(hasOutput: hasOutput), milliseconds(from: now, to: wakeAt))
         }
     }
 
@@ -340,7 +339,7 @@ public final class RedisConnection: @unchecked Sendable {
             lastHeard = now
             while let reply = try socket.nextReply() { replies.append(reply) }
         } catch {
-            throw Drop(reason: error.reason)
+            throw Drop(reason: error.reason, refused: error.refused)
         }
         for reply in replies { try deliver(reply, now: now, &outcome) }
     }
@@ -419,7 +418,7 @@ public final class RedisConnection: @unchecked Sendable {
         let waiting = unsent
         unsent = []
         do {
-            let socket = try HiredisSocket(connectingTo: node)
+            let socket = try HiredisSocket(connectingTo: node, tls: configuration.tls)
             for request in setup + waiting { try socket.append(request) }
             setupDeadline = now + configuration.commandTimeout
             hasOutput = true

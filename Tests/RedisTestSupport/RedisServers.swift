@@ -23,6 +23,8 @@ public final class RedisServer: @unchecked Sendable {
     public let port: Int
     public let directory: URL
     private var arguments: [String]
+    /// Serves TLS only, with this PKI's server certificate.
+    public let pki: TestPKI?
     private let lock = NSLock()
     private var process: Process?
 
@@ -30,13 +32,20 @@ public final class RedisServer: @unchecked Sendable {
     /// persistence, loopback only), on a free port. A cluster node also gets
     /// a free port for its cluster bus (by default port + 10000, which is
     /// past 65535 for the high ports the kernel hands out).
-    public init(_ arguments: [String] = [], clusterNode: Bool = false) throws {
+    /// With `tls`, the port is a TLS port (`--tls-port`, `--port 0`) that
+    /// verifies client certificates from the PKI's CA when given one.
+    public init(_ arguments: [String] = [], clusterNode: Bool = false, tls: TestPKI? = nil) throws {
         guard FileManager.default.isExecutableFile(atPath: Self.executable) else {
             throw RedisTestSetupError(description: "\(Self.executable) is missing: run scripts/install-deps.sh --test (installs redis-server and redis-tools)")
         }
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("redis-test-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         self.arguments = arguments
+        pki = tls
+        if let tls {
+            self.arguments += ["--tls-cert-file", tls.serverCertificate, "--tls-key-file", tls.serverKey,
+                               "--tls-ca-cert-file", tls.caFile, "--tls-auth-clients", "optional"]
+        }
         if clusterNode {
             self.arguments += ["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-port", String(try freeLoopbackPort())]
         }
@@ -46,7 +55,7 @@ public final class RedisServer: @unchecked Sendable {
         for _ in 0..<5 {
             let candidate = try freeLoopbackPort()
             do {
-                process = try Self.launch(port: candidate, directory: directory, arguments: self.arguments)
+                process = try Self.launch(port: candidate, directory: directory, arguments: Self.portArguments(candidate, tls: tls != nil) + self.arguments)
                 port = candidate
                 return
             } catch {
@@ -54,6 +63,17 @@ public final class RedisServer: @unchecked Sendable {
             }
         }
         throw lastError!
+    }
+
+    private static func portArguments(_ port: Int, tls: Bool) -> [String] {
+        tls ? ["--port", "0", "--tls-port", String(port)] : ["--port", String(port)]
+    }
+
+    /// `redis-cli` to this server (over TLS when it serves TLS).
+    @discardableResult
+    public func cli(_ arguments: String...) throws -> String {
+        let tls = pki.map { ["--tls", "--cacert", $0.caFile] } ?? []
+        return try redisCLI(tls + ["-h", "127.0.0.1", "-p", String(port)] + arguments)
     }
 
     deinit {
@@ -67,7 +87,7 @@ public final class RedisServer: @unchecked Sendable {
 
     /// Starts the server again on the same port, with the same files.
     public func restart() throws {
-        let process = try Self.launch(port: port, directory: directory, arguments: arguments)
+        let process = try Self.launch(port: port, directory: directory, arguments: Self.portArguments(port, tls: pki != nil) + arguments)
         lock.withLock { self.process = process }
     }
 
@@ -87,7 +107,7 @@ public final class RedisServer: @unchecked Sendable {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = [
-            "--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+            "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
             "--daemonize", "no", "--dir", directory.path, "--logfile", "redis.log",
         ] + arguments
         process.standardOutput = FileHandle.nullDevice
