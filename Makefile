@@ -19,7 +19,7 @@ test:
 	scripts/install-deps.sh --test
 	$(SWIFT) build --build-tests -Xswiftc -warnings-as-errors
 	SWIFT="$(SWIFT)" scripts/swift-test.sh --skip-build
-	$(MAKE) test-live-redis test-tsan test-asan check-spec check-readme check-metrics check-conformance fuzz check-demo check-cors check-binary test-container test-deploy
+	$(MAKE) test-live-redis test-live-rediss test-tsan test-asan check-spec check-readme check-metrics check-conformance fuzz check-demo check-cors check-binary test-container test-deploy
 
 ## The fast loop: core and API unit tests, no sockets.
 test-quick:
@@ -30,6 +30,13 @@ test-quick:
 .PHONY: test-live-redis
 test-live-redis:
 	TOPCHROME_TEST_STORE=redis SWIFT="$(SWIFT)" scripts/swift-test.sh --skip-build --filter LiveServerTests \
+	  --skip 'PersistenceDrillTests|ProcessLifecycleTests|ReplicaLiveTests|RedisOutageLiveTests|RedisClusterFailoverLiveTests'
+
+## The same once more over TLS (a test CA), every server connecting as an
+## ACL user with exactly the ACL docs/redis.md gives (no FUNCTION LOAD).
+.PHONY: test-live-rediss
+test-live-rediss:
+	TOPCHROME_TEST_STORE=rediss SWIFT="$(SWIFT)" scripts/swift-test.sh --skip-build --filter LiveServerTests \
 	  --skip 'PersistenceDrillTests|ProcessLifecycleTests|ReplicaLiveTests|RedisOutageLiveTests|RedisClusterFailoverLiveTests'
 
 ## The whole suite under the thread sanitizer (its own build folder).

@@ -51,13 +51,17 @@ public struct ConfigurationCheck: Sendable {
             }
         case let .redis(seeds):
             for node in seeds {
-                switch Self.probe(node, password: configuration.redisPassword, timeout: configuration.redisTimeout) {
+                switch Self.probe(node, configuration.redisClient) {
                 case nil:
-                    checked.append("Redis \(node): answered PING" + (configuration.redisPassword == nil ? "" : " after AUTH"))
+                    let how = (configuration.redisTLS == nil ? "" : " over TLS")
+                        + (configuration.redisPassword == nil ? "" : " after AUTH")
+                        + (configuration.redisUsername.map { " as \($0)" } ?? "")
+                    checked.append("Redis \(node): answered PING" + how)
                 case let .refused(reason)?:
-                    // Redis's own words (WRONGPASS, NOAUTH) say what it wants.
+                    // Redis's own words (WRONGPASS, NOAUTH), or OpenSSL's, say what it wants.
                     let said = reason.trimmingPrefix("setup command refused: ")
-                    problems.append("Redis \(node) refused the connection: \(said) (check --redis-password-file)")
+                    let check = said.hasPrefix("TLS") ? "--redis-ca-file" : "--redis-username and --redis-password-file"
+                    problems.append("Redis \(node) refused the connection: \(said) (check \(check))")
                 case let .unreachable(reason)?:
                     unreachable.append("Redis \(node) could not be reached (\(reason)); a server would start, answering 503 until it can")
                 }
@@ -67,19 +71,18 @@ public struct ConfigurationCheck: Sendable {
 
     /// Why a Redis node would not serve.
     enum ProbeFailure: Equatable {
-        /// It answered but refused `AUTH` (or wants one): a wrong password is configuration.
+        /// It answered but refused `AUTH` (or wants one), or its TLS certificate
+        /// was refused: a wrong password or CA is configuration.
         case refused(String)
         /// No answer: not listening, no route, a name that does not resolve, too slow.
         case unreachable(String)
     }
 
-    /// Connects to `node` as the store would (with `AUTH` when a password is
-    /// set) and sends PING, all within `timeout`; nil if it answered.
-    static func probe(_ node: RedisNode, password: String?, timeout: Double) -> ProbeFailure? {
+    /// Connects to `node` as the store would (its user, password and TLS)
+    /// and sends PING, all within the command timeout; nil if it answered.
+    static func probe(_ node: RedisNode, _ redis: RedisConfiguration) -> ProbeFailure? {
         let refusal = Refusal()
-        var configuration = RedisConfiguration()
-        configuration.password = password
-        configuration.commandTimeout = .milliseconds(Int((timeout * 1000).rounded(.up)))
+        var configuration = redis
         configuration.connectionEvents = { event in
             if case let .refused(reason) = event.change { refusal.set(reason) }
         }

@@ -16,10 +16,8 @@ public struct FunctionLibraryLoad: Sendable {
     /// 0 when every primary has the library, 1 otherwise.
     public var exitStatus: Int32 { failures.isEmpty ? 0 : 1 }
 
-    public init(seeds: [RedisNode], password: String?, timeout: Double) {
-        var configuration = RedisConfiguration()
-        configuration.password = password
-        configuration.commandTimeout = .milliseconds(Int((timeout * 1000).rounded(.up)))
+    /// `configuration`: the user, password and TLS the service connects with.
+    public init(seeds: [RedisNode], configuration: RedisConfiguration) {
         guard let primaries = Self.primaries(of: seeds, configuration, &failures) else { return }
         for node in primaries {
             switch Self.ask(node, ["FUNCTION", "LOAD", "REPLACE", ChromeFunctions.library], configuration) {

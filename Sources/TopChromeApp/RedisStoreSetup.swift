@@ -13,9 +13,7 @@ struct RedisStoreSetup {
     let connectionEvents: @Sendable (RedisConnectionEvent) -> Void
 
     func store(rules: ChromeRules, idleTimeout: Duration?, subscriptions: SessionSubscriptions) -> RedisSessionStore {
-        var redis = RedisConfiguration()
-        redis.password = configuration.redisPassword
-        redis.commandTimeout = .milliseconds(Int((configuration.redisTimeout * 1000).rounded(.up)))
+        var redis = configuration.redisClient
         redis.metrics = metrics
         redis.connectionEvents = connectionEvents
         // The library is loaded where a call finds it missing (or once by

@@ -11,10 +11,10 @@ extension ServiceConfiguration {
     /// refused, since `fe80::1` would read as host `fe80:`, port 1.
     static func storage(_ value: String, _ source: String) throws(UsageError) -> SessionStorage {
         if value == "memory" { return .memory }
-        let usage = UsageError(description: "\(source) must be memory or redis://HOST:PORT[,HOST:PORT...], not '\(value)'")
-        guard value.hasPrefix("redis://") else { throw usage }
+        let usage = UsageError(description: "\(source) must be memory or redis://HOST:PORT[,HOST:PORT...] (rediss:// over TLS), not '\(value)'")
+        guard let scheme = ["redis://", "rediss://"].first(where: value.hasPrefix) else { throw usage }
         var nodes: [RedisNode] = []
-        for address in value.dropFirst("redis://".count).split(separator: ",", omittingEmptySubsequences: false) {
+        for address in value.dropFirst(scheme.count).split(separator: ",", omittingEmptySubsequences: false) {
             // A host alone (`redis://h`, `redis://[::1]`): Redis has no port
             // a client may assume, so say which form is wanted.
             let inner = address.dropFirst().dropLast()
@@ -118,6 +118,48 @@ extension ServiceConfiguration {
             if (scheme == "http" && number == 80) || (scheme == "https" && number == 443) {
                 throw refuse("names the scheme's default port, which browsers leave out: \(scheme)://\(host)")
             }
+        }
+    }
+}
+
+/// How the service reaches Redis: who it is (`AUTH`) and over what (TLS).
+extension ServiceConfiguration {
+    /// `--store` as written, `rediss://` included: what the log says it serves from.
+    public var storeAddress: String {
+        redisTLS == nil ? store.description : "rediss" + store.description.dropFirst("redis".count)
+    }
+
+    /// The Redis client's configuration for the service, `check-config` and
+    /// `redis-functions load` alike: each connects as the service would.
+    public var redisClient: RedisConfiguration {
+        var redis = RedisConfiguration()
+        redis.username = redisUsername
+        redis.password = redisPassword
+        redis.tls = redisTLS
+        redis.commandTimeout = .milliseconds(Int((redisTimeout * 1000).rounded(.up)))
+        return redis
+    }
+
+    /// The checks of the user and TLS options once all are read, and the
+    /// TLS context made: a CA or key that OpenSSL cannot use stops the start.
+    mutating func secureRedis(_ given: [String: String]) throws(UsageError) {
+        if redisUsername != nil, redisPassword == nil, let source = given["redis-username"] {
+            throw UsageError(description: "\(source) needs --redis-password-file: AUTH takes the user's password with its name")
+        }
+        guard (redisCertificateFile == nil) == (redisKeyFile == nil) else {
+            throw UsageError(description: "--redis-cert and --redis-key go together")
+        }
+        guard case .redis = store else { return }
+        guard redisOverTLS else {
+            if let source = ["redis-ca-file", "redis-cert", "redis-key"].lazy.compactMap({ given[$0] }).first {
+                throw UsageError(description: "\(source) is for TLS to Redis and does nothing with redis://; use --store rediss://HOST:PORT, or remove it")
+            }
+            return
+        }
+        do {
+            redisTLS = try RedisTLS(caFile: redisCAFile, certificateFile: redisCertificateFile, keyFile: redisKeyFile)
+        } catch {
+            throw UsageError(description: "TLS to Redis: \(error)")
         }
     }
 }

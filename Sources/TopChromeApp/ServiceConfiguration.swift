@@ -78,6 +78,16 @@ public struct ServiceConfiguration: Sendable, Equatable {
     public var store = SessionStorage.memory
     /// `AUTH` for every Redis connection; read from a file, like the bearer token.
     public var redisPassword: String?
+    /// The ACL user `AUTH` names with the password; nil for the default user.
+    public var redisUsername: String?
+    /// `rediss://`: TLS to every Redis node, made from `--redis-ca-file`,
+    /// `--redis-cert` and `--redis-key` once the options are read.
+    public var redisTLS: RedisTLS?
+    /// Whether `--store` said `rediss://`, and the files TLS is made from.
+    var redisOverTLS = false
+    var redisCAFile: String?
+    var redisCertificateFile: String?
+    var redisKeyFile: String?
     /// Put before every key and channel, so several services can share one Redis.
     public var redisKeyPrefix = "topchrome:"
     /// Seconds a request waits for Redis before it gets 503.
@@ -161,6 +171,7 @@ public struct ServiceConfiguration: Sendable, Equatable {
         guard (configuration.tlsCertificatePEM == nil) == (configuration.tlsKeyPEM == nil) else {
             throw UsageError(description: "--tls-cert and --tls-key go together")
         }
+        try configuration.secureRedis(given)
         // An option that would do nothing with the store chosen is refused:
         // an operator who set it expects it to hold.
         switch configuration.store {
@@ -186,7 +197,8 @@ public struct ServiceConfiguration: Sendable, Equatable {
     }
 
     /// Options that only a Redis store reads.
-    private static let redisOnly = ["redis-password-file", "redis-key-prefix", "redis-timeout", "redis-wait-replicas"]
+    private static let redisOnly = ["redis-password-file", "redis-username", "redis-key-prefix", "redis-timeout", "redis-wait-replicas",
+                                    "redis-ca-file", "redis-cert", "redis-key"]
 
     private static func split(_ argument: String) -> (String, String?) {
         guard argument.hasPrefix("--"), let equals = argument.firstIndex(of: "=") else { return (argument, nil) }
@@ -334,8 +346,9 @@ public struct ServiceConfiguration: Sendable, Equatable {
             guard !value.isEmpty else { throw UsageError(description: "\(source) must not be empty") }
             config.stateFile = value
         },
-        Option(name: "store", placeholder: "S", help: "'memory' (default), or redis://HOST:PORT[,HOST:PORT...]: Redis or a Redis Cluster's seeds, shared by replicas.") { value, source, config throws(UsageError) in
+        Option(name: "store", placeholder: "S", help: "'memory' (default), or redis://HOST:PORT[,HOST:PORT...]: Redis or a Redis Cluster's seeds, shared by replicas (rediss:// over TLS).") { value, source, config throws(UsageError) in
             config.store = try storage(value, source)
+            config.redisOverTLS = value.hasPrefix("rediss://")
         },
         Option(name: "redis-password-file", placeholder: "PATH", help: "AUTH to Redis with the password in PATH.") { value, source, config throws(UsageError) in
             var password = try contents(of: value, source)[...]
@@ -347,6 +360,21 @@ public struct ServiceConfiguration: Sendable, Equatable {
                 throw UsageError(description: "\(source): '\(value)' holds only white space; it must hold the password")
             }
             config.redisPassword = String(password)
+        },
+        Option(name: "redis-username", placeholder: "U", help: "The Redis ACL user to AUTH as (with --redis-password-file).") { value, source, config throws(UsageError) in
+            guard !value.isEmpty, value.unicodeScalars.allSatisfy({ (0x21...0x7E).contains($0.value) }) else {
+                throw UsageError(description: "\(source) must be a Redis user name: printable ASCII without spaces, not '\(value)'")
+            }
+            config.redisUsername = value
+        },
+        Option(name: "redis-ca-file", placeholder: "PATH", help: "For rediss://: the PEM CA certificates Redis's certificate must chain to (default: the system's).") { value, _, config in
+            config.redisCAFile = value
+        },
+        Option(name: "redis-cert", placeholder: "PATH", help: "For rediss://: a PEM client certificate (chain), for a Redis that checks clients.") { value, _, config in
+            config.redisCertificateFile = value
+        },
+        Option(name: "redis-key", placeholder: "PATH", help: "For rediss://: the PEM private key of --redis-cert.") { value, _, config in
+            config.redisKeyFile = value
         },
         Option(name: "redis-key-prefix", placeholder: "P", help: "Prefix of Redis keys and channels (default topchrome:).") { value, source, config throws(UsageError) in
             guard !value.isEmpty, !value.contains("{"), !value.contains("}"), value.utf8.allSatisfy({ (0x21...0x7E).contains($0) }) else {

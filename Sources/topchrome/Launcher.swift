@@ -69,9 +69,9 @@ enum Launcher {
         // The operator's first question after a start: which store, and did the sessions come back?
         if let restored = started.restoredSessions {
             logger.log(.info, "topchrome listening on \(service.url)",
-                       ["store": .string(configuration.store.description), "sessions_restored": .int(restored)], always: true)
+                       ["store": .string(configuration.storeAddress), "sessions_restored": .int(restored)], always: true)
         } else {
-            logger.log(.info, "topchrome listening on \(service.url)", ["store": .string(configuration.store.description)],
+            logger.log(.info, "topchrome listening on \(service.url)", ["store": .string(configuration.storeAddress)],
                        always: true)
         }
 
@@ -108,7 +108,7 @@ enum Launcher {
         guard case let .redis(seeds) = configuration.store else {
             fail("topchrome redis-functions load: needs --store redis://HOST:PORT[,HOST:PORT...]", status: 2)
         }
-        let load = FunctionLibraryLoad(seeds: seeds, password: configuration.redisPassword, timeout: configuration.redisTimeout)
+        let load = FunctionLibraryLoad(seeds: seeds, configuration: configuration.redisClient)
         for line in load.loaded { print(line) }
         for failure in load.failures {
             let text = Array("topchrome redis-functions load: \(failure)\n".utf8)

@@ -8,7 +8,10 @@ import TopChromeApp
 /// With `TOPCHROME_TEST_STORE=redis` in the environment, servers whose
 /// test does not need the memory store keep their sessions in a Redis the
 /// tests start (one for the run, a key prefix per server): the v1 live
-/// tests then hold for the Redis store as well.
+/// tests then hold for the Redis store as well. With
+/// `TOPCHROME_TEST_STORE=rediss`, that Redis speaks TLS only (a test CA)
+/// and the servers connect as an ACL user with exactly the ACL docs/redis.md
+/// gives operators, and the library loaded beforehand, as an operator would.
 final class LiveServer: Sendable {
     let service: TopChromeService
     var port: Int { service.port }
@@ -19,14 +22,23 @@ final class LiveServer: Sendable {
         var configuration = ServiceConfiguration()
         configuration.port = 0
         configuration.threads = 2
-        if !memoryOnly, ProcessInfo.processInfo.environment["TOPCHROME_TEST_STORE"] == "redis" {
+        let shared = ProcessInfo.processInfo.environment["TOPCHROME_TEST_STORE"]
+        if !memoryOnly, shared == "redis" {
             configuration.store = .redis([try Self.sharedRedis.get().node])
             configuration.redisKeyPrefix = "live\(UInt64.random(in: 0...UInt64.max)):"
+        } else if !memoryOnly, shared == "rediss" {
+            let redis = try Self.sharedTLSRedis.get()
+            configuration.store = .redis([redis.node])
+            configuration.redisTLS = try RedisTLS(caFile: redis.pki?.caFile)
+            configuration.redisUsername = "topchrome"
+            configuration.redisPassword = Self.aclPassword
+            // Under the ACL's `topchrome:` prefix, a server's own below it.
+            configuration.redisKeyPrefix = "topchrome:live\(UInt64.random(in: 0...UInt64.max)):"
         }
         configure(&configuration)
         service = TopChromeService(configuration: configuration)
         try service.start()
-        if case .redis = configuration.store, !memoryOnly, ProcessInfo.processInfo.environment["TOPCHROME_TEST_STORE"] == "redis" {
+        if case .redis = configuration.store, !memoryOnly, shared == "redis" || shared == "rediss" {
             guard waitUntilReady() else { throw TestClientError.malformed("the Redis-backed server did not become ready") }
         }
     }
@@ -41,6 +53,21 @@ final class LiveServer: Sendable {
     }
 
     private static let sharedRedis = Result { try RedisServer() }
+
+    static let aclPassword = "acl-test-password"
+
+    /// The TLS Redis of `TOPCHROME_TEST_STORE=rediss`: the documented ACL user
+    /// made, and the library loaded over TLS by `redis-functions load`'s code.
+    private static let sharedTLSRedis = Result { () throws -> RedisServer in
+        let redis = try RedisServer(tls: TestPKI())
+        try redis.cli(TestPKI.documentedACL(password: aclPassword))
+        var admin = RedisConfiguration()
+        admin.tls = try RedisTLS(caFile: redis.pki?.caFile)
+        admin.commandTimeout = .seconds(5)
+        let load = FunctionLibraryLoad(seeds: [redis.node], configuration: admin)
+        guard load.exitStatus == 0 else { throw RedisTestSetupError(description: "\(load.failures)") }
+        return redis
+    }
 
     deinit { service.stop() }
 

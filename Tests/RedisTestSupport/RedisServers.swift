@@ -71,7 +71,7 @@ public final class RedisServer: @unchecked Sendable {
 
     /// `redis-cli` to this server (over TLS when it serves TLS).
     @discardableResult
-    public func cli(_ arguments: String...) throws -> String {
+    public func cli(_ arguments: [String]) throws -> String {
         let tls = pki.map { ["--tls", "--cacert", $0.caFile] } ?? []
         return try redisCLI(tls + ["-h", "127.0.0.1", "-p", String(port)] + arguments)
     }

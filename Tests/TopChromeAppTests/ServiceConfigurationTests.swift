@@ -288,3 +288,44 @@ import Testing
         #expect(columns.count == 1, "descriptions in one column")
     }
 }
+
+/// `--redis-username` and the TLS options: read like every option, and
+/// refused where they would do nothing.
+struct RedisSecurityOptionsTests {
+    func serve(_ arguments: [String], _ environment: [String: String] = [:]) throws -> ServiceConfiguration {
+        guard case let .serve(configuration) = try ServiceConfiguration.parse(arguments: arguments, environment: environment) else {
+            throw ServiceConfiguration.UsageError(description: "not a serve command")
+        }
+        return configuration
+    }
+
+    @Test func theUserGoesWithThePasswordIntoTheClientsConfiguration() throws {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("password-\(UUID().uuidString)")
+        try "s3cret\n".write(to: file, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(at: file) }
+        let redis = ["--store", "redis://h:1", "--redis-password-file", file.path]
+        let configuration = try serve(redis, ["TOPCHROME_REDIS_USERNAME": "topchrome"])
+        #expect(configuration.redisClient.username == "topchrome")
+        #expect(configuration.redisClient.password == "s3cret")
+        #expect(configuration.redisClient.tls == nil)
+        #expect(try serve(redis + ["--redis-username", "flag"], ["TOPCHROME_REDIS_USERNAME": "env"]).redisUsername == "flag")
+        #expect(throws: ServiceConfiguration.UsageError(description: "--redis-username needs --redis-password-file: AUTH takes the user's password with its name")) {
+            try serve(["--store", "redis://h:1", "--redis-username", "topchrome"])
+        }
+        #expect(throws: ServiceConfiguration.UsageError.self) { try serve(redis + ["--redis-username", "two words"]) }
+        #expect(throws: ServiceConfiguration.UsageError.self) { try serve(["--redis-username", "topchrome"]) }
+    }
+
+    @Test func tlsOptionsNeedRediss() throws {
+        #expect(try serve(["--store", "rediss://127.0.0.1:6380"]).redisTLS?.caFile == nil, "the system's trust store")
+        #expect(try serve(["--store", "rediss://127.0.0.1:6380"]).storeAddress == "rediss://127.0.0.1:6380")
+        #expect(throws: ServiceConfiguration.UsageError(description: "--redis-ca-file is for TLS to Redis and does nothing with redis://; use --store rediss://HOST:PORT, or remove it")) {
+            try serve(["--store", "redis://h:1", "--redis-ca-file", "/etc/ssl/certs/ca-certificates.crt"])
+        }
+        #expect(throws: ServiceConfiguration.UsageError(description: "--redis-cert and --redis-key go together")) {
+            try serve(["--store", "rediss://h:1", "--redis-cert", "/x.pem"])
+        }
+        #expect(throws: ServiceConfiguration.UsageError.self) { try serve(["--store", "rediss://h:1", "--redis-ca-file", "/nonexistent.pem"]) }
+        #expect(throws: ServiceConfiguration.UsageError.self) { try serve(["--redis-ca-file", "/nonexistent.pem"]) }
+    }
+}
