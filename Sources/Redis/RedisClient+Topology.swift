@@ -28,7 +28,11 @@ extension RedisClient {
     /// subscription and must not subscribe again through a stale map. The
     /// node that dropped a subscription because it lost the slot knows who
     /// has it now; others may not have heard yet.
+    /// With Sentinel, asks the sentinels for the primary again first.
     func refreshTopology(askingFirst node: RedisNode?, then: @escaping @Sendable () -> Void) {
+        if sentinel != nil, lock.withLock({ closed ? false : { afterRefresh.append(then); return true }() }) {
+            return discover()
+        }
         let (wait, unknown) = lock.withLock {
             guard currentTopology == .cluster, !closed else { return (false, currentTopology == .unknown) }
             afterRefresh.append(then)
@@ -40,14 +44,20 @@ extension RedisClient {
         then()
     }
 
-    /// Asks the seeds, in turn, whether they are part of a cluster.
+    /// Asks the seeds, in turn, whether they are part of a cluster; or the
+    /// sentinels for the primary.
     func discover() {
         let started = lock.withLock {
             guard !discovering, !closed else { return false }
             discovering = true
             return true
         }
-        if started { discover(seeds[...]) }
+        guard started else { return }
+        if let sentinel {
+            sentinel.resolve { primary in self.resolved(primary) }
+        } else {
+            discover(seeds[...])
+        }
     }
 
     private func discover(_ candidates: ArraySlice<RedisNode>) {

@@ -9,6 +9,12 @@ import Locking
 /// commands without a key, commands go to that seed (the first one until
 /// one answers) and follow its redirections. `TRYAGAIN` and
 /// `CLUSTERDOWN` come back as `RedisError`s; other error replies as values.
+///
+/// Or, with `init(sentinels:masterName:configuration:)`, a primary that Redis
+/// Sentinel names (see `SentinelResolver`): asked for at start, followed on
+/// `+switch-master`, and asked for again on `READONLY` (the primary was
+/// demoted; the command goes again to the new one within its deadline) and
+/// on a lost connection.
 public final class RedisClient: @unchecked Sendable {
     public enum Topology: Sendable, Equatable {
         case unknown, single, cluster
@@ -20,6 +26,8 @@ public final class RedisClient: @unchecked Sendable {
     /// outages and reconnections, which the shared connection to the same
     /// node already reports.
     private let followUpConfiguration: RedisConfiguration
+    /// Set when the primary is found through Sentinel; `seeds` are then the sentinels.
+    let sentinel: SentinelResolver?
     let lock = PthreadLock()
 
     // Guarded by `lock`.
@@ -38,6 +46,9 @@ public final class RedisClient: @unchecked Sendable {
     var refreshing = false
     /// Run when the refresh in flight ends.
     var afterRefresh: [@Sendable () -> Void] = []
+    /// Told when Sentinel names another primary (a subscriber moving its
+    /// channels); removed by their owners' `close()`.
+    var primaryWatchers: [ObjectIdentifier: @Sendable () -> Void] = [:]
     /// A node to ask first in one more refresh, after the one in flight.
     var askNext: RedisNode?
     var closed = false
@@ -84,9 +95,23 @@ public final class RedisClient: @unchecked Sendable {
     /// The first command's result, and the follow-up's (nil when none was sent).
     public typealias FollowUpCompletion = @Sendable (Result<RESPValue, RedisError>, Result<RESPValue, RedisError>?) -> Void
 
-    public init(seeds: [RedisNode], configuration: RedisConfiguration = RedisConfiguration()) {
+    public convenience init(seeds: [RedisNode], configuration: RedisConfiguration = RedisConfiguration()) {
+        self.init(seeds: seeds, sentinel: nil, configuration: configuration)
+    }
+
+    /// A client of the primary that the sentinels name for `masterName`;
+    /// commands get `.unavailable` until one has named it.
+    public convenience init(sentinels: [RedisNode], masterName: String, configuration: RedisConfiguration = RedisConfiguration()) {
+        let resolver = SentinelResolver(sentinels: sentinels, masterName: masterName,
+                                        commandTimeout: configuration.commandTimeout, backoff: configuration.reconnectBackoff)
+        self.init(seeds: sentinels, sentinel: resolver, configuration: configuration)
+        resolver.listen { [self] primary in adopt(primary) }
+    }
+
+    private init(seeds: [RedisNode], sentinel: SentinelResolver?, configuration: RedisConfiguration) {
         precondition(!seeds.isEmpty, "a Redis client needs at least one seed node")
         self.seeds = seeds
+        self.sentinel = sentinel
         self.configuration = configuration
         var quiet = configuration
         quiet.connected = { _ in }
@@ -130,6 +155,9 @@ public final class RedisClient: @unchecked Sendable {
     public var unavailableReason: String? {
         lock.withLock {
             let nodes = slots.map { Array($0.nodes) } ?? [home]
+            if currentTopology == .unknown, let sentinel {
+                return "no sentinel of \(seeds.map(\.description).joined(separator: ", ")) named the primary of \(sentinel.masterName)"
+            }
             if currentTopology == .unknown {
                 let failure = connections[home]?.lastFailureReason
                 return "no answer from \(seeds.map(\.description).joined(separator: ", "))" + (failure.map { ": \($0)" } ?? "")
@@ -211,6 +239,7 @@ public final class RedisClient: @unchecked Sendable {
             }
             return Array(connections.values) + Array(followUpConnections.values)
         }
+        sentinel?.close()
         for connection in open { connection.close() }
     }
 
@@ -237,6 +266,8 @@ public final class RedisClient: @unchecked Sendable {
         let (connection, mustDiscover): (RedisConnection?, Bool) = lock.withLock {
             guard !closed else { return (nil, false) }
             let mustDiscover = currentTopology == .unknown && !discovering
+            // Until a sentinel names the primary, `home` is a sentinel.
+            if sentinel != nil && currentTopology == .unknown { return (nil, mustDiscover) }
             let node = target ?? command.slot.flatMap { slots?[$0] } ?? home
             return (connectionLocked(to: node, forFollowUps: command.hasFollowUp), mustDiscover)
         }
@@ -269,11 +300,15 @@ public final class RedisClient: @unchecked Sendable {
                 retry(command, node) { fail(command, .clusterDown(message), node) }
             } else if message.hasPrefix("LOADING") {
                 retry(command, node) { command.finish(result) }
+            } else if message.hasPrefix("READONLY"), sentinel != nil {
+                // A demoted primary: it ran nothing, so the command may go again.
+                discover()
+                retry(command, node) { command.finish(result) }
             } else {
                 command.finish(result)
             }
         case .failure:
-            if topology == .cluster { refreshSlots() }
+            if topology == .cluster { refreshSlots() } else if sentinel != nil { discover() }
             command.finish(result)
         case .success(let reply):
             // On the connection's I/O thread, which is handing out this reply
