@@ -13,14 +13,20 @@ public enum SessionStorage: Sendable, Equatable, CustomStringConvertible {
     /// In Redis, shared by every replica: a single server, or the seed
     /// nodes of a Redis Cluster (which one is found out at start).
     case redis([RedisNode])
+    /// In Redis, on the primary that these sentinels name for `masterName`
+    /// (one primary with replicas, failed over by Sentinel).
+    case redisSentinel(sentinels: [RedisNode], masterName: String)
 
-    /// As `--store` takes it: `memory`, or `redis://HOST:PORT[,HOST:PORT…]`.
+    /// As `--store` takes it: `memory`, `redis://HOST:PORT[,HOST:PORT…]`, or
+    /// `redis-sentinel://HOST:PORT[,HOST:PORT…]/MASTERNAME`.
     public var description: String {
-        switch self {
+        func list(_ nodes: [RedisNode]) -> String {
+            nodes.map { $0.host.contains(":") ? "[\($0.host)]:\($0.port)" : "\($0.host):\($0.port)" }.joined(separator: ",")
+        }
+        return switch self {
         case .memory: "memory"
-        case let .redis(nodes):
-            "redis://" + nodes.map { $0.host.contains(":") ? "[\($0.host)]:\($0.port)" : "\($0.host):\($0.port)" }
-                .joined(separator: ",")
+        case let .redis(nodes): "redis://" + list(nodes)
+        case let .redisSentinel(sentinels, masterName): "redis-sentinel://" + list(sentinels) + "/" + masterName
         }
     }
 }
@@ -171,7 +177,7 @@ public struct ServiceConfiguration: Sendable, Equatable {
             if given["state-file"] == nil, let source = given["snapshot-interval"] {
                 throw UsageError(description: "\(source) sets how often the state file is written and does nothing without one; add --state-file PATH, or remove it")
             }
-        case .redis:
+        case .redis, .redisSentinel:
             if let source = given["state-file"] {
                 throw UsageError(description: "\(source) is for the memory store; Redis keeps sessions itself (RDB or AOF persistence)")
             }
@@ -334,7 +340,7 @@ public struct ServiceConfiguration: Sendable, Equatable {
             guard !value.isEmpty else { throw UsageError(description: "\(source) must not be empty") }
             config.stateFile = value
         },
-        Option(name: "store", placeholder: "S", help: "'memory' (default), or redis://HOST:PORT[,HOST:PORT...]: Redis or a Redis Cluster's seeds, shared by replicas.") { value, source, config throws(UsageError) in
+        Option(name: "store", placeholder: "S", help: "'memory' (default), redis://HOST:PORT[,HOST:PORT...]: Redis or a Redis Cluster's seeds, or redis-sentinel://HOST:PORT[,HOST:PORT...]/MASTERNAME: the primary Sentinel names; shared by replicas.") { value, source, config throws(UsageError) in
             config.store = try storage(value, source)
         },
         Option(name: "redis-password-file", placeholder: "PATH", help: "AUTH to Redis with the password in PATH.") { value, source, config throws(UsageError) in

@@ -23,6 +23,8 @@ public final class RedisServer: @unchecked Sendable {
     public let port: Int
     public let directory: URL
     private var arguments: [String]
+    /// Before the options: a sentinel's configuration file and `--sentinel`.
+    private var leading: [String] = []
     private let lock = NSLock()
     private var process: Process?
 
@@ -30,13 +32,20 @@ public final class RedisServer: @unchecked Sendable {
     /// persistence, loopback only), on a free port. A cluster node also gets
     /// a free port for its cluster bus (by default port + 10000, which is
     /// past 65535 for the high ports the kernel hands out).
-    public init(_ arguments: [String] = [], clusterNode: Bool = false) throws {
+    /// With `sentinelConfiguration`, a sentinel (`redis-server FILE
+    /// --sentinel`) that starts from those lines, in a file it may rewrite.
+    public init(_ arguments: [String] = [], clusterNode: Bool = false, sentinelConfiguration: String? = nil) throws {
         guard FileManager.default.isExecutableFile(atPath: Self.executable) else {
             throw RedisTestSetupError(description: "\(Self.executable) is missing: run scripts/install-deps.sh --test (installs redis-server and redis-tools)")
         }
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("redis-test-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         self.arguments = arguments
+        if let sentinelConfiguration {
+            let file = directory.appendingPathComponent("sentinel.conf")
+            try Data(sentinelConfiguration.utf8).write(to: file)
+            leading = [file.path, "--sentinel"]
+        }
         if clusterNode {
             self.arguments += ["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-port", String(try freeLoopbackPort())]
         }
@@ -46,7 +55,7 @@ public final class RedisServer: @unchecked Sendable {
         for _ in 0..<5 {
             let candidate = try freeLoopbackPort()
             do {
-                process = try Self.launch(port: candidate, directory: directory, arguments: self.arguments)
+                process = try Self.launch(port: candidate, directory: directory, arguments: self.arguments, leading: leading)
                 port = candidate
                 return
             } catch {
@@ -67,7 +76,7 @@ public final class RedisServer: @unchecked Sendable {
 
     /// Starts the server again on the same port, with the same files.
     public func restart() throws {
-        let process = try Self.launch(port: port, directory: directory, arguments: arguments)
+        let process = try Self.launch(port: port, directory: directory, arguments: arguments, leading: leading)
         lock.withLock { self.process = process }
     }
 
@@ -83,10 +92,10 @@ public final class RedisServer: @unchecked Sendable {
         if let pid { kill(pid, signal) }
     }
 
-    private static func launch(port: Int, directory: URL, arguments: [String]) throws -> Process {
+    private static func launch(port: Int, directory: URL, arguments: [String], leading: [String]) throws -> Process {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = [
+        process.arguments = leading + [
             "--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
             "--daemonize", "no", "--dir", directory.path, "--logfile", "redis.log",
         ] + arguments

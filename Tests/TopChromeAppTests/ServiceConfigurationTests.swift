@@ -243,6 +243,45 @@ import Testing
         #expect(nodes(try serve([], ["TOPCHROME_STORE": "redis://h:1"])) == ["h 1"])
     }
 
+    @Test func sentinelStoreAddresses() throws {
+        func parts(_ storage: SessionStorage) -> [String]? {
+            guard case let .redisSentinel(sentinels, masterName) = storage else { return nil }
+            return sentinels.map { "\($0.host) \($0.port)" } + [masterName]
+        }
+        let one = try serve(["--store", "redis-sentinel://127.0.0.1:26379/mymaster"]).store
+        #expect(parts(one) == ["127.0.0.1 26379", "mymaster"])
+        #expect(one.description == "redis-sentinel://127.0.0.1:26379/mymaster")
+        let three = try serve([], ["TOPCHROME_STORE": "redis-sentinel://a:1,[::1]:2,b.internal:3/cache-1"]).store
+        #expect(parts(three) == ["a 1", "::1 2", "b.internal 3", "cache-1"])
+        #expect(three.description == "redis-sentinel://a:1,[::1]:2,b.internal:3/cache-1")
+    }
+
+    /// A sentinel store needs sentinels with ports and the master's name;
+    /// each mistake says which form is wanted.
+    @Test(arguments: [
+        ("redis-sentinel://h:26379", "--store: 'redis-sentinel://h:26379' needs the name of the master the sentinels watch, as in redis-sentinel://h:26379/mymaster (the form is redis-sentinel://HOST:PORT[,HOST:PORT...]/MASTERNAME)"),
+        ("redis-sentinel://h:26379/", "--store: '' is not a master name Sentinel takes: printable, no spaces (the form is redis-sentinel://HOST:PORT[,HOST:PORT...]/MASTERNAME)"),
+        ("redis-sentinel://h:26379/my master", "--store: 'my master' is not a master name Sentinel takes: printable, no spaces (the form is redis-sentinel://HOST:PORT[,HOST:PORT...]/MASTERNAME)"),
+        ("redis-sentinel://h/mymaster", "--store: 'h' needs a port, as in redis-sentinel://h:26379/mymaster (the form is redis-sentinel://HOST:PORT[,HOST:PORT...]/MASTERNAME)"),
+        ("redis-sentinel:///mymaster", "--store must be redis-sentinel://HOST:PORT[,HOST:PORT...]/MASTERNAME, not 'redis-sentinel:///mymaster'"),
+        ("redis-sentinel://h:0/mymaster", "--store must be redis-sentinel://HOST:PORT[,HOST:PORT...]/MASTERNAME, not 'redis-sentinel://h:0/mymaster'"),
+        ("redis-sentinel://fe80::1/mymaster", "--store must be redis-sentinel://HOST:PORT[,HOST:PORT...]/MASTERNAME, not 'redis-sentinel://fe80::1/mymaster'"),
+        ("redis-sentinel://a:1,,b:2/m", "--store must be redis-sentinel://HOST:PORT[,HOST:PORT...]/MASTERNAME, not 'redis-sentinel://a:1,,b:2/m'"),
+    ])
+    func badSentinelStoresAreRefused(_ value: String, _ message: String) {
+        #expect(throws: ServiceConfiguration.UsageError(description: message)) {
+            try serve(["--store", value])
+        }
+    }
+
+    @Test func sentinelStoresTakeTheRedisOptions() throws {
+        let configuration = try serve(["--store", "redis-sentinel://h:1/m", "--redis-timeout", "2", "--redis-key-prefix", "x:"])
+        #expect(configuration.redisTimeout == 2 && configuration.redisKeyPrefix == "x:")
+        #expect(throws: ServiceConfiguration.UsageError.self) {
+            try serve(["--store", "redis-sentinel://h:1/m", "--max-sessions", "5"])
+        }
+    }
+
     /// Nothing a reader could take for another address gets through: an
     /// IPv6 address must be in brackets (`fe80::1` is not host `fe80:`, port 1),
     /// a host has no spaces, a port is digits only.
