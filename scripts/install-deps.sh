@@ -4,7 +4,7 @@
 # certificate, so a reload can change it), hiredis, OpenSSL (TLS to Redis:
 # hiredis 0.14 has none) and libcurl (headers + libraries; libcurl for the
 # client library on Linux), pkg-config, curl; with
-# --test also the Redis server and tools the Redis tests start, what the
+# --test also the Redis server, tools and sentinel the Redis tests start, what the
 # deploy test runs its compose file with (podman-compose, and the CNI plugin
 # by which containers find each other by name), and the Python tools the
 # checks use.
@@ -16,7 +16,7 @@ sudo=""
 need_apt=()
 packages=(libmicrohttpd-dev libgnutls28-dev libhiredis-dev libssl-dev libcurl4-openssl-dev pkg-config curl openssl)
 if [ "${1:-}" = "--test" ]; then
-  packages+=(redis-server redis-tools podman-compose golang-github-containernetworking-plugin-dnsname)
+  packages+=(redis-server redis-tools redis-sentinel podman-compose golang-github-containernetworking-plugin-dnsname)
 fi
 for package in "${packages[@]}"; do
   dpkg -s "$package" >/dev/null 2>&1 || need_apt+=("$package")

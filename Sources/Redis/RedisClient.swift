@@ -9,40 +9,51 @@ import Locking
 /// commands without a key, commands go to that seed (the first one until
 /// one answers) and follow its redirections. `TRYAGAIN` and
 /// `CLUSTERDOWN` come back as `RedisError`s; other error replies as values.
+///
+/// Or, with `init(sentinels:masterName:configuration:)`, a primary that Redis
+/// Sentinel names (see `SentinelResolver`): asked for at start, followed on
+/// `+switch-master`, and asked for again on `READONLY` (the primary was
+/// demoted; the command goes again to the new one within its deadline) and
+/// on a lost connection.
 public final class RedisClient: @unchecked Sendable {
     public enum Topology: Sendable, Equatable {
         case unknown, single, cluster
     }
 
-    private let seeds: [RedisNode]
+    let seeds: [RedisNode]
     let configuration: RedisConfiguration
     /// For the connections of commands with a follow-up: they tell nobody of
     /// outages and reconnections, which the shared connection to the same
     /// node already reports.
     private let followUpConfiguration: RedisConfiguration
-    private let lock = PthreadLock()
+    /// Set when the primary is found through Sentinel; `seeds` are then the sentinels.
+    let sentinel: SentinelResolver?
+    let lock = PthreadLock()
 
     // Guarded by `lock`.
-    private var connections: [RedisNode: RedisConnection] = [:]
+    var connections: [RedisNode: RedisConnection] = [:]
     /// A second connection per node, for commands with a follow-up (a change
     /// and its `WAIT`): `WAIT` holds the connection it runs on until enough
     /// replicas answer or it times out, which on the shared connection would
     /// hold up every read of the node, for the whole timeout while a replica
     /// is down.
-    private var followUpConnections: [RedisNode: RedisConnection] = [:]
-    private var currentTopology = Topology.unknown
+    var followUpConnections: [RedisNode: RedisConnection] = [:]
+    var currentTopology = Topology.unknown
     /// The seed that answered discovery.
-    private var home: RedisNode
-    private var slots: SlotMap?
-    private var discovering = false
-    private var refreshing = false
+    var home: RedisNode
+    var slots: SlotMap?
+    var discovering = false
+    var refreshing = false
     /// Run when the refresh in flight ends.
-    private var afterRefresh: [@Sendable () -> Void] = []
+    var afterRefresh: [@Sendable () -> Void] = []
+    /// Told when Sentinel names another primary (a subscriber moving its
+    /// channels); removed by their owners' `close()`.
+    var primaryWatchers: [ObjectIdentifier: @Sendable () -> Void] = [:]
     /// A node to ask first in one more refresh, after the one in flight.
-    private var askNext: RedisNode?
-    private var closed = false
+    var askNext: RedisNode?
+    var closed = false
     /// Rounds of discovery in which no seed answered, since one last did.
-    private var failedDiscoveries = 0
+    var failedDiscoveries = 0
 
     private struct Command: Sendable {
         let request: RESPRequest
@@ -84,9 +95,23 @@ public final class RedisClient: @unchecked Sendable {
     /// The first command's result, and the follow-up's (nil when none was sent).
     public typealias FollowUpCompletion = @Sendable (Result<RESPValue, RedisError>, Result<RESPValue, RedisError>?) -> Void
 
-    public init(seeds: [RedisNode], configuration: RedisConfiguration = RedisConfiguration()) {
+    public convenience init(seeds: [RedisNode], configuration: RedisConfiguration = RedisConfiguration()) {
+        self.init(seeds: seeds, sentinel: nil, configuration: configuration)
+    }
+
+    /// A client of the primary that the sentinels name for `masterName`;
+    /// commands get `.unavailable` until one has named it.
+    public convenience init(sentinels: [RedisNode], masterName: String, configuration: RedisConfiguration = RedisConfiguration()) {
+        let resolver = SentinelResolver(sentinels: sentinels, masterName: masterName,
+                                        commandTimeout: configuration.commandTimeout, backoff: configuration.reconnectBackoff)
+        self.init(seeds: sentinels, sentinel: resolver, configuration: configuration)
+        resolver.listen { [self] primary in adopt(primary) }
+    }
+
+    private init(seeds: [RedisNode], sentinel: SentinelResolver?, configuration: RedisConfiguration) {
         precondition(!seeds.isEmpty, "a Redis client needs at least one seed node")
         self.seeds = seeds
+        self.sentinel = sentinel
         self.configuration = configuration
         var quiet = configuration
         quiet.connected = { _ in }
@@ -130,6 +155,9 @@ public final class RedisClient: @unchecked Sendable {
     public var unavailableReason: String? {
         lock.withLock {
             let nodes = slots.map { Array($0.nodes) } ?? [home]
+            if currentTopology == .unknown, let sentinel {
+                return "no sentinel of \(seeds.map(\.description).joined(separator: ", ")) named the primary of \(sentinel.masterName)"
+            }
             if currentTopology == .unknown {
                 let failure = connections[home]?.lastFailureReason
                 return "no answer from \(seeds.map(\.description).joined(separator: ", "))" + (failure.map { ": \($0)" } ?? "")
@@ -211,6 +239,7 @@ public final class RedisClient: @unchecked Sendable {
             }
             return Array(connections.values) + Array(followUpConnections.values)
         }
+        sentinel?.close()
         for connection in open { connection.close() }
     }
 
@@ -237,6 +266,8 @@ public final class RedisClient: @unchecked Sendable {
         let (connection, mustDiscover): (RedisConnection?, Bool) = lock.withLock {
             guard !closed else { return (nil, false) }
             let mustDiscover = currentTopology == .unknown && !discovering
+            // Until a sentinel names the primary, `home` is a sentinel.
+            if sentinel != nil && currentTopology == .unknown { return (nil, mustDiscover) }
             let node = target ?? command.slot.flatMap { slots?[$0] } ?? home
             return (connectionLocked(to: node, forFollowUps: command.hasFollowUp), mustDiscover)
         }
@@ -269,11 +300,15 @@ public final class RedisClient: @unchecked Sendable {
                 retry(command, node) { fail(command, .clusterDown(message), node) }
             } else if message.hasPrefix("LOADING") {
                 retry(command, node) { command.finish(result) }
+            } else if message.hasPrefix("READONLY"), sentinel != nil {
+                // A demoted primary: it ran nothing, so the command may go again.
+                discover()
+                retry(command, node) { command.finish(result) }
             } else {
                 command.finish(result)
             }
         case .failure:
-            if topology == .cluster { refreshSlots() }
+            if topology == .cluster { refreshSlots() } else if sentinel != nil { discover() }
             command.finish(result)
         case .success(let reply):
             // On the connection's I/O thread, which is handing out this reply
@@ -310,146 +345,10 @@ public final class RedisClient: @unchecked Sendable {
         command.finish(.failure(error))
     }
 
-    private func connectionLocked(to node: RedisNode, forFollowUps: Bool = false) -> RedisConnection {
+    func connectionLocked(to node: RedisNode, forFollowUps: Bool = false) -> RedisConnection {
         if let connection = forFollowUps ? followUpConnections[node] : connections[node] { return connection }
         let connection = RedisConnection(to: node, configuration: forFollowUps ? followUpConfiguration : configuration)
         if forFollowUps { followUpConnections[node] = connection } else { connections[node] = connection }
         return connection
-    }
-
-    // MARK: Topology
-
-    /// Where a command for `slot` goes now (a subscriber's `SSUBSCRIBE` too);
-    /// nil once closed.
-    func node(serving slot: Int) -> RedisNode? {
-        lock.withLock { closed ? nil : slots?[slot] ?? home }
-    }
-
-    /// The nodes commands go to now: the map's primaries, or the seed.
-    var servingNodes: Set<RedisNode> {
-        lock.withLock { slots?.nodes ?? [home] }
-    }
-
-    /// A `MOVED` that came to someone else (a subscriber): the slot is served
-    /// by `node` now, and the rest of the map is probably stale too.
-    func moved(_ redirect: ClusterRedirect) {
-        configuration.metrics.redirected(redirect.asking)
-        guard !redirect.asking else { return }
-        lock.withLock { slots?[redirect.slot] = redirect.node }
-        refreshSlots()
-    }
-
-    /// Reloads a cluster's slot map, asking `node` first, then runs `then`
-    /// (also when no node answered); for a subscriber that lost a
-    /// subscription and must not subscribe again through a stale map. The
-    /// node that dropped a subscription because it lost the slot knows who
-    /// has it now; others may not have heard yet.
-    func refreshTopology(askingFirst node: RedisNode?, then: @escaping @Sendable () -> Void) {
-        let (wait, unknown) = lock.withLock {
-            guard currentTopology == .cluster, !closed else { return (false, currentTopology == .unknown) }
-            afterRefresh.append(then)
-            if refreshing, let node { askNext = node }
-            return (true, false)
-        }
-        if wait { return refreshSlots(askingFirst: node) }
-        if unknown { discover() }
-        then()
-    }
-
-    /// Asks the seeds, in turn, whether they are part of a cluster.
-    private func discover() {
-        let started = lock.withLock {
-            guard !discovering, !closed else { return false }
-            discovering = true
-            return true
-        }
-        if started { discover(seeds[...]) }
-    }
-
-    private func discover(_ candidates: ArraySlice<RedisNode>) {
-        guard let seed = candidates.first, let connection = lock.withLock({ closed ? nil : connectionLocked(to: seed) }) else {
-            // No seed answered: ask again after a backoff, so that the client
-            // finds Redis once it comes even if nobody sends a command meanwhile.
-            let delay: Duration? = lock.withLock {
-                discovering = false
-                guard !closed, candidates.isEmpty else { return nil }
-                defer { failedDiscoveries += 1 }
-                return configuration.reconnectBackoff.delay(attempt: failedDiscoveries)
-            }
-            if let delay { after(delay) { self.discover() } }
-            return
-        }
-        connection.send(["INFO", "cluster"], deadline: nil) { result in
-            guard case .success(.bulk(let text)) = result else { return self.discover(candidates.dropFirst()) }
-            let cluster = String(decoding: text, as: UTF8.self).contains("cluster_enabled:1")
-            self.lock.withLock {
-                self.currentTopology = cluster ? .cluster : .single
-                self.home = seed
-                self.discovering = false
-                self.failedDiscoveries = 0
-            }
-            if cluster { self.refreshSlots() }
-        }
-    }
-
-    /// Reloads the slot map from the first node that answers, the map's
-    /// own nodes first; one refresh at a time.
-    private func refreshSlots(askingFirst first: RedisNode? = nil) {
-        let candidates: [RedisNode]? = lock.withLock {
-            guard !refreshing, !closed else { return nil }
-            refreshing = true
-            let known = (first.map { [$0] } ?? []) + (slots.map { Array($0.nodes) } ?? []) + seeds
-            return known.enumerated().filter { index, node in known.firstIndex(of: node) == index }.map(\.element)
-        }
-        if let candidates { askForSlots(candidates[...]) }
-    }
-
-    /// Ends a refresh: starts the one asked for meanwhile, or runs what
-    /// waited for this one.
-    private func refreshEnded() {
-        let (again, waiting): (RedisNode?, [@Sendable () -> Void]) = lock.withLock {
-            refreshing = false
-            if let node = askNext {
-                askNext = nil
-                return (node, [])
-            }
-            defer { afterRefresh = [] }
-            return (nil, afterRefresh)
-        }
-        if let again { refreshSlots(askingFirst: again) }
-        for then in waiting { then() }
-    }
-
-    private func askForSlots(_ candidates: ArraySlice<RedisNode>) {
-        guard let node = candidates.first, let connection = lock.withLock({ closed ? nil : connectionLocked(to: node) }) else {
-            return refreshEnded()
-        }
-        connection.send(["CLUSTER", "SLOTS"], deadline: nil) { result in
-            guard case .success(let reply) = result, let map = SlotMap(reply, answeredBy: node) else {
-                return self.askForSlots(candidates.dropFirst())
-            }
-            self.install(map)
-        }
-    }
-
-    /// Takes a new map, connects to every primary in it (so that each runs
-    /// the setup commands, and readiness means all of them), and closes
-    /// connections to nodes that left it. A map that arrives after `close()`
-    /// is dropped: connections made then would never be closed.
-    func install(_ map: SlotMap) {
-        let gone: [RedisConnection] = lock.withLock {
-            guard !closed else { return [] }
-            slots = map
-            currentTopology = .cluster
-            for node in map.nodes { _ = connectionLocked(to: node) }
-            let keep = map.nodes.union(seeds)
-            let gone = connections.filter { !keep.contains($0.key) }
-            let goneFollowUps = followUpConnections.filter { !keep.contains($0.key) }
-            for node in gone.keys { connections[node] = nil }
-            for node in goneFollowUps.keys { followUpConnections[node] = nil }
-            return Array(gone.values) + Array(goneFollowUps.values)
-        }
-        for connection in gone { connection.close() }
-        refreshEnded()
     }
 }

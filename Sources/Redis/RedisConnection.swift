@@ -103,7 +103,7 @@ public final class RedisConnection: @unchecked Sendable {
         case connected
         /// The connection dropped; its subscriptions are gone with it.
         case disconnected
-        /// An `smessage` push.
+        /// An `smessage` push (or a plain `message`).
         case message(channel: [UInt8], payload: [UInt8])
         /// An `sunsubscribe` push: the answer to an `SUNSUBSCRIBE`, or the
         /// server dropping the subscription itself (its slot moved away).
@@ -488,7 +488,8 @@ public final class RedisConnection: @unchecked Sendable {
     private static func push(_ reply: RESPValue) -> PushEvent? {
         guard case .array(let parts) = reply, parts.count == 3, case .bulk(let channel) = parts[1] else { return nil }
         switch (parts[0].string, parts[2]) {
-        case ("smessage", .bulk(let payload)): return .message(channel: channel, payload: payload)
+        // `message`: a plain `SUBSCRIBE`'s, which only a sentinel's listener makes.
+        case ("smessage", .bulk(let payload)), ("message", .bulk(let payload)): return .message(channel: channel, payload: payload)
         case ("sunsubscribe", .integer): return .unsubscribed(channel: channel)
         default: return nil
         }

@@ -88,6 +88,7 @@ public final class RedisSubscriber: @unchecked Sendable {
     public init(client: RedisClient) {
         self.client = client
         configuration = client.configuration
+        if client.followsSentinel { client.watchPrimary(ObjectIdentifier(self)) { self.primaryMoved() } }
     }
 
     /// How many channels are held (subscribed, or being subscribed again).
@@ -161,6 +162,7 @@ public final class RedisSubscriber: @unchecked Sendable {
             defer { connections = [:] }
             return connections.values.map(\.connection)
         }
+        client.unwatchPrimary(ObjectIdentifier(self))
         for connection in open { connection.close() }
     }
 
@@ -319,6 +321,15 @@ public final class RedisSubscriber: @unchecked Sendable {
         // After the map is refreshed: the loss may mean the slot moved. A
         // node that dropped the channel itself knows where its slot went.
         client.refreshTopology(askingFirst: lostChannels == nil ? nil : node) { self.scheduleRetry() }
+    }
+
+    /// Sentinel named another primary: channels held on the old one are
+    /// lost, whatever it still says, since it no longer gets the messages
+    /// (a demoted primary drops its subscribers only seconds later).
+    private func primaryMoved() {
+        let serving = client.servingNodes
+        let stale = lock.withLock { connections.filter { !serving.contains($0.key) }.map { ($0.key, $0.value.serial) } }
+        for (node, serial) in stale { lose(nil, on: node, serial: serial) }
     }
 
     private func scheduleRetry() {

@@ -50,22 +50,36 @@ public struct ConfigurationCheck: Sendable {
                 }
             }
         case let .redis(seeds):
-            for node in seeds {
-                switch Self.probe(node, configuration.redisClient) {
-                case nil:
-                    let how = (configuration.redisTLS == nil ? "" : " over TLS")
-                        + (configuration.redisPassword == nil ? "" : " after AUTH")
-                        + (configuration.redisUsername.map { " as \($0)" } ?? "")
-                    checked.append("Redis \(node): answered PING" + how)
-                case let .refused(reason)?:
-                    // Redis's own words (WRONGPASS, NOAUTH), or OpenSSL's, say what it wants.
-                    let said = reason.trimmingPrefix("setup command refused: ")
-                    let check = said.hasPrefix("TLS") ? "--redis-ca-file" : "--redis-username and --redis-password-file"
-                    problems.append("Redis \(node) refused the connection: \(said) (check \(check))")
-                case let .unreachable(reason)?:
-                    unreachable.append("Redis \(node) could not be reached (\(reason)); a server would start, answering 503 until it can")
-                }
+            for node in seeds { check(node, configuration) }
+        case let .redisSentinel(sentinels, masterName):
+            // The primary as the service would find it, then that primary.
+            let answer = FunctionLibraryLoad.primary(named: masterName, sentinels: sentinels, timeout: configuration.redisClient.commandTimeout)
+            if let primary = answer.primary {
+                checked.append("Sentinel: the primary of \(masterName) is \(primary)")
+                check(primary, configuration)
+            } else if answer.unknownName {
+                problems.append("no sentinel knows a master named \(masterName): " + answer.failures.joined(separator: "; "))
+            } else {
+                unreachable.append("no sentinel named the primary of \(masterName) (" + answer.failures.joined(separator: "; ")
+                    + "); a server would start, answering 503 until one does")
             }
+        }
+    }
+
+    private mutating func check(_ node: RedisNode, _ configuration: ServiceConfiguration) {
+        switch Self.probe(node, configuration.redisClient) {
+        case nil:
+            let how = (configuration.redisTLS == nil ? "" : " over TLS")
+                + (configuration.redisPassword == nil ? "" : " after AUTH")
+                + (configuration.redisUsername.map { " as \($0)" } ?? "")
+            checked.append("Redis \(node): answered PING" + how)
+        case let .refused(reason)?:
+            // Redis's own words (WRONGPASS, NOAUTH), or OpenSSL's, say what it wants.
+            let said = reason.trimmingPrefix("setup command refused: ")
+            let options = said.hasPrefix("TLS") ? "--redis-ca-file" : "--redis-username and --redis-password-file"
+            problems.append("Redis \(node) refused the connection: \(said) (check \(options))")
+        case let .unreachable(reason)?:
+            unreachable.append("Redis \(node) could not be reached (\(reason)); a server would start, answering 503 until it can")
         }
     }
 

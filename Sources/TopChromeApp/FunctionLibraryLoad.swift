@@ -16,9 +16,23 @@ public struct FunctionLibraryLoad: Sendable {
     /// 0 when every primary has the library, 1 otherwise.
     public var exitStatus: Int32 { failures.isEmpty ? 0 : 1 }
 
-    /// `configuration`: the user, password and TLS the service connects with.
-    public init(seeds: [RedisNode], configuration: RedisConfiguration) {
-        guard let primaries = Self.primaries(of: seeds, configuration, &failures) else { return }
+    /// On the primaries of `storage` (a cluster's, the one Redis named, or
+    /// the one the sentinels name), with `configuration`: the user,
+    /// password and TLS the service connects with.
+    public init(storage: SessionStorage, configuration: RedisConfiguration) {
+        let found: [RedisNode]?
+        switch storage {
+        case let .redisSentinel(sentinels, masterName):
+            let answer = Self.primary(named: masterName, sentinels: sentinels, timeout: configuration.commandTimeout)
+            failures += answer.primary == nil ? answer.failures : []
+            found = answer.primary.map { [$0] }
+        case let .redis(seeds):
+            found = Self.primaries(of: seeds, configuration, &failures)
+        case .memory:
+            found = nil
+            failures.append("the memory store has no function library")
+        }
+        guard let primaries = found else { return }
         for node in primaries {
             switch Self.ask(node, ["FUNCTION", "LOAD", "REPLACE", ChromeFunctions.library], configuration) {
             case let .success(reply) where reply.string == ChromeFunctions.libraryName:
@@ -55,6 +69,36 @@ public struct FunctionLibraryLoad: Sendable {
             }
         }
         return nil
+    }
+
+    /// The primary that the first sentinel to answer names for `masterName`
+    /// (asked without `AUTH`, as the service asks); else why none did, and
+    /// whether a sentinel that answered did not know the name.
+    /// Sentinels are asked without TLS as well: a TLS store is a
+    /// `rediss://` one, never a `redis-sentinel://` one.
+    static func primary(named masterName: String, sentinels: [RedisNode],
+                        timeout: Duration) -> (primary: RedisNode?, failures: [String], unknownName: Bool) {
+        var configuration = RedisConfiguration()
+        configuration.commandTimeout = timeout
+        var failures: [String] = []
+        var unknownName = false
+        for sentinel in sentinels {
+            switch ask(sentinel, ["SENTINEL", "get-master-addr-by-name", masterName], configuration) {
+            case let .success(.array(parts)) where parts.count == 2:
+                if let host = parts[0].string, let port = parts[1].string.flatMap({ Int($0) }), (1...65535).contains(port) {
+                    return (RedisNode(host: host, port: port), [], false)
+                }
+                failures.append("sentinel \(sentinel) answered \(words(.array(parts)))")
+            case .success(.null):
+                unknownName = true
+                failures.append("sentinel \(sentinel) does not know \(masterName)")
+            case let .success(other):
+                failures.append("sentinel \(sentinel) answered \(words(other))")
+            case let .failure(error):
+                failures.append("sentinel \(sentinel): \(error)")
+            }
+        }
+        return (nil, failures, unknownName)
     }
 
     /// One command on a connection of its own, waited for.

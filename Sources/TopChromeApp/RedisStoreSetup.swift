@@ -4,10 +4,10 @@ import TopChromeCore
 
 /// How a Redis store is put together from the service's configuration:
 /// one client for the function calls, pipelined per node, and one for the
-/// sessions' channels, both finding their nodes from the same seeds.
+/// sessions' channels, both finding their nodes from the same seeds (or
+/// the same sentinels).
 struct RedisStoreSetup {
     let configuration: ServiceConfiguration
-    let seeds: [RedisNode]
     let metrics: RedisMetrics
     /// Where connections that start or stop serving are told of (the log).
     let connectionEvents: @Sendable (RedisConnectionEvent) -> Void
@@ -18,7 +18,7 @@ struct RedisStoreSetup {
         redis.connectionEvents = connectionEvents
         // The library is loaded where a call finds it missing (or once by
         // the operator, `topchrome redis-functions load`), not on connecting.
-        let client = RedisClient(seeds: seeds, configuration: redis)
+        let client = Self.client(for: configuration.store, redis)
         let acknowledgement = configuration.redisWaitReplicas > 0
             ? ReplicaAcknowledgement(replicas: configuration.redisWaitReplicas, timeout: redis.commandTimeout) : nil
         let functions = ChromeFunctions(client: client, keyPrefix: configuration.redisKeyPrefix, rules: rules,
@@ -26,5 +26,17 @@ struct RedisStoreSetup {
         let subscriber = RedisSubscriber(client: client)
         return RedisSessionStore(functions: functions, subscriber: subscriber, subscriptions: subscriptions,
                                  timeout: redis.commandTimeout)
+    }
+
+    /// The client for a Redis store: on its seeds, or on the primary its sentinels name.
+    static func client(for storage: SessionStorage, _ configuration: RedisConfiguration) -> RedisClient {
+        switch storage {
+        case let .redisSentinel(sentinels, masterName):
+            RedisClient(sentinels: sentinels, masterName: masterName, configuration: configuration)
+        case let .redis(seeds):
+            RedisClient(seeds: seeds, configuration: configuration)
+        case .memory:
+            preconditionFailure("a Redis client for the memory store")
+        }
     }
 }

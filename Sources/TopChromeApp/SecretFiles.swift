@@ -19,6 +19,19 @@ extension ServiceConfiguration {
         return String(token)
     }
 
+    /// The Redis password in a file: all of it but an editor's final
+    /// newline, which is not part of it.
+    static func redisPassword(inFile path: String, _ source: String) throws(UsageError) -> String {
+        var password = try contents(of: path, source)[...]
+        while password.last?.isNewline == true { password.removeLast() }
+        guard !password.isEmpty else { throw UsageError(description: "\(source): '\(path)' is empty; it must hold the password") }
+        // Spaces alone are a file written wrong, not a password anyone chose.
+        guard !password.allSatisfy(\.isWhitespace) else {
+            throw UsageError(description: "\(source): '\(path)' holds only white space; it must hold the password")
+        }
+        return String(password)
+    }
+
     /// A file's text, or a usage error naming the option and the cause.
     /// Read with `read(2)` until its end, so that a device or pipe that reads
     /// as nothing (`/dev/null`) is simply empty: FoundationEssentials' file

@@ -6,22 +6,49 @@ import Redis
 /// How each option's value is read: numbers in a range, files, the store's
 /// address, and origins allowed to call from a browser.
 extension ServiceConfiguration {
-    /// `memory`, or `redis://host:port[,host:port…]`: hosts may be names, or
-    /// IPv6 addresses in brackets. Without brackets a colon in the host is
-    /// refused, since `fe80::1` would read as host `fe80:`, port 1.
+    /// `memory`, `redis://host:port[,host:port…]` (`rediss://` over TLS), or
+    /// `redis-sentinel://host:port[,host:port…]/NAME` (the sentinels, and the
+    /// master they watch; no TLS): hosts may be names, or IPv6 addresses in
+    /// brackets. Without brackets a colon in the host is refused, since
+    /// `fe80::1` would read as host `fe80:`, port 1.
     static func storage(_ value: String, _ source: String) throws(UsageError) -> SessionStorage {
         if value == "memory" { return .memory }
-        let usage = UsageError(description: "\(source) must be memory or redis://HOST:PORT[,HOST:PORT...] (rediss:// over TLS), not '\(value)'")
+        let sentinelForm = "redis-sentinel://HOST:PORT[,HOST:PORT...]/MASTERNAME"
+        if value.hasPrefix("rediss-sentinel://") {
+            throw UsageError(description: "\(source): Sentinel over TLS is not supported; the sentinels and the primary they name are reached without TLS (the form is \(sentinelForm))")
+        }
+        if value.hasPrefix("redis-sentinel://") {
+            let rest = value.dropFirst("redis-sentinel://".count)
+            guard let slash = rest.lastIndex(of: "/") else {
+                throw UsageError(description: "\(source): '\(value)' needs the name of the master the sentinels watch, as in \(value)/mymaster (the form is \(sentinelForm))")
+            }
+            let name = rest[rest.index(after: slash)...]
+            // As Sentinel itself takes it: no spaces, since `+switch-master`
+            // messages separate the name from the addresses by spaces.
+            guard !name.isEmpty, name.unicodeScalars.allSatisfy({ (0x21...0x7E).contains($0.value) }) else {
+                throw UsageError(description: "\(source): '\(name)' is not a master name Sentinel takes: printable, no spaces (the form is \(sentinelForm))")
+            }
+            let usage = UsageError(description: "\(source) must be \(sentinelForm), not '\(value)'")
+            return .redisSentinel(sentinels: try nodes(rest[..<slash], source, scheme: "redis-sentinel://", usage: usage), masterName: String(name))
+        }
+        let usage = UsageError(description: "\(source) must be memory or redis://HOST:PORT[,HOST:PORT...] (rediss:// over TLS, or \(sentinelForm)), not '\(value)'")
         guard let scheme = ["redis://", "rediss://"].first(where: value.hasPrefix) else { throw usage }
+        return .redis(try nodes(value.dropFirst(scheme.count), source, scheme: scheme, usage: usage))
+    }
+
+    /// `host:port[,host:port…]`, as `storage` takes it after the scheme.
+    private static func nodes(_ list: Substring, _ source: String, scheme: String, usage: UsageError) throws(UsageError) -> [RedisNode] {
         var nodes: [RedisNode] = []
-        for address in value.dropFirst(scheme.count).split(separator: ",", omittingEmptySubsequences: false) {
+        for address in list.split(separator: ",", omittingEmptySubsequences: false) {
             // A host alone (`redis://h`, `redis://[::1]`): Redis has no port
             // a client may assume, so say which form is wanted.
             let inner = address.dropFirst().dropLast()
             let bracketed = address.first == "[" && address.last == "]" && inner.contains(":") && !inner.contains("[") && !inner.contains("]")
             let bare = !address.isEmpty && !address.contains(":") && !address.contains("[") && !address.contains("]")
             if bracketed || bare, address.unicodeScalars.allSatisfy({ (0x21...0x7E).contains($0.value) && !"/@,".unicodeScalars.contains($0) }) {
-                throw UsageError(description: "\(source): '\(address)' needs a port, as in redis://\(address):6379 (the form is redis://HOST:PORT[,HOST:PORT...])")
+                let example = scheme != "redis-sentinel://" ? "\(scheme)\(address):6379 (the form is \(scheme)HOST:PORT[,HOST:PORT...])"
+                    : "redis-sentinel://\(address):26379/mymaster (the form is redis-sentinel://HOST:PORT[,HOST:PORT...]/MASTERNAME)"
+                throw UsageError(description: "\(source): '\(address)' needs a port, as in \(example)")
             }
             guard var node = RedisNode(address), let colon = address.lastIndex(of: ":"),
                   address[address.index(after: colon)...].allSatisfy({ $0.isASCII && $0.isNumber }),
@@ -36,7 +63,7 @@ extension ServiceConfiguration {
             guard !node.host.isEmpty, !node.host.contains("["), !node.host.contains("]") else { throw usage }
             nodes.append(node)
         }
-        return .redis(nodes)
+        return nodes
     }
 
     static func seconds(_ value: String, _ source: String, in range: ClosedRange<Double>) throws(UsageError) -> Double {
@@ -149,9 +176,18 @@ extension ServiceConfiguration {
         guard (redisCertificateFile == nil) == (redisKeyFile == nil) else {
             throw UsageError(description: "--redis-cert and --redis-key go together")
         }
+        let tlsOption = ["redis-ca-file", "redis-cert", "redis-key"].lazy.compactMap({ given[$0] }).first
+        if case .redisSentinel = store {
+            // Sentinels hand out plain addresses, and the client asks them
+            // without TLS: rather than half the connections over TLS, none.
+            if let source = tlsOption {
+                throw UsageError(description: "\(source) is for TLS to Redis, which a redis-sentinel:// store does not use (sentinels and the primary they name are reached without TLS); use --store rediss://HOST:PORT, or remove it")
+            }
+            return
+        }
         guard case .redis = store else { return }
         guard redisOverTLS else {
-            if let source = ["redis-ca-file", "redis-cert", "redis-key"].lazy.compactMap({ given[$0] }).first {
+            if let source = tlsOption {
                 throw UsageError(description: "\(source) is for TLS to Redis and does nothing with redis://; use --store rediss://HOST:PORT, or remove it")
             }
             return

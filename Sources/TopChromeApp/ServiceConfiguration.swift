@@ -13,14 +13,20 @@ public enum SessionStorage: Sendable, Equatable, CustomStringConvertible {
     /// In Redis, shared by every replica: a single server, or the seed
     /// nodes of a Redis Cluster (which one is found out at start).
     case redis([RedisNode])
+    /// In Redis, on the primary that these sentinels name for `masterName`
+    /// (one primary with replicas, failed over by Sentinel).
+    case redisSentinel(sentinels: [RedisNode], masterName: String)
 
-    /// As `--store` takes it: `memory`, or `redis://HOST:PORT[,HOST:PORT…]`.
+    /// As `--store` takes it: `memory`, `redis://HOST:PORT[,HOST:PORT…]`, or
+    /// `redis-sentinel://HOST:PORT[,HOST:PORT…]/MASTERNAME`.
     public var description: String {
-        switch self {
+        func list(_ nodes: [RedisNode]) -> String {
+            nodes.map { $0.host.contains(":") ? "[\($0.host)]:\($0.port)" : "\($0.host):\($0.port)" }.joined(separator: ",")
+        }
+        return switch self {
         case .memory: "memory"
-        case let .redis(nodes):
-            "redis://" + nodes.map { $0.host.contains(":") ? "[\($0.host)]:\($0.port)" : "\($0.host):\($0.port)" }
-                .joined(separator: ",")
+        case let .redis(nodes): "redis://" + list(nodes)
+        case let .redisSentinel(sentinels, masterName): "redis-sentinel://" + list(sentinels) + "/" + masterName
         }
     }
 }
@@ -182,7 +188,7 @@ public struct ServiceConfiguration: Sendable, Equatable {
             if given["state-file"] == nil, let source = given["snapshot-interval"] {
                 throw UsageError(description: "\(source) sets how often the state file is written and does nothing without one; add --state-file PATH, or remove it")
             }
-        case .redis:
+        case .redis, .redisSentinel:
             if let source = given["state-file"] {
                 throw UsageError(description: "\(source) is for the memory store; Redis keeps sessions itself (RDB or AOF persistence)")
             }
@@ -346,20 +352,12 @@ public struct ServiceConfiguration: Sendable, Equatable {
             guard !value.isEmpty else { throw UsageError(description: "\(source) must not be empty") }
             config.stateFile = value
         },
-        Option(name: "store", placeholder: "S", help: "'memory' (default), or redis://HOST:PORT[,HOST:PORT...]: Redis or a Redis Cluster's seeds, shared by replicas (rediss:// over TLS).") { value, source, config throws(UsageError) in
+        Option(name: "store", placeholder: "S", help: "'memory' (default), redis://HOST:PORT[,HOST:PORT...]: Redis or a Redis Cluster's seeds (rediss:// over TLS), or redis-sentinel://HOST:PORT[,HOST:PORT...]/MASTERNAME: the primary Sentinel names (no TLS); shared by replicas.") { value, source, config throws(UsageError) in
             config.store = try storage(value, source)
             config.redisOverTLS = value.hasPrefix("rediss://")
         },
         Option(name: "redis-password-file", placeholder: "PATH", help: "AUTH to Redis with the password in PATH.") { value, source, config throws(UsageError) in
-            var password = try contents(of: value, source)[...]
-            // An editor's final newline is not part of it.
-            while password.last?.isNewline == true { password.removeLast() }
-            guard !password.isEmpty else { throw UsageError(description: "\(source): '\(value)' is empty; it must hold the password") }
-            // Spaces alone are a file written wrong, not a password anyone chose.
-            guard !password.allSatisfy(\.isWhitespace) else {
-                throw UsageError(description: "\(source): '\(value)' holds only white space; it must hold the password")
-            }
-            config.redisPassword = String(password)
+            config.redisPassword = try redisPassword(inFile: value, source)
         },
         Option(name: "redis-username", placeholder: "U", help: "The Redis ACL user to AUTH as (with --redis-password-file).") { value, source, config throws(UsageError) in
             guard !value.isEmpty, value.unicodeScalars.allSatisfy({ (0x21...0x7E).contains($0.value) }) else {

@@ -81,9 +81,9 @@ public final class TopChromeService: Sendable {
                              readinessDetails: stateFile.map { [$0] } ?? [],
                              crossOrigin: CrossOriginPolicy(origins: configuration.corsOrigins))
             self.snapshots = snapshots
-        case let .redis(seeds):
+        case .redis, .redisSentinel:
             let redisMetrics = RedisStoreMetrics()
-            let store = RedisStoreSetup(configuration: configuration, seeds: seeds, metrics: redisMetrics.hooks,
+            let store = RedisStoreSetup(configuration: configuration, metrics: redisMetrics.hooks,
                                         connectionEvents: RedisConnectionLog.lines(to: logger))
                 .store(rules: rules, idleTimeout: idleTimeout, subscriptions: subscriptions)
             redisMetrics.countChannels { store.channelsHeld }

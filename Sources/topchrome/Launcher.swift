@@ -24,7 +24,7 @@ enum Launcher {
         var subcommand = ["healthcheck", "check-config"].first { $0 == arguments.first }
         if arguments.first == "redis-functions" {
             guard arguments.dropFirst().first == "load" else {
-                fail("topchrome: usage: topchrome redis-functions load --store redis://HOST:PORT [--redis-password-file PATH]", status: 2)
+                fail("topchrome: usage: topchrome redis-functions load --store redis://HOST:PORT (or rediss://HOST:PORT, redis-sentinel://HOST:PORT/MASTERNAME) [--redis-password-file PATH]", status: 2)
             }
             subcommand = "redis-functions load"
             arguments.removeFirst()
@@ -105,10 +105,10 @@ enum Launcher {
     /// Loads the Redis function library on every primary, for a service
     /// that runs as a Redis user who may only call it.
     private static func loadFunctionLibrary(_ configuration: ServiceConfiguration) -> Int32 {
-        guard case let .redis(seeds) = configuration.store else {
-            fail("topchrome redis-functions load: needs --store redis://HOST:PORT[,HOST:PORT...]", status: 2)
+        guard configuration.store != .memory else {
+            fail("topchrome redis-functions load: needs --store redis://HOST:PORT[,HOST:PORT...] (rediss:// over TLS) or redis-sentinel://HOST:PORT[,HOST:PORT...]/MASTERNAME", status: 2)
         }
-        let load = FunctionLibraryLoad(seeds: seeds, configuration: configuration.redisClient)
+        let load = FunctionLibraryLoad(storage: configuration.store, configuration: configuration.redisClient)
         for line in load.loaded { print(line) }
         for failure in load.failures {
             let text = Array("topchrome redis-functions load: \(failure)\n".utf8)

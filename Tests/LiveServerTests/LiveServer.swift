@@ -64,7 +64,7 @@ final class LiveServer: Sendable {
         var admin = RedisConfiguration()
         admin.tls = try RedisTLS(caFile: redis.pki?.caFile)
         admin.commandTimeout = .seconds(5)
-        let load = FunctionLibraryLoad(seeds: [redis.node], configuration: admin)
+        let load = FunctionLibraryLoad(storage: .redis([redis.node]), configuration: admin)
         guard load.exitStatus == 0 else { throw RedisTestSetupError(description: "\(load.failures)") }
         return redis
     }

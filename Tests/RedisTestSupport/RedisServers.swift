@@ -25,6 +25,8 @@ public final class RedisServer: @unchecked Sendable {
     private var arguments: [String]
     /// Serves TLS only, with this PKI's server certificate.
     public let pki: TestPKI?
+    /// Before the options: a sentinel's configuration file and `--sentinel`.
+    private var leading: [String] = []
     private let lock = NSLock()
     private var process: Process?
 
@@ -34,7 +36,10 @@ public final class RedisServer: @unchecked Sendable {
     /// past 65535 for the high ports the kernel hands out).
     /// With `tls`, the port is a TLS port (`--tls-port`, `--port 0`) that
     /// verifies client certificates from the PKI's CA when given one.
-    public init(_ arguments: [String] = [], clusterNode: Bool = false, tls: TestPKI? = nil) throws {
+    /// With `sentinelConfiguration`, a sentinel (`redis-server FILE
+    /// --sentinel`) that starts from those lines, in a file it may rewrite.
+    public init(_ arguments: [String] = [], clusterNode: Bool = false, tls: TestPKI? = nil,
+                sentinelConfiguration: String? = nil) throws {
         guard FileManager.default.isExecutableFile(atPath: Self.executable) else {
             throw RedisTestSetupError(description: "\(Self.executable) is missing: run scripts/install-deps.sh --test (installs redis-server and redis-tools)")
         }
@@ -46,6 +51,11 @@ public final class RedisServer: @unchecked Sendable {
             self.arguments += ["--tls-cert-file", tls.serverCertificate, "--tls-key-file", tls.serverKey,
                                "--tls-ca-cert-file", tls.caFile, "--tls-auth-clients", "optional"]
         }
+        if let sentinelConfiguration {
+            let file = directory.appendingPathComponent("sentinel.conf")
+            try Data(sentinelConfiguration.utf8).write(to: file)
+            leading = [file.path, "--sentinel"]
+        }
         if clusterNode {
             self.arguments += ["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-port", String(try freeLoopbackPort())]
         }
@@ -55,7 +65,8 @@ public final class RedisServer: @unchecked Sendable {
         for _ in 0..<5 {
             let candidate = try freeLoopbackPort()
             do {
-                process = try Self.launch(port: candidate, directory: directory, arguments: Self.portArguments(candidate, tls: tls != nil) + self.arguments)
+                process = try Self.launch(port: candidate, directory: directory,
+                                          arguments: Self.portArguments(candidate, tls: tls != nil) + self.arguments, leading: leading)
                 port = candidate
                 return
             } catch {
@@ -87,7 +98,8 @@ public final class RedisServer: @unchecked Sendable {
 
     /// Starts the server again on the same port, with the same files.
     public func restart() throws {
-        let process = try Self.launch(port: port, directory: directory, arguments: Self.portArguments(port, tls: pki != nil) + arguments)
+        let process = try Self.launch(port: port, directory: directory, arguments: Self.portArguments(port, tls: pki != nil) + arguments,
+                                      leading: leading)
         lock.withLock { self.process = process }
     }
 
@@ -103,10 +115,10 @@ public final class RedisServer: @unchecked Sendable {
         if let pid { kill(pid, signal) }
     }
 
-    private static func launch(port: Int, directory: URL, arguments: [String]) throws -> Process {
+    private static func launch(port: Int, directory: URL, arguments: [String], leading: [String]) throws -> Process {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = [
+        process.arguments = leading + [
             "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
             "--daemonize", "no", "--dir", directory.path, "--logfile", "redis.log",
         ] + arguments

@@ -243,6 +243,45 @@ import Testing
         #expect(nodes(try serve([], ["TOPCHROME_STORE": "redis://h:1"])) == ["h 1"])
     }
 
+    @Test func sentinelStoreAddresses() throws {
+        func parts(_ storage: SessionStorage) -> [String]? {
+            guard case let .redisSentinel(sentinels, masterName) = storage else { return nil }
+            return sentinels.map { "\($0.host) \($0.port)" } + [masterName]
+        }
+        let one = try serve(["--store", "redis-sentinel://127.0.0.1:26379/mymaster"]).store
+        #expect(parts(one) == ["127.0.0.1 26379", "mymaster"])
+        #expect(one.description == "redis-sentinel://127.0.0.1:26379/mymaster")
+        let three = try serve([], ["TOPCHROME_STORE": "redis-sentinel://a:1,[::1]:2,b.internal:3/cache-1"]).store
+        #expect(parts(three) == ["a 1", "::1 2", "b.internal 3", "cache-1"])
+        #expect(three.description == "redis-sentinel://a:1,[::1]:2,b.internal:3/cache-1")
+    }
+
+    /// A sentinel store needs sentinels with ports and the master's name;
+    /// each mistake says which form is wanted.
+    @Test(arguments: [
+        ("redis-sentinel://h:26379", "--store: 'redis-sentinel://h:26379' needs the name of the master the sentinels watch, as in redis-sentinel://h:26379/mymaster (the form is redis-sentinel://HOST:PORT[,HOST:PORT...]/MASTERNAME)"),
+        ("redis-sentinel://h:26379/", "--store: '' is not a master name Sentinel takes: printable, no spaces (the form is redis-sentinel://HOST:PORT[,HOST:PORT...]/MASTERNAME)"),
+        ("redis-sentinel://h:26379/my master", "--store: 'my master' is not a master name Sentinel takes: printable, no spaces (the form is redis-sentinel://HOST:PORT[,HOST:PORT...]/MASTERNAME)"),
+        ("redis-sentinel://h/mymaster", "--store: 'h' needs a port, as in redis-sentinel://h:26379/mymaster (the form is redis-sentinel://HOST:PORT[,HOST:PORT...]/MASTERNAME)"),
+        ("redis-sentinel:///mymaster", "--store must be redis-sentinel://HOST:PORT[,HOST:PORT...]/MASTERNAME, not 'redis-sentinel:///mymaster'"),
+        ("redis-sentinel://h:0/mymaster", "--store must be redis-sentinel://HOST:PORT[,HOST:PORT...]/MASTERNAME, not 'redis-sentinel://h:0/mymaster'"),
+        ("redis-sentinel://fe80::1/mymaster", "--store must be redis-sentinel://HOST:PORT[,HOST:PORT...]/MASTERNAME, not 'redis-sentinel://fe80::1/mymaster'"),
+        ("redis-sentinel://a:1,,b:2/m", "--store must be redis-sentinel://HOST:PORT[,HOST:PORT...]/MASTERNAME, not 'redis-sentinel://a:1,,b:2/m'"),
+    ])
+    func badSentinelStoresAreRefused(_ value: String, _ message: String) {
+        #expect(throws: ServiceConfiguration.UsageError(description: message)) {
+            try serve(["--store", value])
+        }
+    }
+
+    @Test func sentinelStoresTakeTheRedisOptions() throws {
+        let configuration = try serve(["--store", "redis-sentinel://h:1/m", "--redis-timeout", "2", "--redis-key-prefix", "x:"])
+        #expect(configuration.redisTimeout == 2 && configuration.redisKeyPrefix == "x:")
+        #expect(throws: ServiceConfiguration.UsageError.self) {
+            try serve(["--store", "redis-sentinel://h:1/m", "--max-sessions", "5"])
+        }
+    }
+
     /// Nothing a reader could take for another address gets through: an
     /// IPv6 address must be in brackets (`fe80::1` is not host `fe80:`, port 1),
     /// a host has no spaces, a port is digits only.
@@ -327,5 +366,32 @@ struct RedisSecurityOptionsTests {
         }
         #expect(throws: ServiceConfiguration.UsageError.self) { try serve(["--store", "rediss://h:1", "--redis-ca-file", "/nonexistent.pem"]) }
         #expect(throws: ServiceConfiguration.UsageError.self) { try serve(["--redis-ca-file", "/nonexistent.pem"]) }
+        #expect(throws: ServiceConfiguration.UsageError(description: "--store: 'h' needs a port, as in rediss://h:6379 (the form is rediss://HOST:PORT[,HOST:PORT...])")) {
+            try serve(["--store", "rediss://h"])
+        }
+    }
+
+    /// A Sentinel store has no TLS: the TLS options with it stop the start
+    /// (exit 2) rather than go unused, and there is no `rediss-sentinel://`.
+    /// Its primary still takes the ACL user.
+    @Test func sentinelStoresRefuseTLS() throws {
+        let sentinel = ["--store", "redis-sentinel://127.0.0.1:26379/mymaster"]
+        #expect(try serve(sentinel).redisClient.tls == nil)
+        #expect(try serve(sentinel).storeAddress == "redis-sentinel://127.0.0.1:26379/mymaster")
+        for given in [["--redis-ca-file", "/etc/ssl/certs/ca-certificates.crt"], ["--redis-cert", "/c.pem", "--redis-key", "/k.pem"]] {
+            #expect {
+                try serve(sentinel + given)
+            } throws: { error in
+                (error as? ServiceConfiguration.UsageError)?.description.hasSuffix("is for TLS to Redis, which a redis-sentinel:// store does not use (sentinels and the primary they name are reached without TLS); use --store rediss://HOST:PORT, or remove it") == true
+            }
+        }
+        #expect(throws: ServiceConfiguration.UsageError(description: "TOPCHROME_STORE: Sentinel over TLS is not supported; the sentinels and the primary they name are reached without TLS (the form is redis-sentinel://HOST:PORT[,HOST:PORT...]/MASTERNAME)")) {
+            try serve([], ["TOPCHROME_STORE": "rediss-sentinel://127.0.0.1:26379/mymaster"])
+        }
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("password-\(UUID().uuidString)")
+        try "s3cret\n".write(to: file, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(at: file) }
+        let user = try serve(sentinel + ["--redis-username", "topchrome", "--redis-password-file", file.path])
+        #expect(user.redisClient.username == "topchrome" && user.redisClient.password == "s3cret")
     }
 }

@@ -1,0 +1,149 @@
+import Locking
+
+/// How a `RedisClient` finds its nodes: discovery from the seeds, and a
+/// cluster's slot map, refreshed on redirections and failures.
+extension RedisClient {
+    /// Where a command for `slot` goes now (a subscriber's `SSUBSCRIBE` too);
+    /// nil once closed.
+    func node(serving slot: Int) -> RedisNode? {
+        lock.withLock { closed ? nil : slots?[slot] ?? home }
+    }
+
+    /// The nodes commands go to now: the map's primaries, or the seed.
+    var servingNodes: Set<RedisNode> {
+        lock.withLock { slots?.nodes ?? [home] }
+    }
+
+    /// A `MOVED` that came to someone else (a subscriber): the slot is served
+    /// by `node` now, and the rest of the map is probably stale too.
+    func moved(_ redirect: ClusterRedirect) {
+        configuration.metrics.redirected(redirect.asking)
+        guard !redirect.asking else { return }
+        lock.withLock { slots?[redirect.slot] = redirect.node }
+        refreshSlots()
+    }
+
+    /// Reloads a cluster's slot map, asking `node` first, then runs `then`
+    /// (also when no node answered); for a subscriber that lost a
+    /// subscription and must not subscribe again through a stale map. The
+    /// node that dropped a subscription because it lost the slot knows who
+    /// has it now; others may not have heard yet.
+    /// With Sentinel, asks the sentinels for the primary again first.
+    func refreshTopology(askingFirst node: RedisNode?, then: @escaping @Sendable () -> Void) {
+        if sentinel != nil, lock.withLock({ closed ? false : { afterRefresh.append(then); return true }() }) {
+            return discover()
+        }
+        let (wait, unknown) = lock.withLock {
+            guard currentTopology == .cluster, !closed else { return (false, currentTopology == .unknown) }
+            afterRefresh.append(then)
+            if refreshing, let node { askNext = node }
+            return (true, false)
+        }
+        if wait { return refreshSlots(askingFirst: node) }
+        if unknown { discover() }
+        then()
+    }
+
+    /// Asks the seeds, in turn, whether they are part of a cluster; or the
+    /// sentinels for the primary.
+    func discover() {
+        let started = lock.withLock {
+            guard !discovering, !closed else { return false }
+            discovering = true
+            return true
+        }
+        guard started else { return }
+        if let sentinel {
+            sentinel.resolve { primary in self.resolved(primary) }
+        } else {
+            discover(seeds[...])
+        }
+    }
+
+    private func discover(_ candidates: ArraySlice<RedisNode>) {
+        guard let seed = candidates.first, let connection = lock.withLock({ closed ? nil : connectionLocked(to: seed) }) else {
+            // No seed answered: ask again after a backoff, so that the client
+            // finds Redis once it comes even if nobody sends a command meanwhile.
+            let delay: Duration? = lock.withLock {
+                discovering = false
+                guard !closed, candidates.isEmpty else { return nil }
+                defer { failedDiscoveries += 1 }
+                return configuration.reconnectBackoff.delay(attempt: failedDiscoveries)
+            }
+            if let delay { after(delay) { self.discover() } }
+            return
+        }
+        connection.send(["INFO", "cluster"], deadline: nil) { result in
+            guard case .success(.bulk(let text)) = result else { return self.discover(candidates.dropFirst()) }
+            let cluster = String(decoding: text, as: UTF8.self).contains("cluster_enabled:1")
+            self.lock.withLock {
+                self.currentTopology = cluster ? .cluster : .single
+                self.home = seed
+                self.discovering = false
+                self.failedDiscoveries = 0
+            }
+            if cluster { self.refreshSlots() }
+        }
+    }
+
+    /// Reloads the slot map from the first node that answers, the map's
+    /// own nodes first; one refresh at a time.
+    func refreshSlots(askingFirst first: RedisNode? = nil) {
+        let candidates: [RedisNode]? = lock.withLock {
+            guard !refreshing, !closed else { return nil }
+            refreshing = true
+            let known = (first.map { [$0] } ?? []) + (slots.map { Array($0.nodes) } ?? []) + seeds
+            return known.enumerated().filter { index, node in known.firstIndex(of: node) == index }.map(\.element)
+        }
+        if let candidates { askForSlots(candidates[...]) }
+    }
+
+    /// Ends a refresh: starts the one asked for meanwhile, or runs what
+    /// waited for this one.
+    private func refreshEnded() {
+        let (again, waiting): (RedisNode?, [@Sendable () -> Void]) = lock.withLock {
+            refreshing = false
+            if let node = askNext {
+                askNext = nil
+                return (node, [])
+            }
+            defer { afterRefresh = [] }
+            return (nil, afterRefresh)
+        }
+        if let again { refreshSlots(askingFirst: again) }
+        for then in waiting { then() }
+    }
+
+    private func askForSlots(_ candidates: ArraySlice<RedisNode>) {
+        guard let node = candidates.first, let connection = lock.withLock({ closed ? nil : connectionLocked(to: node) }) else {
+            return refreshEnded()
+        }
+        connection.send(["CLUSTER", "SLOTS"], deadline: nil) { result in
+            guard case .success(let reply) = result, let map = SlotMap(reply, answeredBy: node) else {
+                return self.askForSlots(candidates.dropFirst())
+            }
+            self.install(map)
+        }
+    }
+
+    /// Takes a new map, connects to every primary in it (so that each runs
+    /// the setup commands, and readiness means all of them), and closes
+    /// connections to nodes that left it. A map that arrives after `close()`
+    /// is dropped: connections made then would never be closed.
+    func install(_ map: SlotMap) {
+        let gone: [RedisConnection] = lock.withLock {
+            guard !closed else { return [] }
+            slots = map
+            currentTopology = .cluster
+            for node in map.nodes { _ = connectionLocked(to: node) }
+            let keep = map.nodes.union(seeds)
+            let gone = connections.filter { !keep.contains($0.key) }
+            let goneFollowUps = followUpConnections.filter { !keep.contains($0.key) }
+            for node in gone.keys { connections[node] = nil }
+            for node in goneFollowUps.keys { followUpConnections[node] = nil }
+            return Array(gone.values) + Array(goneFollowUps.values)
+        }
+        for connection in gone { connection.close() }
+        refreshEnded()
+    }
+}

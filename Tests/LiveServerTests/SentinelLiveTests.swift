@@ -1,0 +1,83 @@
+import Foundation
+import Redis
+import RedisTestSupport
+import Testing
+import TopChromeApp
+
+/// A service on `redis-sentinel://…/mymaster` follows a real `SENTINEL
+/// FAILOVER`: its writes succeed again on the promoted replica, and an
+/// event stream opened before the failover converges to the latest state.
+@Suite struct SentinelLiveTests {
+    @Test func writesAndStreamsFollowASentinelFailover() throws {
+        let redis = try RedisSentinelFixture()
+        let store = SessionStorage.redisSentinel(sentinels: [redis.sentinelNode], masterName: RedisSentinelFixture.masterName)
+
+        // check-config and `redis-functions load` find the primary through the sentinel.
+        let check = ConfigurationCheck(try configuration(store))
+        #expect(check.exitStatus == 0, "\(check.problems) \(check.unreachable)")
+        #expect(check.checked.contains("Sentinel: the primary of mymaster is 127.0.0.1:\(redis.primary.port)"), "\(check.checked)")
+        var client = RedisConfiguration()
+        client.commandTimeout = .seconds(2)
+        let load = FunctionLibraryLoad(storage: store, configuration: client)
+        #expect(load.failures.isEmpty && load.loaded.count == 1 && load.loaded[0].hasSuffix("127.0.0.1:\(redis.primary.port)"), "\(load)")
+
+        let server = try LiveServer(store: store, keyPrefix: "sentinel:")
+        #expect(server.waitUntilReady())
+        let id = try server.createSession()
+        #expect(try scroll(server, id, to: 300).status == 200)
+        let stream = try EventStreamClient(port: server.port, sessionID: id)
+        #expect(stream.head.status == 200)
+        #expect(try stream.nextState()?.state["isRevealed"] as? Bool == false)
+
+        try redis.failOver()
+        #expect(try redis.primaryPort() == redis.replica.port)
+        // Well before the sentinel demotes the old primary (some 10 s after
+        // the switch), which until then takes writes and keeps subscribers:
+        // only following `+switch-master` meets these bounds.
+        let switched = Date()
+
+        // The same service writes again, on the promoted replica, within a
+        // bounded time. The same report each time: one that got 503 but was
+        // made anyway turns the next into a no-op, not another change.
+        let deadline = Date().addingTimeInterval(5)
+        var last: WireResponse?
+        repeat {
+            last = try? scroll(server, id, to: 0)
+            if last?.status == 200 { break }
+            usleep(100_000)
+        } while Date() < deadline
+        #expect(last?.status == 200, "\(last?.text ?? "no answer")")
+        let written = try #require(last?.header("ETag"))
+        // The new primary holds it (the tag of the ETag "<version>.<tag>").
+        #expect(try redisCLI(port: redis.replica.port, "ROLE").hasPrefix("master"))
+        let version = written.dropFirst().split(separator: ".").first.map(String.init)
+        let held = try redisCLI(port: redis.replica.port, "HGETALL", "sentinel:{\(id)}")
+        #expect(held.split(separator: "\n").map(String.init).firstRange(of: ["v", version ?? "?"]) != nil, "\(written) vs \(held)")
+        #expect(try server.client().request("GET", "/v1/sessions/\(id)").header("ETag") == written)
+
+        // The stream converges to that state (its channel came back on the new primary).
+        var converged = false
+        while !converged, Date() < switched.addingTimeInterval(30), let event = try stream.nextState() {
+            converged = "\"\(event.id)\"" == written || event.id == written
+        }
+        #expect(converged, "the stream never carried \(written)")
+        #expect(Date().timeIntervalSince(switched) < 5, "the stream converged only \(Date().timeIntervalSince(switched)) s after the switch")
+
+        // A change after convergence reaches it at once.
+        let next = try scroll(server, id, to: 300)
+        #expect(next.status == 200)
+        let following = try #require(try stream.nextState())
+        #expect("\"\(following.id)\"" == next.header("ETag") || following.id == next.header("ETag"))
+    }
+
+    private func configuration(_ store: SessionStorage) throws -> ServiceConfiguration {
+        var configuration = ServiceConfiguration()
+        configuration.store = store
+        configuration.redisTimeout = 2
+        return configuration
+    }
+
+    private func scroll(_ server: LiveServer, _ id: String, to offset: Double) throws -> WireResponse {
+        try server.client().json("POST", "/v1/sessions/\(id)/scroll", #"{"contentOffsetY": \#(Int(offset))}"#)
+    }
+}

@@ -1,0 +1,56 @@
+import Foundation
+import Redis
+
+/// One primary, one replica and one sentinel watching them (`mymaster`,
+/// quorum 1), on loopback; killed when released. Each fixture is its own:
+/// a `SENTINEL FAILOVER` drill changes which server is the primary.
+public final class RedisSentinelFixture: Sendable {
+    public static let masterName = "mymaster"
+    public let primary: RedisServer
+    public let replica: RedisServer
+    public let sentinel: RedisServer
+
+    public init() throws {
+        // Replicas sync at once, so that a failover right after the start
+        // finds one in sync.
+        primary = try RedisServer(["--repl-diskless-sync-delay", "0"])
+        replica = try RedisServer(["--repl-diskless-sync-delay", "0", "--replicaof", "127.0.0.1", String(primary.port)])
+        sentinel = try RedisServer(sentinelConfiguration: """
+            sentinel monitor \(Self.masterName) 127.0.0.1 \(primary.port) 1
+            sentinel down-after-milliseconds \(Self.masterName) 1000
+            sentinel failover-timeout \(Self.masterName) 5000
+
+            """)
+        let deadline = Date().addingTimeInterval(30)
+        // Synced, and known to the sentinel as a replica it may promote.
+        while try !redisCLI(port: replica.port, "INFO", "replication").contains("master_link_status:up")
+            || !redisCLI(port: sentinel.port, "SENTINEL", "replicas", Self.masterName).contains("\(replica.port)") {
+            guard Date() < deadline else { throw RedisTestSetupError(description: "the sentinel fixture's replica did not sync and show within 30 s") }
+            usleep(50_000)
+        }
+    }
+
+    public var sentinelNode: RedisNode { sentinel.node }
+
+    /// The port of the primary the sentinel names now.
+    public func primaryPort() throws -> Int? {
+        Int(try redisCLI(port: sentinel.port, "SENTINEL", "get-master-addr-by-name", Self.masterName)
+            .split(separator: "\n").last.map(String.init) ?? "")
+    }
+
+    /// `SENTINEL FAILOVER`, asked again while the sentinel is not ready for
+    /// one (it refuses while it has not yet heard of a promotable replica),
+    /// then waits until it names the other server.
+    public func failOver(within seconds: Double = 30) throws {
+        let before = try primaryPort()
+        let deadline = Date().addingTimeInterval(seconds)
+        while try redisCLI(port: sentinel.port, "SENTINEL", "FAILOVER", Self.masterName).hasPrefix("ERR") {
+            guard Date() < deadline else { throw RedisTestSetupError(description: "SENTINEL FAILOVER refused for \(seconds) s") }
+            usleep(200_000)
+        }
+        while try primaryPort() == before {
+            guard Date() < deadline else { throw RedisTestSetupError(description: "the sentinel did not name a new primary within \(seconds) s") }
+            usleep(50_000)
+        }
+    }
+}
