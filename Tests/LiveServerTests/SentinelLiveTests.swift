@@ -29,6 +29,9 @@ import TopChromeApp
         #expect(stream.head.status == 200)
         #expect(try stream.nextState()?.state["isRevealed"] as? Bool == false)
 
+        // What the service wrote is on the replica before it is promoted:
+        // this test is about following the switch, not what a failover loses.
+        try redis.waitUntilReplicaCaughtUp()
         try redis.failOver()
         #expect(try redis.primaryPort() == redis.replica.port)
         // Well before the sentinel demotes the old primary (some 10 s after

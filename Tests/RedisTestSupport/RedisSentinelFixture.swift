@@ -38,6 +38,23 @@ public final class RedisSentinelFixture: Sendable {
             .split(separator: "\n").last.map(String.init) ?? "")
     }
 
+    /// Waits until the replica has everything the primary wrote so far:
+    /// `SENTINEL FAILOVER` promotes it at once, and what it had not yet
+    /// received is gone (asynchronous replication), which a slow machine
+    /// makes likely right after a write.
+    public func waitUntilReplicaCaughtUp(within seconds: Double = 10) throws {
+        func offset(_ port: Int, _ field: String) throws -> Int? {
+            try redisCLI(port: port, "INFO", "replication").split(whereSeparator: \.isNewline)
+                .first { $0.hasPrefix(field + ":") }.flatMap { Int($0.dropFirst(field.count + 1)) }
+        }
+        let written = try offset(primary.port, "master_repl_offset") ?? 0
+        let deadline = Date().addingTimeInterval(seconds)
+        while try (offset(replica.port, "slave_repl_offset") ?? -1) < written {
+            guard Date() < deadline else { throw RedisTestSetupError(description: "the replica did not reach offset \(written) within \(seconds) s") }
+            usleep(20_000)
+        }
+    }
+
     /// `SENTINEL FAILOVER`, asked again while the sentinel is not ready for
     /// one (it refuses while it has not yet heard of a promotable replica),
     /// then waits until it names the other server.
