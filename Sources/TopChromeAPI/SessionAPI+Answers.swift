@@ -28,20 +28,17 @@ extension SessionAPI {
     /// A create's id is in its answer: a client that lost it cannot read the session it may have made.
     static let createMayHaveHappened = "A session may have been created, but its id was lost with the answer: create another."
 
-    /// The response to a store's answer: `respond` makes it from the value
-    /// at once, into the connection's buffers, for an answer that is there;
-    /// for one that comes later the request waits, holding no thread, and
-    /// `respond` runs on the store's thread. `context` is what `respond`
-    /// needs of the request, handed to it rather than captured, so that an
-    /// answer that is there costs no closure context.
-    static func respond<Value, Context: Sendable>(
-        to answer: StoreAnswer<Value>, with context: Context, endpoint: Int,
-        ifUnsure: String = changeMayHaveHappened, reusing buffers: inout ResponseBuffers,
-        _ respond: @escaping @Sendable (Value, Context, inout ResponseBuffers) throws(Problem) -> CompleteResponse
+    /// The response to a store's answer: `made` makes it from the value at
+    /// once, into the connection's buffers, for an answer that is there; for
+    /// one that comes later the request waits, holding no thread, and `made`
+    /// runs on the store's thread.
+    static func respond<Made: StoreAnswerResponse>(
+        to answer: StoreAnswer<Made.Value>, _ made: Made, endpoint: Int,
+        ifUnsure: String = changeMayHaveHappened, reusing buffers: inout ResponseBuffers
     ) throws(Problem) -> HTTPResponse {
         switch answer {
         case let .now(result):
-            var response = try respond(value(result, ifUnsure: ifUnsure), context, &buffers)
+            var response = try made.response(to: value(result, ifUnsure: ifUnsure), reusing: &buffers)
             // Here, not once the enum is made: setting it there costs a copy in and out.
             if response.endpoint == nil { response.endpoint = endpoint }
             return .complete(response)
@@ -50,7 +47,7 @@ extension SessionAPI {
             answer.whenAnswered { result in
                 var buffers = ResponseBuffers()
                 do throws(Problem) {
-                    pending.complete(with: try respond(value(result, ifUnsure: ifUnsure), context, &buffers))
+                    pending.complete(with: try made.response(to: value(result, ifUnsure: ifUnsure), reusing: &buffers))
                 } catch {
                     pending.complete(with: error.response)
                 }
@@ -59,7 +56,7 @@ extension SessionAPI {
         }
     }
 
-    /// ``respond(to:with:endpoint:ifUnsure:reusing:_:)`` for an answer that is a stream.
+    /// ``respond(to:_:endpoint:ifUnsure:reusing:)`` for an answer that is a stream.
     static func respond<Value>(to answer: StoreAnswer<Value>, endpoint: Int,
                                _ respond: @escaping @Sendable (Value) throws(Problem) -> StreamingResponse) throws(Problem) -> HTTPResponse {
         switch answer {
@@ -181,4 +178,41 @@ extension SessionAPI {
         }
         return HTTPResponse(status: status, headers: HTTPHeaders([("Content-Type", "application/json")]), body: json.bytes)
     }
+
+    /// A new session's answer: 201, its state and where it lives.
+    struct Created: StoreAnswerResponse {
+        func response(to session: Session, reusing buffers: inout ResponseBuffers) -> CompleteResponse {
+            SessionAPI.created(session, reusing: &buffers)
+        }
+    }
+
+    struct Removed: StoreAnswerResponse {
+        func response(to outcome: StoreOutcome, reusing buffers: inout ResponseBuffers) throws(Problem) -> CompleteResponse {
+            try SessionAPI.removed(outcome)
+        }
+    }
+
+    /// A read's answer, under the request's preconditions.
+    struct Read: StoreAnswerResponse {
+        let preconditions: Preconditions
+
+        func response(to session: Session?, reusing buffers: inout ResponseBuffers) throws(Problem) -> CompleteResponse {
+            guard let session else { throw SessionAPI.unknownSession }
+            return try SessionAPI.read(session, preconditions, reusing: &buffers)
+        }
+    }
+
+    struct Changed: StoreAnswerResponse {
+        func response(to outcome: StoreOutcome, reusing buffers: inout ResponseBuffers) throws(Problem) -> CompleteResponse {
+            try SessionAPI.changed(outcome, reusing: &buffers)
+        }
+    }
+}
+
+/// How a route makes its response from a store's value. A value rather than
+/// a closure: an escaping closure, even one that captures nothing, cost an
+/// allocation per request on the memory store's path, whose answer is there at once.
+protocol StoreAnswerResponse: Sendable {
+    associatedtype Value: Sendable
+    func response(to value: Value, reusing buffers: inout ResponseBuffers) throws(Problem) -> CompleteResponse
 }

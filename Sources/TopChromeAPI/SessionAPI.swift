@@ -148,31 +148,26 @@ public final class SessionAPI: HTTPResponder {
                                 body: Array(demoPage.utf8))
         case .sessions:
             let inset = try body(of: request, RequestBodies.newSession)
-            return try Self.respond(to: store.requestCreate(inset: inset), with: (), endpoint: endpoint,
-                                    ifUnsure: Self.createMayHaveHappened, reusing: &buffers) { session, _, buffers in
-                Self.created(session, reusing: &buffers)
-            }
+            return try Self.respond(to: store.requestCreate(inset: inset), Created(), endpoint: endpoint,
+                                    ifUnsure: Self.createMayHaveHappened, reusing: &buffers)
         case .session(nil), .events(nil), .inset(nil), .scroll(nil), .disappear(nil):
             // A malformed id names no session: the store is not asked.
             throw Self.notASessionID
         case let .session(id?):
             let preconditions = try Self.preconditions(of: request)
             if request.method == "DELETE" {
-                return try Self.respond(to: store.requestRemove(id, if: preconditions.forChange), with: (),
-                                        endpoint: endpoint, reusing: &buffers) { outcome, _, _ throws(Problem) in
-                    try Self.removed(outcome)
-                }
+                return try Self.respond(to: store.requestRemove(id, if: preconditions.forChange), Removed(),
+                                        endpoint: endpoint, reusing: &buffers)
             }
-            if let wait = Self.preferredWait(request, cap: maxWaitSeconds) {
+            // Without If-None-Match there is no state to wait past: the answer
+            // is the state now, as a read gives it (and `Prefer` is not even read).
+            if preconditions.ifNoneMatch != nil, let wait = Self.preferredWait(request, cap: maxWaitSeconds) {
                 // The wait starts from the state the feed reads once it
                 // listens to the session: no change can fall between.
                 return try waitForChange(of: id, preconditions, seconds: wait, endpoint: endpoint)
             }
-            return try Self.respond(to: store.requestSession(id), with: preconditions, endpoint: endpoint,
-                                    reusing: &buffers) { session, preconditions, buffers throws(Problem) in
-                guard let session else { throw Self.unknownSession }
-                return try Self.read(session, preconditions, reusing: &buffers)
-            }
+            return try Self.respond(to: store.requestSession(id), Read(preconditions: preconditions), endpoint: endpoint,
+                                    reusing: &buffers)
         case let .events(id?):
             guard request.method == "GET" else {
                 // HEAD: the stream's headers without a stream or a watcher.
@@ -200,19 +195,15 @@ public final class SessionAPI: HTTPResponder {
     private func apply(_ input: ChromeInput, to id: SessionID, _ request: HTTPRequest, _ endpoint: Int,
                        _ buffers: inout ResponseBuffers) throws(Problem) -> HTTPResponse {
         let condition = try Self.preconditions(of: request).forChange
-        return try Self.respond(to: store.requestApply(input, to: id, if: condition), with: (), endpoint: endpoint,
-                                reusing: &buffers) { outcome, _, buffers throws(Problem) in
-            try Self.changed(outcome, reusing: &buffers)
-        }
+        return try Self.respond(to: store.requestApply(input, to: id, if: condition), Changed(), endpoint: endpoint,
+                                reusing: &buffers)
     }
 
     private func apply(_ inputs: [ChromeInput], to id: SessionID, _ request: HTTPRequest, _ endpoint: Int,
                        _ buffers: inout ResponseBuffers) throws(Problem) -> HTTPResponse {
         let condition = try Self.preconditions(of: request).forChange
-        return try Self.respond(to: store.requestApply(inputs, to: id, if: condition), with: (), endpoint: endpoint,
-                                reusing: &buffers) { outcome, _, buffers throws(Problem) in
-            try Self.changed(outcome, reusing: &buffers)
-        }
+        return try Self.respond(to: store.requestApply(inputs, to: id, if: condition), Changed(), endpoint: endpoint,
+                                reusing: &buffers)
     }
 
     public func refusalWhileStopping() -> CompleteResponse {
