@@ -19,7 +19,6 @@ extension SessionAPI {
     static let unknownSession = Problem.notFound(
         "No session has this id; it may have been deleted or expired after being idle.")
 
-
     static let preconditionFailed = Problem(
         status: 412, detail: "If-Match or If-None-Match does not hold for the session's current version; nothing was changed.")
 
@@ -178,41 +177,4 @@ extension SessionAPI {
         }
         return HTTPResponse(status: status, headers: HTTPHeaders([("Content-Type", "application/json")]), body: json.bytes)
     }
-
-    /// A new session's answer: 201, its state and where it lives.
-    struct Created: StoreAnswerResponse {
-        func response(to session: Session, reusing buffers: inout ResponseBuffers) -> CompleteResponse {
-            SessionAPI.created(session, reusing: &buffers)
-        }
-    }
-
-    struct Removed: StoreAnswerResponse {
-        func response(to outcome: StoreOutcome, reusing buffers: inout ResponseBuffers) throws(Problem) -> CompleteResponse {
-            try SessionAPI.removed(outcome)
-        }
-    }
-
-    /// A read's answer, under the request's preconditions.
-    struct Read: StoreAnswerResponse {
-        let preconditions: Preconditions
-
-        func response(to session: Session?, reusing buffers: inout ResponseBuffers) throws(Problem) -> CompleteResponse {
-            guard let session else { throw SessionAPI.unknownSession }
-            return try SessionAPI.read(session, preconditions, reusing: &buffers)
-        }
-    }
-
-    struct Changed: StoreAnswerResponse {
-        func response(to outcome: StoreOutcome, reusing buffers: inout ResponseBuffers) throws(Problem) -> CompleteResponse {
-            try SessionAPI.changed(outcome, reusing: &buffers)
-        }
-    }
-}
-
-/// How a route makes its response from a store's value. A value rather than
-/// a closure: an escaping closure, even one that captures nothing, cost an
-/// allocation per request on the memory store's path, whose answer is there at once.
-protocol StoreAnswerResponse: Sendable {
-    associatedtype Value: Sendable
-    func response(to value: Value, reusing buffers: inout ResponseBuffers) throws(Problem) -> CompleteResponse
 }
