@@ -16,7 +16,7 @@ let package = Package(
     ],
     targets: [
         // The domain: state, rules, session store and its change feed. No HTTP, no C, no I/O.
-        .target(name: "TopChromeCore"),
+        .target(name: "TopChromeCore", dependencies: ["Locking"]),
 
         // A strict RFC 8259 reader and a small writer for request and response bodies.
         .target(name: "StrictJSON"),

@@ -44,7 +44,7 @@ final class RedisChangeFeed: @unchecked Sendable {
 
     private struct Joining {
         let subscriber: any SessionSubscriber
-        let reply: RemoteReply<Session?>
+        let reply: StoreReply<Session?>
         /// `readsStarted` when it joined.
         let joinedAt: Int
         /// What the channel carried meanwhile, in order.
@@ -64,7 +64,7 @@ final class RedisChangeFeed: @unchecked Sendable {
     }
 
     func subscribe(_ subscriber: any SessionSubscriber, to id: SessionID,
-                   reply: @escaping RemoteReply<Session?>) throws(SubscriptionRefusal) {
+                   reply: @escaping StoreReply<Session?>) throws(SubscriptionRefusal) {
         // The limits are checked again when the subscriber is added; this
         // refuses at once in the usual case.
         guard subscriptions.count < subscriptions.limits.total else {
@@ -185,7 +185,7 @@ final class RedisChangeFeed: @unchecked Sendable {
     private func read(_ id: SessionID, number: Int, resynchronizing: Bool) {
         let heardBefore = lock.withLock { channels[id]?.messagesHeard ?? 0 }
         functions.session(id) { [self] result in
-            var replies: [(RemoteReply<Session?>, Result<Session?, RemoteStoreError>)] = []
+            var replies: [(StoreReply<Session?>, Result<Session?, StoreError>)] = []
             let ended = lock.withLock { () -> RedisSubscriber.Subscription? in
                 guard let channel = channels[id] else { return nil }
                 // A read that ends after the channel was lost starts nobody:
@@ -216,7 +216,7 @@ final class RedisChangeFeed: @unchecked Sendable {
     /// Adds a joining subscriber and hands it what it missed after `result`'s
     /// state; under the lock. What to reply.
     private func start(_ joining: Joining, on id: SessionID,
-                       with result: Result<Session?, RemoteStoreError>) -> Result<Session?, RemoteStoreError> {
+                       with result: Result<Session?, StoreError>) -> Result<Session?, StoreError> {
         guard case let .success(session?) = result else { return result }
         do {
             try subscriptions.add(joining.subscriber, for: id)

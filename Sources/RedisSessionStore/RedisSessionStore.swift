@@ -6,7 +6,7 @@ import TopChromeCore
 /// Redis, so no replica holds state of its own and any replica can serve
 /// any session. Changes reach watchers on every replica through sharded
 /// pub/sub (see ``RedisChangeFeed``).
-public final class RedisSessionStore: RemoteSessionStore, RemoteChangeFeed {
+public final class RedisSessionStore: SessionStore, SessionChangeFeed {
     public let functions: ChromeFunctions
     /// What the rules did, counted from each batch's reply.
     public let statistics = ChromeStatistics()
@@ -27,18 +27,18 @@ public final class RedisSessionStore: RemoteSessionStore, RemoteChangeFeed {
 
     public var subscriptions: SessionSubscriptions { feed.subscriptions }
 
-    public var readiness: RemoteStoreReadiness {
+    public var readiness: StoreReadiness {
         if functions.client.isConnected { return .ready }
         return .unavailable(reason: functions.client.unavailableReason ?? "connecting to Redis")
     }
 
     /// Ids are drawn here, so a replica never needs another's consent; a
     /// taken id (a one-in-2^128 event) is drawn again.
-    public func create(inset: Double, reply: @escaping RemoteReply<Session>) {
+    public func create(inset: Double, reply: @escaping StoreReply<Session>) {
         create(inset: inset, attemptsLeft: 3, reply: reply)
     }
 
-    private func create(inset: Double, attemptsLeft: Int, reply: @escaping RemoteReply<Session>) {
+    private func create(inset: Double, attemptsLeft: Int, reply: @escaping StoreReply<Session>) {
         functions.create(SessionID.random(), inset: inset) { [self] result in
             switch result {
             case let .success(session?):
@@ -53,12 +53,12 @@ public final class RedisSessionStore: RemoteSessionStore, RemoteChangeFeed {
         }
     }
 
-    public func session(_ id: SessionID, reply: @escaping RemoteReply<Session?>) {
+    public func session(_ id: SessionID, reply: @escaping StoreReply<Session?>) {
         functions.session(id) { reply($0.mapError(Self.readError)) }
     }
 
     public func apply(_ inputs: [ChromeInput], to id: SessionID, if condition: VersionCondition,
-                      reply: @escaping RemoteReply<StoreOutcome>) {
+                      reply: @escaping StoreReply<StoreOutcome>) {
         functions.apply(inputs, to: id, if: condition) { [statistics] result in
             reply(result.map { applied in
                 for report in applied.reports { statistics.record(report, flipped: false) }
@@ -67,13 +67,48 @@ public final class RedisSessionStore: RemoteSessionStore, RemoteChangeFeed {
         }
     }
 
-    public func remove(_ id: SessionID, if condition: VersionCondition, reply: @escaping RemoteReply<StoreOutcome>) {
+    public func remove(_ id: SessionID, if condition: VersionCondition, reply: @escaping StoreReply<StoreOutcome>) {
         functions.remove(id, if: condition) { reply($0.mapError(Self.storeError)) }
     }
 
     public func subscribe(_ subscriber: any SessionSubscriber, to id: SessionID,
-                          reply: @escaping RemoteReply<Session?>) throws(SubscriptionRefusal) {
+                          reply: @escaping StoreReply<Session?>) throws(SubscriptionRefusal) {
         try feed.subscribe(subscriber, to: id, reply: reply)
+    }
+
+    // MARK: SessionStore and SessionChangeFeed: every answer comes later, on a Redis I/O thread.
+
+    /// Redis's count is not known without asking it.
+    public var sessionCount: Int? { nil }
+
+    public func requestCreate(inset: Double) -> StoreAnswer<Session> {
+        later { create(inset: inset, reply: $0) }
+    }
+
+    public func requestSession(_ id: SessionID) -> StoreAnswer<Session?> {
+        later { session(id, reply: $0) }
+    }
+
+    public func requestApply(_ inputs: [ChromeInput], to id: SessionID,
+                             if condition: VersionCondition) -> StoreAnswer<StoreOutcome> {
+        later { apply(inputs, to: id, if: condition, reply: $0) }
+    }
+
+    public func requestRemove(_ id: SessionID, if condition: VersionCondition) -> StoreAnswer<StoreOutcome> {
+        later { remove(id, if: condition, reply: $0) }
+    }
+
+    public func requestSubscribe(_ subscriber: any SessionSubscriber,
+                                 to id: SessionID) throws(SubscriptionRefusal) -> StoreAnswer<Session?> {
+        let pending = PendingAnswer<Session?>()
+        try subscribe(subscriber, to: id, reply: { pending.complete(with: $0) })
+        return .later(pending)
+    }
+
+    private func later<Value>(_ ask: (@escaping StoreReply<Value>) -> Void) -> StoreAnswer<Value> {
+        let pending = PendingAnswer<Value>()
+        ask { pending.complete(with: $0) }
+        return .later(pending)
     }
 
     public func unsubscribe(_ subscriber: any SessionSubscriber, from id: SessionID) {
@@ -98,13 +133,13 @@ public final class RedisSessionStore: RemoteSessionStore, RemoteChangeFeed {
     public var channelsHeld: Int { feed.channelsHeld }
 
     /// What a client is told of a failed call.
-    static func storeError(_ error: ChromeFunctionError) -> RemoteStoreError {
+    static func storeError(_ error: ChromeFunctionError) -> StoreError {
         switch error {
         case let .redis(error):
             return storeError(error)
         case let .refused(message) where message.hasPrefix("OOM"):
             // `maxmemory` reached under `noeviction`: no room, nothing written.
-            return .full
+            return .full(capacity: nil)
         case let .refused(message):
             return .unavailable(reason: "Redis refused the call: \(message.prefix(120))", mayHaveApplied: false)
         case .unexpectedReply:
@@ -119,14 +154,14 @@ public final class RedisSessionStore: RemoteSessionStore, RemoteChangeFeed {
 
     /// What a client is told of a failed read: it asked for no change, so
     /// none can have been made (the slid expiry is no change of the session).
-    static func readError(_ error: ChromeFunctionError) -> RemoteStoreError {
+    static func readError(_ error: ChromeFunctionError) -> StoreError {
         switch storeError(error) {
         case let .unavailable(reason, _): .unavailable(reason: reason, mayHaveApplied: false)
-        case .full: .full
+        case .full: .full(capacity: nil)
         }
     }
 
-    static func storeError(_ error: RedisError) -> RemoteStoreError {
+    static func storeError(_ error: RedisError) -> StoreError {
         switch error {
         case .unavailable: .unavailable(reason: "no connection to Redis", mayHaveApplied: false)
         case .timeout: .unavailable(reason: "Redis did not answer in time", mayHaveApplied: true)

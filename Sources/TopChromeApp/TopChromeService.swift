@@ -89,7 +89,7 @@ public final class TopChromeService: Sendable {
             redisMetrics.countChannels { store.channelsHeld }
             memoryStore = nil
             redisStore = store
-            api = SessionAPI(remoteStore: store, maxBodyBytes: configuration.maxBodyBytes,
+            api = SessionAPI(store: store, maxBodyBytes: configuration.maxBodyBytes,
                              authToken: configuration.authToken, maxWaitSeconds: configuration.maxWaitSeconds,
                              metrics: metrics, statistics: store.statistics, storeMetrics: redisMetrics,
                              crossOrigin: CrossOriginPolicy(origins: configuration.corsOrigins))

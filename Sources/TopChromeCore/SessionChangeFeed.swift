@@ -34,7 +34,7 @@ public final class SessionChange: @unchecked Sendable {
 }
 
 /// Someone told of one session's changes: every change after the state
-/// ``SessionChangeFeed/subscribe(_:to:)`` returned, in order, then its removal.
+/// ``SessionChangeFeed/requestSubscribe(_:to:)`` answered, in order, then its removal.
 public protocol SessionSubscriber: AnyObject, Sendable {
     /// The session changed. Returns whether to stay subscribed. Called in
     /// order, one change at a time, after the store released the session:
@@ -61,26 +61,28 @@ public enum SubscriptionRefusal: Error, Hashable {
 
 /// A store's changes, per session, for those who watch them. The store
 /// publishes and subscribers listen; the store never knows who they are.
-/// The memory store publishes in-process; a networked store can publish
-/// what reaches it from elsewhere (pub/sub) through the same subscriptions.
+/// The memory store publishes in-process; a networked store publishes what
+/// reaches it from elsewhere (pub/sub) through the same subscriptions.
+///
+/// A feed that loses its source (a dropped connection, a moved shard) gets
+/// it back, reads each watched session again and publishes it as a
+/// ``SessionChange/isResynchronization`` change: changes published
+/// meanwhile may be lost, the state after it is what the store holds.
 public protocol SessionChangeFeed: Sendable {
     /// Who is subscribed to which session.
     var subscriptions: SessionSubscriptions { get }
 
-    /// Subscribes to `id` and returns the session as it is now: every change
-    /// after that state reaches `subscriber`, none is missed (possibly even
-    /// before this returns, on another thread). Nil, and no subscription,
-    /// if there is no such session.
-    func subscribe(_ subscriber: any SessionSubscriber, to id: SessionID) throws(SubscriptionRefusal) -> Session?
+    /// Subscribes to `id`; the answer is the session as it is once the feed
+    /// listens to it (at once in this process, later for a networked feed),
+    /// and every change after that state reaches `subscriber`, none missed
+    /// (possibly even before the answer comes, on another thread). Nil, or
+    /// an error, and there is no subscription. A refusal (too many
+    /// subscribers) comes at once.
+    func requestSubscribe(_ subscriber: any SessionSubscriber, to id: SessionID)
+        throws(SubscriptionRefusal) -> StoreAnswer<Session?>
 
     /// Ends a subscription; nothing if there is none.
     func unsubscribe(_ subscriber: any SessionSubscriber, from id: SessionID)
-}
-
-extension SessionChangeFeed {
-    public func unsubscribe(_ subscriber: any SessionSubscriber, from id: SessionID) {
-        subscriptions.remove(subscriber, from: id)
-    }
 }
 
 /// Subscribers by session, in shards with a lock each so changes to

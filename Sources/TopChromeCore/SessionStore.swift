@@ -69,49 +69,43 @@ public enum SessionStoreError: Error, Hashable {
     case full(capacity: Int)
 }
 
-/// Keeps sessions and applies ``ChromeRules`` to them.
+/// Keeps sessions and applies ``ChromeRules`` to them: the one interface the
+/// API serves, whether the sessions live in this process or in another.
 ///
 /// Every change to one session is applied one at a time, in order: a client
 /// reporting scrolls many times a second must never see two changes
-/// interleave. Different sessions need not wait for each other.
-/// Behind this protocol a networked store can replace the in-memory one.
+/// interleave. Different sessions need not wait for each other. Each
+/// request's answer may come at once or later (see ``StoreAnswer``); the
+/// names say "request" so they stand apart from a store's own direct calls.
 public protocol SessionStore: Sendable {
-    /// Creates a session with a fresh id and the given inset.
-    func create(inset: Double) throws(SessionStoreError) -> Session
+    /// Whether the store can serve now; a store in this process always can.
+    var readiness: StoreReadiness { get }
 
-    /// The session, or nil if it does not exist (or has expired).
-    func session(_ id: SessionID) -> Session?
+    /// Sessions held now, for a store that knows without asking anyone.
+    var sessionCount: Int? { get }
+
+    /// Creates a session with a fresh id and the given inset.
+    func requestCreate(inset: Double) -> StoreAnswer<Session>
+
+    /// The session, or nil if it does not exist (or has expired). A read is
+    /// a use: it keeps the session from expiring.
+    func requestSession(_ id: SessionID) -> StoreAnswer<Session?>
 
     /// Applies `inputs` in order as one unit, if `condition` holds for the
     /// session's state at that moment: no other change to the session lands
     /// between the check and the inputs, nor between the inputs.
-    func apply(_ inputs: [ChromeInput], to id: SessionID, if condition: VersionCondition) -> StoreOutcome
+    func requestApply(_ inputs: [ChromeInput], to id: SessionID, if condition: VersionCondition) -> StoreAnswer<StoreOutcome>
 
     /// Applies one input, as a batch of one: a scroll report usually comes
     /// alone, and then no array need be built for it.
-    func apply(_ input: ChromeInput, to id: SessionID, if condition: VersionCondition) -> StoreOutcome
+    func requestApply(_ input: ChromeInput, to id: SessionID, if condition: VersionCondition) -> StoreAnswer<StoreOutcome>
 
     /// Removes the session if `condition` holds for its state.
-    func remove(_ id: SessionID, if condition: VersionCondition) -> StoreOutcome
-
-    /// Sessions held now.
-    var count: Int { get }
+    func requestRemove(_ id: SessionID, if condition: VersionCondition) -> StoreAnswer<StoreOutcome>
 }
 
 extension SessionStore {
-    public func apply(_ input: ChromeInput, to id: SessionID, if condition: VersionCondition) -> StoreOutcome {
-        apply([input], to: id, if: condition)
-    }
-
-    /// Applies `inputs` unconditionally; the session afterwards, or nil if it does not exist.
-    public func apply(_ inputs: [ChromeInput], to id: SessionID) -> Session? {
-        guard case let .done(session, _) = apply(inputs, to: id, if: .always) else { return nil }
-        return session
-    }
-
-    /// Removes the session; false if there was none.
-    public func remove(_ id: SessionID) -> Bool {
-        if case .done = remove(id, if: .always) { return true }
-        return false
+    public func requestApply(_ input: ChromeInput, to id: SessionID, if condition: VersionCondition) -> StoreAnswer<StoreOutcome> {
+        requestApply([input], to: id, if: condition)
     }
 }

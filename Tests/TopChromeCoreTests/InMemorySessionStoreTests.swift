@@ -28,7 +28,7 @@ final class Recorder: SessionSubscriber, @unchecked Sendable {
     func sessionRemoved(_ id: SessionID) { record(.removed(id)) }
     /// Subscribes to each session; their states then.
     @discardableResult
-    func subscribe(to ids: [SessionID], in feed: some SessionChangeFeed) throws -> [Session?] {
+    func subscribe(to ids: [SessionID], in feed: InMemorySessionStore) throws -> [Session?] {
         try ids.map { try feed.subscribe(self, to: $0) }
     }
     var all: [SessionEvent] { lock.withLock { events } }

@@ -11,8 +11,8 @@ import TopChromeCore
 /// it hears them; anyone else gets the status alone, which is all a load
 /// balancer needs.
 struct Readiness: Sendable {
-    /// Whether the store in another process can serve now; nil for a store in this one.
-    let store: (@Sendable () -> RemoteStoreReadiness)?
+    /// Whether the store can serve now (a store in this process always can).
+    let store: @Sendable () -> StoreReadiness
     /// What `degraded` names when it goes wrong (e.g. the state file).
     let details: [any ReadinessDetail]
     let authToken: CurrentBearerToken?
@@ -20,7 +20,7 @@ struct Readiness: Sendable {
     func answer(isReady: Bool, authorization: String?) throws(Problem) -> HTTPResponse {
         guard isReady else { throw SessionAPI.shuttingDown }
         let mayTell = authToken.map { token in (try? token.value.check(authorization)) != nil } ?? true
-        if let store, case let .unavailable(reason) = store() {
+        if case let .unavailable(reason) = store() {
             throw Problem(status: 503, detail: "The session store cannot be reached" + (mayTell ? ": \(reason)" : "."),
                           headers: [("Retry-After", "1")])
         }

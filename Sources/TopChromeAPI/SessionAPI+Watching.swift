@@ -1,0 +1,126 @@
+import MicroHTTPD
+import TopChromeCore
+
+/// Requests that watch a session: long-polls and event streams. Each
+/// subscribes first, then starts from the state the feed answers with once
+/// it listens to the session (at once in this process, later from Redis):
+/// no change can fall between.
+extension SessionAPI {
+    /// A long-poll: answers when the session reaches a version the client
+    /// does not have, or with 304 when the time is up. Holds no thread
+    /// meanwhile. The preconditions are checked against the state the feed read.
+    func waitForChange(of id: SessionID, _ preconditions: Preconditions, seconds: Int,
+                       endpoint: Int) throws(Problem) -> HTTPResponse {
+        let watcher = LongPollWatcher(id: id, isNew: preconditions.noneMatchCondition, waitSeconds: seconds)
+        try watch(id, by: watcher, answering: watcher.pending) { [watchers] current throws(Problem) in
+            guard preconditions.matchCondition.holds(for: current.entityTag) else { throw Self.preconditionFailed }
+            watcher.start(with: current, hub: watchers)
+        }
+        return .later(watcher.pending, endpoint: endpoint)
+    }
+
+    /// Server-Sent Events: the current state at once, then every change.
+    func eventStream(of id: SessionID, lastEventID: String?, endpoint: Int) throws(Problem) -> HTTPResponse {
+        let lastEventID = lastEventID.flatMap { EntityTag($0.trimmingOWS.utf8) }
+        let stream = ResponseStream()
+        let watcher = EventStreamWatcher(id: id, stream: stream)
+        // Only for a stream that goes out: the server closes it, which ends
+        // the watch; one that never goes out would hold its watcher (and
+        // through it the store) forever.
+        let response: @Sendable () -> StreamingResponse = { [watchers] in
+            stream.onClose { watchers.remove(watcher, for: id) }
+            var response = StreamingResponse(status: 200, headers: Self.eventStreamHeaders, stream: stream)
+            response.endpoint = endpoint
+            return response
+        }
+        switch try subscribe(watcher, to: id) {
+        case let .now(result):
+            let current = try started(watcher, of: id, result)
+            watcher.start(with: current, lastEventID: lastEventID)
+            return .stream(response())
+        case let .later(answer):
+            let pending = PendingResponse()
+            answer.whenAnswered { [watchers] result in
+                do throws(Problem) {
+                    let current = try Self.started(watcher, of: id, result, hub: watchers)
+                    watcher.start(with: current, lastEventID: lastEventID)
+                    pending.complete(with: response())
+                } catch {
+                    pending.complete(with: error.response)
+                }
+            }
+            return .later(pending, endpoint: endpoint)
+        }
+    }
+
+    /// Subscribes the watcher; `start` runs with the session once the feed
+    /// listens to it. If there is none, the store failed, or `start` throws,
+    /// the watch ends: at once, the problem is thrown; later, `pending`
+    /// answers with it.
+    private func watch(_ id: SessionID, by watcher: any SessionWatcher, answering pending: PendingResponse,
+                       start: @escaping @Sendable (Session) throws(Problem) -> Void) throws(Problem) {
+        switch try subscribe(watcher, to: id) {
+        case let .now(result):
+            try start(started(watcher, of: id, result))
+        case let .later(answer):
+            answer.whenAnswered { [watchers] result in
+                do throws(Problem) {
+                    try start(Self.started(watcher, of: id, result, hub: watchers))
+                } catch {
+                    watchers.remove(watcher, for: id)
+                    pending.complete(with: error.response)
+                }
+            }
+        }
+    }
+
+    /// Subscribes the watcher, unless the server is stopping.
+    private func subscribe(_ watcher: any SessionWatcher, to id: SessionID) throws(Problem) -> StoreAnswer<Session?> {
+        // Stopping: watchers are being closed; a new one would be cut off at once.
+        guard isReady else { throw Self.shuttingDown }
+        do {
+            return try store.requestSubscribe(watcher, to: id)
+        } catch {
+            throw Self.refused(error)
+        }
+    }
+
+    /// The session a watch starts from; without one (none, or the store
+    /// failed) the watch ends and the problem is thrown.
+    private func started(_ watcher: any SessionWatcher, of id: SessionID,
+                         _ result: Result<Session?, StoreError>) throws(Problem) -> Session {
+        try Self.started(watcher, of: id, result, hub: watchers)
+    }
+
+    private static func started(_ watcher: any SessionWatcher, of id: SessionID, _ result: Result<Session?, StoreError>,
+                                hub: WatcherHub) throws(Problem) -> Session {
+        do throws(Problem) {
+            guard let current = try value(result) else { throw unknownSession }
+            return current
+        } catch {
+            hub.remove(watcher, for: id)
+            throw error
+        }
+    }
+
+    private static func refused(_ refusal: SubscriptionRefusal) -> Problem {
+        let detail = switch refusal {
+        case let .tooManySubscribers(limit): "The server has its maximum of \(limit) watchers; try again later."
+        case let .tooManyForSession(limit): "This session has its maximum of \(limit) watchers; try again later."
+        }
+        return Problem(status: 503, detail: detail, headers: [("Retry-After", String(Self.retryAfterWhenWatched))])
+    }
+
+    /// An event stream's answer to HEAD. An endless body has no length to
+    /// state (RFC 9110 §8.6): a stream, ended before it began.
+    static func emptyEventStream() -> StreamingResponse {
+        let stream = ResponseStream()
+        stream.finish()
+        return StreamingResponse(status: 200, headers: eventStreamHeaders, stream: stream)
+    }
+
+    /// `X-Accel-Buffering: no` keeps reverse proxies (nginx) from holding events back.
+    static let eventStreamHeaders = HTTPHeaders([
+        ("Content-Type", "text/event-stream"), ("Cache-Control", "no-store"), ("X-Accel-Buffering", "no"),
+    ])
+}
