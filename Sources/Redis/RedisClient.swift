@@ -21,6 +21,8 @@ public final class RedisClient: @unchecked Sendable {
     /// node already reports.
     private let followUpConfiguration: RedisConfiguration
     private let lock = PthreadLock()
+    /// The nodes' clocks, for deadlines passed into Redis (RedisClock.swift).
+    let clocks = NodeClocks()
 
     // Guarded by `lock`.
     private var connections: [RedisNode: RedisConnection] = [:]

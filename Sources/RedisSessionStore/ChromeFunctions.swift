@@ -15,6 +15,9 @@ public enum ChromeFunctionError: Error, Sendable, Hashable {
     /// within the wait (`acknowledged` nil: `WAIT` got no answer), so a
     /// failover could still lose it.
     case notReplicated(wanted: Int, acknowledged: Int?)
+    /// The change reached Redis past its deadline (the moment its caller
+    /// was told it timed out) and was refused: nothing changed.
+    case late
 }
 
 /// How many replicas of a session's primary must hold a change before it
@@ -129,8 +132,7 @@ public struct ChromeFunctions: Sendable {
 
     /// Creates the session `id`, revealed at version 1; nil if the id is taken.
     public func create(_ id: SessionID, inset: Double, completion: @escaping Completion<Session?>) {
-        call(Self.createFunction, id, completion, changed: { $0 != .null }, arguments: {
-            $0.append(StateTag.random().hex)
+        call(Self.createFunction, id, completion, changed: { $0 != .null && !Self.isLate($0) }, arguments: { [ttlArgument] in
             $0.append(ttlArgument)
             $0.append(inset)
         }) { reply in
@@ -175,8 +177,7 @@ public struct ChromeFunctions: Sendable {
     /// `SessionStore.apply` in one `FCALL`.
     public func apply(_ inputs: [ChromeInput], to id: SessionID, if condition: VersionCondition,
                       completion: @escaping Completion<AppliedInputs>) {
-        call(Self.applyFunction, id, completion, changed: Self.appliedAChange, arguments: { command in
-            command.append(StateTag.random().hex)
+        call(Self.applyFunction, id, completion, changed: Self.appliedAChange, arguments: { [ttlArgument, thresholdArgument] command in
             command.append(ttlArgument)
             command.append(thresholdArgument)
             Self.append(condition, to: &command)
@@ -187,7 +188,6 @@ public struct ChromeFunctions: Sendable {
     /// `SessionStore.remove` in one `FCALL`.
     public func remove(_ id: SessionID, if condition: VersionCondition, completion: @escaping Completion<StoreOutcome>) {
         call(Self.deleteFunction, id, completion, changed: Self.isDone, arguments: {
-            $0.append(StateTag.random().hex)
             Self.append(condition, to: &$0)
         }) { reply in
             try Self.outcome(id, from: reply) ?? .notFound
@@ -293,24 +293,46 @@ public struct ChromeFunctions: Sendable {
 
     // MARK: Replies
 
-    /// `FCALL function 1 key arguments…`, encoded as it is written.
-    /// - Parameter changed: whether a reply is of a change, which then waits
-    ///   for `replicaAcknowledgement` (reads never do).
+    /// `FCALL function 1 key arguments…`, encoded as it is written; for a
+    /// change, `FCALL function 1 key tag deadline arguments…`.
+    /// - Parameter changed: set for a change: whether a reply is of one
+    ///   that changed the session, which then waits for
+    ///   `replicaAcknowledgement` (reads never do). A change carries its
+    ///   deadline, on the node's clock, into the function, which refuses it
+    ///   once past: its caller was told it timed out by then, and may have
+    ///   retried elsewhere.
     private func call<Value>(_ function: [UInt8], _ id: SessionID, _ completion: @escaping Completion<Value>,
                              command name: [UInt8] = fcall, changed: (@Sendable (RESPValue) -> Bool)? = nil,
-                             arguments: (inout RESPRequestBuilder) -> Void,
+                             arguments: @escaping @Sendable (inout RESPRequestBuilder) -> Void,
                              decode: @escaping @Sendable (RESPValue) throws -> Value) {
         let key = key(for: id)
-        var command = RESPRequestBuilder()
-        command.append(name)
-        command.append(function)
-        command.append(Self.oneKey)
-        command.append(key)
-        arguments(&command)
-        send(command.request, key: key, completion, reloading: true, changed: changed, decode: decode)
+        let written: @Sendable ([UInt8]?) -> RESPRequest = { deadline in
+            var command = RESPRequestBuilder()
+            command.append(name)
+            command.append(function)
+            command.append(Self.oneKey)
+            command.append(key)
+            if let deadline {
+                command.append(StateTag.random().hex)
+                command.append(deadline)
+            }
+            arguments(&command)
+            return command.request
+        }
+        guard changed != nil else {
+            return send(written(nil), key: key, deadline: nil, completion, reloading: true, changed: changed, decode: decode)
+        }
+        let deadline = ContinuousClock.now + client.commandTimeout
+        client.redisMilliseconds(at: deadline, forKey: key) { [self] milliseconds in
+            let word = milliseconds.map { Self.text(UInt64(max(0, $0))) } ?? Self.noDeadline
+            send(written(word), key: key, deadline: deadline, completion, reloading: true, changed: changed, decode: decode)
+        }
     }
 
-    private func send<Value>(_ request: RESPRequest, key: [UInt8], _ completion: @escaping Completion<Value>,
+    private static let noDeadline = Array("none".utf8)
+
+    private func send<Value>(_ request: RESPRequest, key: [UInt8], deadline: ContinuousClock.Instant?,
+                             _ completion: @escaping Completion<Value>,
                              reloading: Bool, changed: (@Sendable (RESPValue) -> Bool)?,
                              decode: @escaping @Sendable (RESPValue) throws -> Value) {
         // The node lost the library while connected (`FUNCTION FLUSH`, a
@@ -320,18 +342,18 @@ public struct ChromeFunctions: Sendable {
                 return false
             }
             client.send(Self.loadCommand, key: key) { _ in
-                send(request, key: key, completion, reloading: false, changed: changed, decode: decode)
+                send(request, key: key, deadline: deadline, completion, reloading: false, changed: changed, decode: decode)
             }
             return true
         }
         guard let changed, let acknowledgement = replicaAcknowledgement else {
-            client.send(request, key: key) { result in
+            client.send(request, key: key, deadline: deadline) { result in
                 if !reloaded(result) { Self.finish(result, completion, decode) }
             }
             return
         }
         let wait = Self.waitCommand(acknowledgement)
-        client.send(request, key: key, followedBy: { reply in
+        client.send(request, key: key, deadline: deadline, followedBy: { reply in
             // WAIT's own timeout, and as long again for its answer to come back.
             changed(reply) ? RedisClient.FollowUp(wait, deadline: .now + acknowledgement.timeout * 2) : nil
         }) { result, confirmation in
@@ -364,6 +386,8 @@ public struct ChromeFunctions: Sendable {
             completion(.failure(.redis(error)))
         case let .success(.error(message)):
             completion(.failure(.refused(message)))
+        case let .success(reply) where isLate(reply):
+            completion(.failure(.late))
         case let .success(reply):
             do {
                 completion(.success(try decode(reply)))
@@ -382,6 +406,11 @@ public struct ChromeFunctions: Sendable {
     private static let appliedAChange: @Sendable (RESPValue) -> Bool = { reply in
         guard case let .array(values) = reply, values.count >= 7, values[0].string == "done" else { return false }
         return values.count < 8 || values[7].string != "0"
+    }
+
+    /// The library's answer to a change that came past its deadline.
+    static func isLate(_ reply: RESPValue) -> Bool {
+        reply == .array([.bulk(Array("late".utf8))])
     }
 
     private static let isDone: @Sendable (RESPValue) -> Bool = { reply in

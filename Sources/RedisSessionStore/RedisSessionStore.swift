@@ -109,6 +109,8 @@ public final class RedisSessionStore: RemoteSessionStore, RemoteChangeFeed {
             return .unavailable(reason: "Redis refused the call: \(message.prefix(120))", mayHaveApplied: false)
         case .unexpectedReply:
             return .unavailable(reason: "Redis answered in a way the function library never does", mayHaveApplied: false)
+        case .late:
+            return .unavailable(reason: "the change reached Redis after its deadline and was refused", mayHaveApplied: false)
         case let .notReplicated(wanted, acknowledged):
             let replicas = wanted == 1 ? "1 Redis replica" : "\(wanted) Redis replicas"
             let heard = acknowledged.map { "only \($0) acknowledged it" } ?? "the wait for them got no answer"
