@@ -23,6 +23,8 @@ public final class RedisClient: @unchecked Sendable {
     private let lock = PthreadLock()
     /// The nodes' clocks, for deadlines passed into Redis (RedisClock.swift).
     let clocks = NodeClocks()
+    /// `ASK`s seen per slot, for callers that must know a command ran on an importing node (RedisMigrations.swift).
+    let askedSlots = AskedSlots()
 
     // Guarded by `lock`.
     private var connections: [RedisNode: RedisConnection] = [:]
@@ -46,7 +48,7 @@ public final class RedisClient: @unchecked Sendable {
     /// Rounds of discovery in which no seed answered, since one last did.
     private var failedDiscoveries = 0
 
-    private struct Command: Sendable {
+    struct Command: Sendable {
         let request: RESPRequest
         let slot: Int?
         let deadline: ContinuousClock.Instant
@@ -67,7 +69,7 @@ public final class RedisClient: @unchecked Sendable {
         }
     }
 
-    private enum Reply: Sendable {
+    enum Reply: Sendable {
         case plain(RedisCompletion)
         case followedUp(@Sendable (RESPValue) -> FollowUp?, FollowUpCompletion)
     }
@@ -235,7 +237,7 @@ public final class RedisClient: @unchecked Sendable {
 
     // MARK: Routing
 
-    private func dispatch(_ command: Command, to target: RedisNode?, asking: Bool, redirects: Int) {
+    func dispatch(_ command: Command, to target: RedisNode?, asking: Bool, redirects: Int) {
         let (connection, mustDiscover): (RedisConnection?, Bool) = lock.withLock {
             guard !closed else { return (nil, false) }
             let mustDiscover = currentTopology == .unknown && !discovering
@@ -258,6 +260,7 @@ public final class RedisClient: @unchecked Sendable {
         case .success(.error(let message)):
             if let redirect = ClusterRedirect(message) {
                 configuration.metrics.redirected(redirect.asking)
+                if redirect.asking { askedSlots.note(redirect) }
                 guard redirects < configuration.maxRedirects else { return fail(command, .tooManyRedirects, node) }
                 if !redirect.asking {
                     lock.withLock { slots?[redirect.slot] = redirect.node }

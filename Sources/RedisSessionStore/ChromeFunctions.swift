@@ -177,7 +177,10 @@ public struct ChromeFunctions: Sendable {
     /// `SessionStore.apply` in one `FCALL`.
     public func apply(_ inputs: [ChromeInput], to id: SessionID, if condition: VersionCondition,
                       completion: @escaping Completion<AppliedInputs>) {
-        call(Self.applyFunction, id, completion, changed: Self.appliedAChange, arguments: { [ttlArgument, thresholdArgument] command in
+        call(Self.applyFunction, id, completion, changed: Self.appliedAChange, relay: { reply in
+            guard Self.appliedAChange(reply), let session = try? Self.session(id, from: reply, status: "done") else { return nil }
+            return Self.message(session)
+        }, arguments: { [ttlArgument, thresholdArgument] command in
             command.append(ttlArgument)
             command.append(thresholdArgument)
             Self.append(condition, to: &command)
@@ -187,7 +190,7 @@ public struct ChromeFunctions: Sendable {
 
     /// `SessionStore.remove` in one `FCALL`.
     public func remove(_ id: SessionID, if condition: VersionCondition, completion: @escaping Completion<StoreOutcome>) {
-        call(Self.deleteFunction, id, completion, changed: Self.isDone, arguments: {
+        call(Self.deleteFunction, id, completion, changed: Self.isDone, relay: { Self.isDone($0) ? Self.gone : nil }, arguments: {
             Self.append(condition, to: &$0)
         }) { reply in
             try Self.outcome(id, from: reply) ?? .notFound
@@ -197,6 +200,16 @@ public struct ChromeFunctions: Sendable {
     /// Reads a message of the session's channel. A non-finite inset (which
     /// the library never writes, but anyone may publish) is refused, as in
     /// a reply: watchers write the state as JSON, which has no NaN.
+    /// What the library publishes for `session`'s state, as ``event(_:of:)`` reads it.
+    static func message(_ session: Session) -> [UInt8] {
+        let state = session.state
+        var text = "\(EntityTag(version: state.version, tag: session.tag)) \(state.inset) \(state.isRevealed ? "1" : "0")"
+        if let seq = state.lastAppliedSeq { text += " \(seq)" }
+        return Array(text.utf8)
+    }
+
+    static let gone = Array("gone".utf8), spublish = Array("SPUBLISH".utf8)
+
     public static func event(_ message: [UInt8], of id: SessionID) -> SessionEvent? {
         if message == Array("gone".utf8) { return .removed(id) }
         let words = message.split(separator: UInt8(ascii: " "), omittingEmptySubsequences: false)
@@ -215,7 +228,7 @@ public struct ChromeFunctions: Sendable {
 
     // MARK: Arguments
 
-    private static let fcall = Array("FCALL".utf8), fcallReadOnly = Array("FCALL_RO".utf8), oneKey = Array("1".utf8)
+    static let fcall = Array("FCALL".utf8), fcallReadOnly = Array("FCALL_RO".utf8), oneKey = Array("1".utf8)
     private static let createFunction = Array("\(libraryName)_create".utf8), getFunction = Array("\(libraryName)_get".utf8)
     private static let readFunction = Array("\(libraryName)_read".utf8)
     private static let applyFunction = Array("\(libraryName)_apply".utf8), deleteFunction = Array("\(libraryName)_delete".utf8)
@@ -289,132 +302,5 @@ public struct ChromeFunctions: Sendable {
         case .disappear:
             command.append(disappear)
         }
-    }
-
-    // MARK: Replies
-
-    /// `FCALL function 1 key arguments…`, encoded as it is written; for a
-    /// change, `FCALL function 1 key tag deadline arguments…`.
-    /// - Parameter changed: set for a change: whether a reply is of one
-    ///   that changed the session, which then waits for
-    ///   `replicaAcknowledgement` (reads never do). A change carries its
-    ///   deadline, on the node's clock, into the function, which refuses it
-    ///   once past: its caller was told it timed out by then, and may have
-    ///   retried elsewhere.
-    private func call<Value>(_ function: [UInt8], _ id: SessionID, _ completion: @escaping Completion<Value>,
-                             command name: [UInt8] = fcall, changed: (@Sendable (RESPValue) -> Bool)? = nil,
-                             arguments: @escaping @Sendable (inout RESPRequestBuilder) -> Void,
-                             decode: @escaping @Sendable (RESPValue) throws -> Value) {
-        let key = key(for: id)
-        let written: @Sendable ([UInt8]?) -> RESPRequest = { deadline in
-            var command = RESPRequestBuilder()
-            command.append(name)
-            command.append(function)
-            command.append(Self.oneKey)
-            command.append(key)
-            if let deadline {
-                command.append(StateTag.random().hex)
-                command.append(deadline)
-            }
-            arguments(&command)
-            return command.request
-        }
-        guard changed != nil else {
-            return send(written(nil), key: key, deadline: nil, completion, reloading: true, changed: changed, decode: decode)
-        }
-        let deadline = ContinuousClock.now + client.commandTimeout
-        client.redisMilliseconds(at: deadline, forKey: key) { [self] milliseconds in
-            let word = milliseconds.map { Self.text(UInt64(max(0, $0))) } ?? Self.noDeadline
-            send(written(word), key: key, deadline: deadline, completion, reloading: true, changed: changed, decode: decode)
-        }
-    }
-
-    private static let noDeadline = Array("none".utf8)
-
-    private func send<Value>(_ request: RESPRequest, key: [UInt8], deadline: ContinuousClock.Instant?,
-                             _ completion: @escaping Completion<Value>,
-                             reloading: Bool, changed: (@Sendable (RESPValue) -> Bool)?,
-                             decode: @escaping @Sendable (RESPValue) throws -> Value) {
-        // The node lost the library while connected (`FUNCTION FLUSH`, a
-        // restore without it): load it there again, and call once more.
-        let reloaded: @Sendable (Result<RESPValue, RedisError>) -> Bool = { [self] result in
-            guard reloading, case let .success(.error(message)) = result, message.hasPrefix("ERR Function not found") else {
-                return false
-            }
-            client.send(Self.loadCommand, key: key) { _ in
-                send(request, key: key, deadline: deadline, completion, reloading: false, changed: changed, decode: decode)
-            }
-            return true
-        }
-        guard let changed, let acknowledgement = replicaAcknowledgement else {
-            client.send(request, key: key, deadline: deadline) { result in
-                if !reloaded(result) { Self.finish(result, completion, decode) }
-            }
-            return
-        }
-        let wait = Self.waitCommand(acknowledgement)
-        client.send(request, key: key, deadline: deadline, followedBy: { reply in
-            // WAIT's own timeout, and as long again for its answer to come back.
-            changed(reply) ? RedisClient.FollowUp(wait, deadline: .now + acknowledgement.timeout * 2) : nil
-        }) { result, confirmation in
-            // An error reply is no change: nothing followed it.
-            if reloaded(result) { return }
-            switch confirmation {
-            case nil:
-                Self.finish(result, completion, decode)
-            case let .success(.integer(count)) where count >= Int64(acknowledgement.replicas):
-                Self.finish(result, completion, decode)
-            case let .success(.integer(count)):
-                completion(.failure(.notReplicated(wanted: acknowledgement.replicas, acknowledged: Int(count))))
-            case .success, .failure:
-                completion(.failure(.notReplicated(wanted: acknowledgement.replicas, acknowledged: nil)))
-            }
-        }
-    }
-
-    /// `WAIT replicas milliseconds`; never `WAIT n 0`, which waits forever.
-    static func waitCommand(_ acknowledgement: ReplicaAcknowledgement) -> [[UInt8]] {
-        let (seconds, attoseconds) = acknowledgement.timeout.components
-        let milliseconds = max(1, seconds * 1000 + attoseconds / 1_000_000_000_000_000)
-        return [Array("WAIT".utf8), text(UInt64(acknowledgement.replicas)), text(UInt64(milliseconds))]
-    }
-
-    private static func finish<Value>(_ result: Result<RESPValue, RedisError>, _ completion: Completion<Value>,
-                                      _ decode: (RESPValue) throws -> Value) {
-        switch result {
-        case let .failure(error):
-            completion(.failure(.redis(error)))
-        case let .success(.error(message)):
-            completion(.failure(.refused(message)))
-        case let .success(reply) where isLate(reply):
-            completion(.failure(.late))
-        case let .success(reply):
-            do {
-                completion(.success(try decode(reply)))
-            } catch let error as ChromeFunctionError {
-                completion(.failure(error))
-            } catch {
-                completion(.failure(.unexpectedReply(reply)))
-            }
-        }
-    }
-
-    /// Whether the library's `apply` changed the session, as its eighth element
-    /// says: inputs that left it as it was (an inset it had, a report that
-    /// moved nothing, stale reports) changed only its expiry. A reply
-    /// without that element is taken to have changed it.
-    private static let appliedAChange: @Sendable (RESPValue) -> Bool = { reply in
-        guard case let .array(values) = reply, values.count >= 7, values[0].string == "done" else { return false }
-        return values.count < 8 || values[7].string != "0"
-    }
-
-    /// The library's answer to a change that came past its deadline.
-    static func isLate(_ reply: RESPValue) -> Bool {
-        reply == .array([.bulk(Array("late".utf8))])
-    }
-
-    private static let isDone: @Sendable (RESPValue) -> Bool = { reply in
-        guard case let .array(values) = reply, values.first?.string == "done" else { return false }
-        return true
     }
 }

@@ -40,6 +40,11 @@ final class RedisChangeFeed: @unchecked Sendable {
         /// The channel came back and the state could not be read yet.
         var needsResynchronization = false
         var hasBeenLive = false
+        /// The version last handed on, from a message or a read: a change
+        /// that ran on a node importing the slot is heard twice (published
+        /// again through the slot's owner, see `ChromeFunctions`), and a
+        /// state no newer than what watchers have is dropped.
+        var lastVersion: UInt64?
     }
 
     private struct Joining {
@@ -169,6 +174,10 @@ final class RedisChangeFeed: @unchecked Sendable {
         guard let event = ChromeFunctions.event(message, of: id) else { return }
         let ended = lock.withLock { () -> RedisSubscriber.Subscription? in
             guard let channel = channels[id] else { return nil }
+            if case let .changed(session) = event {
+                if let last = channel.lastVersion, session.state.version <= last { return nil }
+                channel.lastVersion = session.state.version
+            }
             channel.messagesHeard += 1
             for key in channel.joining.keys { channel.joining[key]?.heard.append(event) }
             // Under the lock: a subscriber being started meanwhile gets
@@ -195,11 +204,16 @@ final class RedisChangeFeed: @unchecked Sendable {
                     channel.joining[key] = nil
                     replies.append((joining.reply, start(joining, on: id, with: result.mapError(RedisSessionStore.readError))))
                 }
+                if case let .success(session?) = result, !ready.isEmpty {
+                    channel.lastVersion = max(channel.lastVersion ?? 0, session.state.version)
+                }
                 if resynchronizing, channel.needsResynchronization {
                     switch result {
                     case let .success(session):
                         channel.needsResynchronization = false
                         if channel.messagesHeard == heardBefore {
+                            // What watchers hold now, even if older (a failover lost changes).
+                            channel.lastVersion = session?.state.version
                             subscriptions.publishResynchronized(session.map { .changed($0) } ?? .removed(id))
                         }
                     case .failure:
