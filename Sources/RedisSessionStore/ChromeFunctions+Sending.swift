@@ -50,7 +50,7 @@ extension ChromeFunctions {
     /// The `ASK`s of a call's slot counted before it was sent (a call
     /// redirected meanwhile may have run on a node importing the slot), and
     /// for a change what it publishes, made of its reply.
-    private struct Relay: Sendable {
+    struct Relay: Sendable {
         let message: (@Sendable (RESPValue) -> [UInt8]?)?
         let asked: UInt32
     }
@@ -71,7 +71,7 @@ extension ChromeFunctions {
 
     private static let changesSuffix = Array(":changes".utf8)
 
-    private func send<Value>(_ request: RESPRequest, key: [UInt8], deadline: ContinuousClock.Instant?,
+    func send<Value>(_ request: RESPRequest, key: [UInt8], deadline: ContinuousClock.Instant?,
                              _ completion: @escaping Completion<Value>,
                              reloading: Bool, changed: (@Sendable (RESPValue) -> Bool)?, relay: Relay? = nil,
                              decode: @escaping @Sendable (RESPValue) throws -> Value) {

@@ -157,6 +157,37 @@ public struct ChromeFunctions: Sendable {
         }
     }
 
+    /// What the periodic check of watched sessions learns of one.
+    public enum WatchedState: Sendable, Hashable {
+        case gone
+        /// Its entity tag's text; empty for a state without one.
+        case tagged(String)
+    }
+
+    /// Slides the expiry of each session (all in one slot, in a cluster) and
+    /// tells its entity tag, in one call: the periodic check of the
+    /// sessions watched here, which keeps them from expiring and finds any
+    /// change whose message was missed, at one command per many sessions.
+    public func watched(_ ids: [SessionID], completion: @escaping Completion<[WatchedState]>) {
+        guard let first = ids.first else { return completion(.success([])) }
+        var command = RESPRequestBuilder()
+        command.append(Self.fcall)
+        command.append(Self.watchedFunction)
+        command.append(UInt64(ids.count))
+        for id in ids { command.append(key(for: id)) }
+        command.append(ttlArgument)
+        send(command.request, key: key(for: first), deadline: nil, completion, reloading: true, changed: nil) { reply in
+            guard case let .array(values) = reply, values.count == ids.count else { throw ChromeFunctionError.unexpectedReply(reply) }
+            return try values.map { value in
+                switch value {
+                case .null: return .gone
+                case let .bulk(text): return .tagged(String(decoding: text, as: UTF8.self))
+                default: throw ChromeFunctionError.unexpectedReply(reply)
+                }
+            }
+        }
+    }
+
     /// Slides the session's expiry without reading it: a watched session is
     /// in use while nobody changes it. Completes with whether it exists, or
     /// nil when Redis did not answer.
@@ -230,7 +261,7 @@ public struct ChromeFunctions: Sendable {
 
     static let fcall = Array("FCALL".utf8), fcallReadOnly = Array("FCALL_RO".utf8), oneKey = Array("1".utf8)
     private static let createFunction = Array("\(libraryName)_create".utf8), getFunction = Array("\(libraryName)_get".utf8)
-    private static let readFunction = Array("\(libraryName)_read".utf8)
+    private static let readFunction = Array("\(libraryName)_read".utf8), watchedFunction = Array("\(libraryName)_watched".utf8)
     private static let applyFunction = Array("\(libraryName)_apply".utf8), deleteFunction = Array("\(libraryName)_delete".utf8)
 
     private static func ttlArgument(_ idleTimeout: Duration?) -> [UInt8] {

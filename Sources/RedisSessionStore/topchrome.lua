@@ -320,6 +320,29 @@ local function delete(keys, argv)
   return reply('done', state)
 end
 
+-- FCALL <library>_watched n key... ttl: for each session watched through
+-- the replica, its entity tag ('' for a state without one) after sliding
+-- its expiry (a watched session is in use), or nil if it is gone. One call
+-- for many sessions (of one slot, in a cluster) instead of a command each;
+-- the replica reads again only those whose tag is not the one its
+-- watchers were told, i.e. a change whose message it missed. Runs when
+-- memory is full, as a read does.
+local function watched(keys, argv)
+  local ttl = lifetime(argv[1])
+  local tags = {}
+  for index, key in ipairs(keys) do
+    local f = redis.call('HMGET', key, 'v', 'e')
+    if f[1] then
+      touch(key, ttl)
+      local prefix = f[1] .. '.'
+      tags[index] = (f[2] and string.sub(f[2], 1, #prefix) == prefix) and f[2] or ''
+    else
+      tags[index] = false
+    end
+  end
+  return tags
+end
+
 -- The service loads this text under a name made of a digest of it
 -- (ChromeFunctions.libraryName replaces 'topchrome_source' on the first line
 -- and here), and so its functions' names change with any change to it.
@@ -337,3 +360,4 @@ redis.register_function{function_name = LIBRARY .. '_get', callback = get, flags
 redis.register_function{function_name = LIBRARY .. '_read', callback = read, flags = {'no-writes'}}
 redis.register_function(LIBRARY .. '_apply', apply)
 redis.register_function{function_name = LIBRARY .. '_delete', callback = delete, flags = {'allow-oom'}}
+redis.register_function{function_name = LIBRARY .. '_watched', callback = watched, flags = {'allow-oom'}}
