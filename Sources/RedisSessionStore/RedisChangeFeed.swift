@@ -151,6 +151,9 @@ final class RedisChangeFeed: @unchecked Sendable {
             guard let channel = channels[id] else { return nil }
             channel.isLive = true
             channel.needsResynchronization = channel.hasBeenLive
+            // Back after a loss (a failover may have lost versions): drop
+            // nothing heard until the session is read again.
+            if channel.hasBeenLive { channel.last = nil }
             channel.hasBeenLive = true
             channel.readsStarted += 1
             return channel.readsStarted
