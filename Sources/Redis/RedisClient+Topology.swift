@@ -9,6 +9,15 @@ extension RedisClient {
         lock.withLock { closed ? nil : slots?[slot] ?? home }
     }
 
+    /// What serves the keyspace now, for the coverage (RedisCoverage.swift):
+    /// the slot map (nil for a single Redis or before it is known), the seed
+    /// commands go to without one, and the primaries connected now.
+    func coverage() -> (topology: Topology, slots: SlotMap?, home: RedisNode, connected: Set<RedisNode>) {
+        lock.withLock {
+            (currentTopology, slots, home, Set(connections.filter { $0.value.isConnected }.keys))
+        }
+    }
+
     /// The nodes commands go to now: the map's primaries, or the seed.
     var servingNodes: Set<RedisNode> {
         lock.withLock { slots?.nodes ?? [home] }

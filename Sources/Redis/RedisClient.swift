@@ -29,6 +29,10 @@ public final class RedisClient: @unchecked Sendable {
     /// Set when the primary is found through Sentinel; `seeds` are then the sentinels.
     let sentinel: SentinelResolver?
     let lock = PthreadLock()
+    /// The nodes' clocks, for deadlines passed into Redis (RedisClock.swift).
+    let clocks = NodeClocks()
+    /// `ASK`s seen per slot, for callers that must know a command ran on an importing node (RedisMigrations.swift).
+    let askedSlots = AskedSlots()
 
     // Guarded by `lock`.
     var connections: [RedisNode: RedisConnection] = [:]
@@ -55,7 +59,7 @@ public final class RedisClient: @unchecked Sendable {
     /// Rounds of discovery in which no seed answered, since one last did.
     var failedDiscoveries = 0
 
-    private struct Command: Sendable {
+    struct Command: Sendable {
         let request: RESPRequest
         let slot: Int?
         let deadline: ContinuousClock.Instant
@@ -76,7 +80,7 @@ public final class RedisClient: @unchecked Sendable {
         }
     }
 
-    private enum Reply: Sendable {
+    enum Reply: Sendable {
         case plain(RedisCompletion)
         case followedUp(@Sendable (RESPValue) -> FollowUp?, FollowUpCompletion)
     }
@@ -262,7 +266,7 @@ public final class RedisClient: @unchecked Sendable {
 
     // MARK: Routing
 
-    private func dispatch(_ command: Command, to target: RedisNode?, asking: Bool, redirects: Int) {
+    func dispatch(_ command: Command, to target: RedisNode?, asking: Bool, redirects: Int) {
         let (connection, mustDiscover): (RedisConnection?, Bool) = lock.withLock {
             guard !closed else { return (nil, false) }
             let mustDiscover = currentTopology == .unknown && !discovering
@@ -287,6 +291,7 @@ public final class RedisClient: @unchecked Sendable {
         case .success(.error(let message)):
             if let redirect = ClusterRedirect(message) {
                 configuration.metrics.redirected(redirect.asking)
+                if redirect.asking { askedSlots.note(redirect) }
                 guard redirects < configuration.maxRedirects else { return fail(command, .tooManyRedirects, node) }
                 if !redirect.asking {
                     lock.withLock { slots?[redirect.slot] = redirect.node }

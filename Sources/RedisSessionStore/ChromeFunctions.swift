@@ -15,6 +15,9 @@ public enum ChromeFunctionError: Error, Sendable, Hashable {
     /// within the wait (`acknowledged` nil: `WAIT` got no answer), so a
     /// failover could still lose it.
     case notReplicated(wanted: Int, acknowledged: Int?)
+    /// The change reached Redis past its deadline (the moment its caller
+    /// was told it timed out) and was refused: nothing changed.
+    case late
 }
 
 /// How many replicas of a session's primary must hold a change before it
@@ -129,8 +132,7 @@ public struct ChromeFunctions: Sendable {
 
     /// Creates the session `id`, revealed at version 1; nil if the id is taken.
     public func create(_ id: SessionID, inset: Double, completion: @escaping Completion<Session?>) {
-        call(Self.createFunction, id, completion, changed: { $0 != .null }, arguments: {
-            $0.append(StateTag.random().hex)
+        call(Self.createFunction, id, completion, changed: { $0 != .null && !Self.isLate($0) }, arguments: { [ttlArgument] in
             $0.append(ttlArgument)
             $0.append(inset)
         }) { reply in
@@ -155,6 +157,37 @@ public struct ChromeFunctions: Sendable {
         }
     }
 
+    /// What the periodic check of watched sessions learns of one.
+    public enum WatchedState: Sendable, Hashable {
+        case gone
+        /// Its entity tag's text; empty for a state without one.
+        case tagged(String)
+    }
+
+    /// Slides the expiry of each session (all in one slot, in a cluster) and
+    /// tells its entity tag, in one call: the periodic check of the
+    /// sessions watched here, which keeps them from expiring and finds any
+    /// change whose message was missed, at one command per many sessions.
+    public func watched(_ ids: [SessionID], completion: @escaping Completion<[WatchedState]>) {
+        guard let first = ids.first else { return completion(.success([])) }
+        var command = RESPRequestBuilder()
+        command.append(Self.fcall)
+        command.append(Self.watchedFunction)
+        command.append(UInt64(ids.count))
+        for id in ids { command.append(key(for: id)) }
+        command.append(ttlArgument)
+        send(command.request, key: key(for: first), deadline: nil, completion, reloading: true, changed: nil) { reply in
+            guard case let .array(values) = reply, values.count == ids.count else { throw ChromeFunctionError.unexpectedReply(reply) }
+            return try values.map { value in
+                switch value {
+                case .null: return .gone
+                case let .bulk(text): return .tagged(String(decoding: text, as: UTF8.self))
+                default: throw ChromeFunctionError.unexpectedReply(reply)
+                }
+            }
+        }
+    }
+
     /// Slides the session's expiry without reading it: a watched session is
     /// in use while nobody changes it. Completes with whether it exists, or
     /// nil when Redis did not answer.
@@ -175,8 +208,10 @@ public struct ChromeFunctions: Sendable {
     /// `SessionStore.apply` in one `FCALL`.
     public func apply(_ inputs: [ChromeInput], to id: SessionID, if condition: VersionCondition,
                       completion: @escaping Completion<AppliedInputs>) {
-        call(Self.applyFunction, id, completion, changed: Self.appliedAChange, arguments: { command in
-            command.append(StateTag.random().hex)
+        call(Self.applyFunction, id, completion, changed: Self.appliedAChange, relay: { reply in
+            guard Self.appliedAChange(reply), let session = try? Self.session(id, from: reply, status: "done") else { return nil }
+            return Self.message(session)
+        }, arguments: { [ttlArgument, thresholdArgument] command in
             command.append(ttlArgument)
             command.append(thresholdArgument)
             Self.append(condition, to: &command)
@@ -186,8 +221,7 @@ public struct ChromeFunctions: Sendable {
 
     /// `SessionStore.remove` in one `FCALL`.
     public func remove(_ id: SessionID, if condition: VersionCondition, completion: @escaping Completion<StoreOutcome>) {
-        call(Self.deleteFunction, id, completion, changed: Self.isDone, arguments: {
-            $0.append(StateTag.random().hex)
+        call(Self.deleteFunction, id, completion, changed: Self.isDone, relay: { Self.isDone($0) ? Self.gone : nil }, arguments: {
             Self.append(condition, to: &$0)
         }) { reply in
             try Self.outcome(id, from: reply) ?? .notFound
@@ -197,6 +231,16 @@ public struct ChromeFunctions: Sendable {
     /// Reads a message of the session's channel. A non-finite inset (which
     /// the library never writes, but anyone may publish) is refused, as in
     /// a reply: watchers write the state as JSON, which has no NaN.
+    /// What the library publishes for `session`'s state, as ``event(_:of:)`` reads it.
+    static func message(_ session: Session) -> [UInt8] {
+        let state = session.state
+        var text = "\(EntityTag(version: state.version, tag: session.tag)) \(state.inset) \(state.isRevealed ? "1" : "0")"
+        if let seq = state.lastAppliedSeq { text += " \(seq)" }
+        return Array(text.utf8)
+    }
+
+    static let gone = Array("gone".utf8), spublish = Array("SPUBLISH".utf8)
+
     public static func event(_ message: [UInt8], of id: SessionID) -> SessionEvent? {
         if message == Array("gone".utf8) { return .removed(id) }
         let words = message.split(separator: UInt8(ascii: " "), omittingEmptySubsequences: false)
@@ -215,9 +259,9 @@ public struct ChromeFunctions: Sendable {
 
     // MARK: Arguments
 
-    private static let fcall = Array("FCALL".utf8), fcallReadOnly = Array("FCALL_RO".utf8), oneKey = Array("1".utf8)
+    static let fcall = Array("FCALL".utf8), fcallReadOnly = Array("FCALL_RO".utf8), oneKey = Array("1".utf8)
     private static let createFunction = Array("\(libraryName)_create".utf8), getFunction = Array("\(libraryName)_get".utf8)
-    private static let readFunction = Array("\(libraryName)_read".utf8)
+    private static let readFunction = Array("\(libraryName)_read".utf8), watchedFunction = Array("\(libraryName)_watched".utf8)
     private static let applyFunction = Array("\(libraryName)_apply".utf8), deleteFunction = Array("\(libraryName)_delete".utf8)
 
     private static func ttlArgument(_ idleTimeout: Duration?) -> [UInt8] {
@@ -289,103 +333,5 @@ public struct ChromeFunctions: Sendable {
         case .disappear:
             command.append(disappear)
         }
-    }
-
-    // MARK: Replies
-
-    /// `FCALL function 1 key arguments…`, encoded as it is written.
-    /// - Parameter changed: whether a reply is of a change, which then waits
-    ///   for `replicaAcknowledgement` (reads never do).
-    private func call<Value>(_ function: [UInt8], _ id: SessionID, _ completion: @escaping Completion<Value>,
-                             command name: [UInt8] = fcall, changed: (@Sendable (RESPValue) -> Bool)? = nil,
-                             arguments: (inout RESPRequestBuilder) -> Void,
-                             decode: @escaping @Sendable (RESPValue) throws -> Value) {
-        let key = key(for: id)
-        var command = RESPRequestBuilder()
-        command.append(name)
-        command.append(function)
-        command.append(Self.oneKey)
-        command.append(key)
-        arguments(&command)
-        send(command.request, key: key, completion, reloading: true, changed: changed, decode: decode)
-    }
-
-    private func send<Value>(_ request: RESPRequest, key: [UInt8], _ completion: @escaping Completion<Value>,
-                             reloading: Bool, changed: (@Sendable (RESPValue) -> Bool)?,
-                             decode: @escaping @Sendable (RESPValue) throws -> Value) {
-        // The node lost the library while connected (`FUNCTION FLUSH`, a
-        // restore without it): load it there again, and call once more.
-        let reloaded: @Sendable (Result<RESPValue, RedisError>) -> Bool = { [self] result in
-            guard reloading, case let .success(.error(message)) = result, message.hasPrefix("ERR Function not found") else {
-                return false
-            }
-            client.send(Self.loadCommand, key: key) { _ in
-                send(request, key: key, completion, reloading: false, changed: changed, decode: decode)
-            }
-            return true
-        }
-        guard let changed, let acknowledgement = replicaAcknowledgement else {
-            client.send(request, key: key) { result in
-                if !reloaded(result) { Self.finish(result, completion, decode) }
-            }
-            return
-        }
-        let wait = Self.waitCommand(acknowledgement)
-        client.send(request, key: key, followedBy: { reply in
-            // WAIT's own timeout, and as long again for its answer to come back.
-            changed(reply) ? RedisClient.FollowUp(wait, deadline: .now + acknowledgement.timeout * 2) : nil
-        }) { result, confirmation in
-            // An error reply is no change: nothing followed it.
-            if reloaded(result) { return }
-            switch confirmation {
-            case nil:
-                Self.finish(result, completion, decode)
-            case let .success(.integer(count)) where count >= Int64(acknowledgement.replicas):
-                Self.finish(result, completion, decode)
-            case let .success(.integer(count)):
-                completion(.failure(.notReplicated(wanted: acknowledgement.replicas, acknowledged: Int(count))))
-            case .success, .failure:
-                completion(.failure(.notReplicated(wanted: acknowledgement.replicas, acknowledged: nil)))
-            }
-        }
-    }
-
-    /// `WAIT replicas milliseconds`; never `WAIT n 0`, which waits forever.
-    static func waitCommand(_ acknowledgement: ReplicaAcknowledgement) -> [[UInt8]] {
-        let (seconds, attoseconds) = acknowledgement.timeout.components
-        let milliseconds = max(1, seconds * 1000 + attoseconds / 1_000_000_000_000_000)
-        return [Array("WAIT".utf8), text(UInt64(acknowledgement.replicas)), text(UInt64(milliseconds))]
-    }
-
-    private static func finish<Value>(_ result: Result<RESPValue, RedisError>, _ completion: Completion<Value>,
-                                      _ decode: (RESPValue) throws -> Value) {
-        switch result {
-        case let .failure(error):
-            completion(.failure(.redis(error)))
-        case let .success(.error(message)):
-            completion(.failure(.refused(message)))
-        case let .success(reply):
-            do {
-                completion(.success(try decode(reply)))
-            } catch let error as ChromeFunctionError {
-                completion(.failure(error))
-            } catch {
-                completion(.failure(.unexpectedReply(reply)))
-            }
-        }
-    }
-
-    /// Whether the library's `apply` changed the session, as its eighth element
-    /// says: inputs that left it as it was (an inset it had, a report that
-    /// moved nothing, stale reports) changed only its expiry. A reply
-    /// without that element is taken to have changed it.
-    private static let appliedAChange: @Sendable (RESPValue) -> Bool = { reply in
-        guard case let .array(values) = reply, values.count >= 7, values[0].string == "done" else { return false }
-        return values.count < 8 || values[7].string != "0"
-    }
-
-    private static let isDone: @Sendable (RESPValue) -> Bool = { reply in
-        guard case let .array(values) = reply, values.first?.string == "done" else { return false }
-        return true
     }
 }

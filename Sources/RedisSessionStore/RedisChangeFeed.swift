@@ -40,6 +40,12 @@ final class RedisChangeFeed: @unchecked Sendable {
         /// The channel came back and the state could not be read yet.
         var needsResynchronization = false
         var hasBeenLive = false
+        /// The state last handed on, from a message or a read: a change
+        /// that ran on a node importing the slot is heard twice (published
+        /// again through the slot's owner, see `ChromeFunctions`), and a
+        /// state no newer than what watchers have is dropped; the periodic
+        /// check reads again a session whose tag in Redis is not this one.
+        var last: EntityTag?
     }
 
     private struct Joining {
@@ -145,6 +151,9 @@ final class RedisChangeFeed: @unchecked Sendable {
             guard let channel = channels[id] else { return nil }
             channel.isLive = true
             channel.needsResynchronization = channel.hasBeenLive
+            // Back after a loss (a failover may have lost versions): drop
+            // nothing heard until the session is read again.
+            if channel.hasBeenLive { channel.last = nil }
             channel.hasBeenLive = true
             channel.readsStarted += 1
             return channel.readsStarted
@@ -169,6 +178,10 @@ final class RedisChangeFeed: @unchecked Sendable {
         guard let event = ChromeFunctions.event(message, of: id) else { return }
         let ended = lock.withLock { () -> RedisSubscriber.Subscription? in
             guard let channel = channels[id] else { return nil }
+            if case let .changed(session) = event {
+                if let last = channel.last, session.state.version <= last.version { return nil }
+                channel.last = EntityTag(version: session.state.version, tag: session.tag)
+            }
             channel.messagesHeard += 1
             for key in channel.joining.keys { channel.joining[key]?.heard.append(event) }
             // Under the lock: a subscriber being started meanwhile gets
@@ -195,11 +208,16 @@ final class RedisChangeFeed: @unchecked Sendable {
                     channel.joining[key] = nil
                     replies.append((joining.reply, start(joining, on: id, with: result.mapError(RedisSessionStore.readError))))
                 }
+                if case let .success(session?) = result, !ready.isEmpty, session.state.version > channel.last?.version ?? 0 {
+                    channel.last = EntityTag(version: session.state.version, tag: session.tag)
+                }
                 if resynchronizing, channel.needsResynchronization {
                     switch result {
                     case let .success(session):
                         channel.needsResynchronization = false
                         if channel.messagesHeard == heardBefore {
+                            // What watchers hold now, even if older (a failover lost changes).
+                            channel.last = session.map { EntityTag(version: $0.state.version, tag: $0.tag) }
                             subscriptions.publishResynchronized(session.map { .changed($0) } ?? .removed(id))
                         }
                     case .failure:
@@ -262,35 +280,66 @@ final class RedisChangeFeed: @unchecked Sendable {
 
     // MARK: Expiry
 
+    /// Sessions per periodic check call: enough to make it cheap, few
+    /// enough that one call holds Redis only briefly.
+    static let sessionsPerCheck = 100
+
     /// Keeps each watched session from expiring (a watched session is in
-    /// use), and tells the watchers of those that are gone all the same;
-    /// reads again those whose channel came back while Redis could not be
-    /// read. Run more often than the idle timeout (the service: a quarter of it).
+    /// use), tells the watchers of those that are gone all the same, and
+    /// reads again those whose state in Redis is not the one the watchers
+    /// were told (a message missed) or whose channel came back while Redis
+    /// could not be read. One call per slot (per `sessionsPerCheck`) rather
+    /// than a command per session. Run more often than the idle timeout
+    /// (the service: a quarter of it).
     func keepWatchedSessionsAlive() {
-        let watched: [(SessionID, Int?)] = lock.withLock {
-            channels.compactMap { id, channel in
-                guard channel.isLive else { return nil }
+        let (checked, resynchronizing): ([SessionID], [(SessionID, Int)]) = lock.withLock {
+            var checked: [SessionID] = [], resynchronizing: [(SessionID, Int)] = []
+            for (id, channel) in channels where channel.isLive {
                 if channel.needsResynchronization {
                     channel.readsStarted += 1
-                    return (id, channel.readsStarted)
+                    resynchronizing.append((id, channel.readsStarted))
+                } else {
+                    checked.append(id)
                 }
-                return (id, nil)
+            }
+            return (checked, resynchronizing)
+        }
+        for (id, number) in resynchronizing { read(id, number: number, resynchronizing: true) }
+        // A cluster takes the keys of one call from one slot only.
+        let groups = functions.client.topology == .cluster
+            ? Array(Dictionary(grouping: checked) { HashSlot.of(functions.key(for: $0)) }.values) : [checked]
+        for group in groups {
+            for start in stride(from: 0, to: group.count, by: Self.sessionsPerCheck) {
+                let ids = Array(group[start..<min(start + Self.sessionsPerCheck, group.count)])
+                functions.watched(ids) { [self] result in
+                    // No answer: the next check tries again.
+                    if case let .success(states) = result { compare(zip(ids, states)) }
+                }
             }
         }
-        for (id, resynchronization) in watched {
-            if let number = resynchronization {
-                read(id, number: number, resynchronizing: true)
-                continue
-            }
-            functions.keepAlive(id) { [self] exists in
-                guard exists == false else { return }
-                let ended = lock.withLock { () -> RedisSubscriber.Subscription? in
-                    guard channels[id] != nil else { return nil }
+    }
+
+    /// What the check found against what watchers were told.
+    private func compare(_ found: Zip2Sequence<[SessionID], [ChromeFunctions.WatchedState]>) {
+        var ended: [(RedisSubscriber.Subscription, SessionID)] = []
+        var reads: [(SessionID, Int)] = []
+        lock.withLock {
+            for (id, state) in found {
+                guard let channel = channels[id], channel.isLive else { continue }
+                switch state {
+                case .gone:
                     subscriptions.publish(.removed(id))
-                    return endIfUnwatched(id)
+                    if let subscription = endIfUnwatched(id) { ended.append((subscription, id)) }
+                case let .tagged(tag) where tag != channel.last?.description:
+                    channel.needsResynchronization = true
+                    channel.readsStarted += 1
+                    reads.append((id, channel.readsStarted))
+                case .tagged:
+                    break
                 }
-                if let ended { release(ended, of: id) }
             }
         }
+        for (subscription, id) in ended { release(subscription, of: id) }
+        for (id, number) in reads { read(id, number: number, resynchronizing: true) }
     }
 }

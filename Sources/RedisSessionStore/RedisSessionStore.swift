@@ -27,10 +27,18 @@ public final class RedisSessionStore: SessionStore, SessionChangeFeed {
 
     public var subscriptions: SessionSubscriptions { feed.subscriptions }
 
+    /// Ready while any part of the keyspace is served: with one primary of
+    /// a cluster away, the sessions of the others are still served (those
+    /// of its slots get 503 with `Retry-After`), and a load balancer that
+    /// took every replica out would make that an outage of all of them.
     public var readiness: StoreReadiness {
-        if functions.client.isConnected { return .ready }
+        if functions.client.servesAnySlot { return .ready }
         return .unavailable(reason: functions.client.unavailableReason ?? "connecting to Redis")
     }
+
+    /// Hash slots whose primary is not connected now (all of them while
+    /// Redis is away), for `/metrics`.
+    public var unservedSlots: Int { functions.client.unservedSlots }
 
     /// Ids are drawn here, so a replica never needs another's consent; a
     /// taken id (a one-in-2^128 event) is drawn again.
@@ -144,6 +152,8 @@ public final class RedisSessionStore: SessionStore, SessionChangeFeed {
             return .unavailable(reason: "Redis refused the call: \(message.prefix(120))", mayHaveApplied: false)
         case .unexpectedReply:
             return .unavailable(reason: "Redis answered in a way the function library never does", mayHaveApplied: false)
+        case .late:
+            return .unavailable(reason: "the change reached Redis after its deadline and was refused", mayHaveApplied: false)
         case let .notReplicated(wanted, acknowledged):
             let replicas = wanted == 1 ? "1 Redis replica" : "\(wanted) Redis replicas"
             let heard = acknowledged.map { "only \($0) acknowledged it" } ?? "the wait for them got no answer"

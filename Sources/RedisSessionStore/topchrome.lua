@@ -60,6 +60,20 @@ local function lifetime(text)
   return ms
 end
 
+-- The moment after which a change must not run, in Redis's clock (Unix
+-- milliseconds), or 'none'. The replica answers 503 at its own deadline;
+-- a change still queued then (behind another's WAIT) would otherwise run
+-- after the client was told and retried elsewhere, and the older value win.
+local function overdue(text)
+  if text == 'none' then return false end
+  local deadline = whole(text, 'deadline')
+  local now = redis.call('TIME')
+  return tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000) >= deadline
+end
+
+-- The reply of a change refused because it came past its deadline: nothing changed.
+local LATE = {'late'}
+
 local function touch(key, ttl)
   if ttl then redis.call('PEXPIRE', key, integer(ttl)) end
 end
@@ -190,12 +204,15 @@ local function set(state, inset, revealed, tag)
   return true
 end
 
--- FCALL <library>_create 1 key tag ttl inset: a new session, revealed at
--- version 1; nil if the key exists (the caller draws another id).
+-- FCALL <library>_create 1 key tag deadline ttl inset: a new session,
+-- revealed at version 1; nil if the key exists (the caller draws another
+-- id); 'late' past the deadline.
 local function create(keys, argv)
   local tag = fresh(argv[1])
-  local ttl = lifetime(argv[2])
-  local inset = finite(argv[3], 'inset')
+  local late = overdue(argv[2])
+  local ttl = lifetime(argv[3])
+  local inset = finite(argv[4], 'inset')
+  if late then return LATE end
   if redis.call('EXISTS', keys[1]) == 1 then return false end
   local state = {inset = inset, revealed = true, version = 1, etag = '1.' .. tag}
   redis.call('HSET', keys[1], 'i', exact(inset), 'r', '1', 'v', '1', 'e', state.etag)
@@ -226,8 +243,9 @@ local function read(keys)
   return reply('done', state)
 end
 
--- FCALL <library>_apply 1 key tag ttl threshold n condition... input...: the
--- inputs in order as one unit if the condition holds. nil if no session;
+-- FCALL <library>_apply 1 key tag deadline ttl threshold n condition...
+-- input...: the inputs in order as one unit if the condition holds; 'late',
+-- changing nothing, past the deadline. nil if no session;
 -- 'failed' and the state, untouched, if the condition does not hold; else
 -- 'done', the state, one letter per scroll report: a(pplied),
 -- h(orizontal), s(tale), and '1' if the session changed (a new version or
@@ -235,10 +253,12 @@ end
 local function apply(keys, argv)
   local key = keys[1]
   local tag = fresh(argv[1])
-  local ttl = lifetime(argv[2])
-  local threshold = finite(argv[3], 'threshold')
-  local clauses, at = condition(argv, 4)
+  local late = overdue(argv[2])
+  local ttl = lifetime(argv[3])
+  local threshold = finite(argv[4], 'threshold')
+  local clauses, at = condition(argv, 5)
   local list = inputs(argv, at)
+  if late then return LATE end
   local state = load(key)
   if not state then return false end
   named(key, state, tag)
@@ -282,12 +302,15 @@ local function apply(keys, argv)
   return reply('done', state, table.concat(outcomes), changed)
 end
 
--- FCALL <library>_delete 1 key tag n condition...: removes the session if
--- the condition holds. nil if none; 'failed' or 'done' and the state it
--- had. Runs when memory is full: a removal is what frees it.
+-- FCALL <library>_delete 1 key tag deadline n condition...: removes the
+-- session if the condition holds. nil if none; 'failed' or 'done' and the
+-- state it had; 'late' past the deadline. Runs when memory is full: a
+-- removal is what frees it.
 local function delete(keys, argv)
   local tag = fresh(argv[1])
-  local clauses = condition(argv, 2)
+  local late = overdue(argv[2])
+  local clauses = condition(argv, 3)
+  if late then return LATE end
   local state = load(keys[1])
   if not state then return false end
   named(keys[1], state, tag)
@@ -295,6 +318,29 @@ local function delete(keys, argv)
   redis.call('DEL', keys[1])
   redis.call('SPUBLISH', keys[1] .. ':changes', 'gone')
   return reply('done', state)
+end
+
+-- FCALL <library>_watched n key... ttl: for each session watched through
+-- the replica, its entity tag ('' for a state without one) after sliding
+-- its expiry (a watched session is in use), or nil if it is gone. One call
+-- for many sessions (of one slot, in a cluster) instead of a command each;
+-- the replica reads again only those whose tag is not the one its
+-- watchers were told, i.e. a change whose message it missed. Runs when
+-- memory is full, as a read does.
+local function watched(keys, argv)
+  local ttl = lifetime(argv[1])
+  local tags = {}
+  for index, key in ipairs(keys) do
+    local f = redis.call('HMGET', key, 'v', 'e')
+    if f[1] then
+      touch(key, ttl)
+      local prefix = f[1] .. '.'
+      tags[index] = (f[2] and string.sub(f[2], 1, #prefix) == prefix) and f[2] or ''
+    else
+      tags[index] = false
+    end
+  end
+  return tags
 end
 
 -- The service loads this text under a name made of a digest of it
@@ -314,3 +360,4 @@ redis.register_function{function_name = LIBRARY .. '_get', callback = get, flags
 redis.register_function{function_name = LIBRARY .. '_read', callback = read, flags = {'no-writes'}}
 redis.register_function(LIBRARY .. '_apply', apply)
 redis.register_function{function_name = LIBRARY .. '_delete', callback = delete, flags = {'allow-oom'}}
+redis.register_function{function_name = LIBRARY .. '_watched', callback = watched, flags = {'allow-oom'}}

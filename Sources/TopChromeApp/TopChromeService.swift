@@ -87,6 +87,7 @@ public final class TopChromeService: Sendable {
                                         connectionEvents: RedisConnectionLog.lines(to: logger))
                 .store(rules: rules, idleTimeout: idleTimeout, subscriptions: subscriptions)
             redisMetrics.countChannels { store.channelsHeld }
+            redisMetrics.countUnservedSlots { store.unservedSlots }
             memoryStore = nil
             redisStore = store
             api = SessionAPI(store: store, maxBodyBytes: configuration.maxBodyBytes,

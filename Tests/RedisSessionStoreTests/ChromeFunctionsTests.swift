@@ -70,14 +70,15 @@ struct ChromeFunctionsTests {
         _ = try await functions.create(id, inset: 0)
         let tag = "0123456789ab"
         for (arguments, complaint) in [
-            ([tag, "1000", "1", "0", "x"], "unknown input x"),
-            ([tag, "1000", "1", "0", "q", "0", "0", "v", "9007199254740992"], "seq must be an integer"),
-            ([tag, "1000", "1", "0", "r", "0", "0", "sideways"], "axis must be v or h"),
-            ([tag, "1000", "1", "3", "in", "5", "1"], "condition set runs past"),
-            ([tag, "1000", "inf", "0"], "threshold must be a finite number"),
-            ([tag, "0", "1", "0"], "ttl must be at least 1 ms"),
-            (["0123456789AB", "1000", "1", "0"], "tag must be 12 lower-case hex digits"),
-            (["0123456789a", "1000", "1", "0"], "tag must be 12 lower-case hex digits"),
+            ([tag, "none", "1000", "1", "0", "x"], "unknown input x"),
+            ([tag, "none", "1000", "1", "0", "q", "0", "0", "v", "9007199254740992"], "seq must be an integer"),
+            ([tag, "none", "1000", "1", "0", "r", "0", "0", "sideways"], "axis must be v or h"),
+            ([tag, "none", "1000", "1", "3", "in", "5", "1"], "condition set runs past"),
+            ([tag, "none", "1000", "inf", "0"], "threshold must be a finite number"),
+            ([tag, "none", "0", "1", "0"], "ttl must be at least 1 ms"),
+            (["0123456789AB", "none", "1000", "1", "0"], "tag must be 12 lower-case hex digits"),
+            (["0123456789a", "none", "1000", "1", "0"], "tag must be 12 lower-case hex digits"),
+            ([tag, "soon", "1000", "1", "0"], "deadline must be an integer"),
         ] {
             let reply = try await backend.client.send(["FCALL", ChromeFunctions.libraryName + "_apply", "1", key] + arguments)
             guard case let .error(message) = reply else {

@@ -19,11 +19,11 @@ public final class RedisClusterFixture: Sendable {
         try startedPrimariesOnly.get()
     }
 
-    /// A cluster of its own (3 primaries, 3 replicas), for a drill that
+    /// A cluster of its own (3 primaries, a replica each unless told), for a drill that
     /// must not disturb the tests sharing `shared()` while they run; its
     /// servers stop when it is released.
-    public static func dedicated() throws -> RedisClusterFixture {
-        try starting(replicasPerPrimary: 1)
+    public static func dedicated(replicasPerPrimary: Int = 1) throws -> RedisClusterFixture {
+        try starting(replicasPerPrimary: replicasPerPrimary)
     }
 
     private static let started = Result { try starting(replicasPerPrimary: 1) }

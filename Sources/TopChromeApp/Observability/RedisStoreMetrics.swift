@@ -40,9 +40,17 @@ final class RedisStoreMetrics: MetricsFamilies, @unchecked Sendable {
     private let lock = PthreadLock()
     /// Channels listened to now; set once the store exists, which needs these metrics first.
     private var channels: (@Sendable () -> Int)?
+    /// Hash slots not served now; set with `channels`.
+    private var unservedSlots: (@Sendable () -> Int)?
 
     func countChannels(with count: @escaping @Sendable () -> Int) {
         lock.withLock { channels = count }
+    }
+
+    /// A cluster missing a primary serves the rest: `/readyz` stays 200,
+    /// and this gauge is where an operator sees the part that is not served.
+    func countUnservedSlots(with count: @escaping @Sendable () -> Int) {
+        lock.withLock { unservedSlots = count }
     }
 
     /// The client's hooks.
@@ -71,7 +79,7 @@ final class RedisStoreMetrics: MetricsFamilies, @unchecked Sendable {
         let (bucketCounts, roundTripNanoseconds, errors, reconnects, redirects) = counts.lock.withLock {
             (counts.buckets, counts.roundTripNanoseconds, counts.errors, counts.reconnects, counts.redirects)
         }
-        let channels = lock.withLock { self.channels }
+        let (channels, unservedSlots) = lock.withLock { (self.channels, self.unservedSlots) }
         var text = "# HELP topchrome_redis_round_trip_seconds Time from sending a command to Redis to reading its reply.\n"
         text += "# TYPE topchrome_redis_round_trip_seconds histogram\n"
         var cumulative = 0
@@ -97,6 +105,9 @@ final class RedisStoreMetrics: MetricsFamilies, @unchecked Sendable {
         text += "# HELP topchrome_redis_subscriptions Session channels this replica listens to, one per watched session.\n"
         text += "# TYPE topchrome_redis_subscriptions gauge\n"
         text += "topchrome_redis_subscriptions \(channels?() ?? 0)\n"
+        text += "# HELP topchrome_redis_slots_unserved Hash slots (of 16384) whose Redis primary is not connected: their sessions get 503.\n"
+        text += "# TYPE topchrome_redis_slots_unserved gauge\n"
+        text += "topchrome_redis_slots_unserved \(unservedSlots?() ?? 0)\n"
         return text
     }
 }

@@ -1,0 +1,78 @@
+import Locking
+
+/// Each node's clock (`TIME`) as read from this process's monotonic clock,
+/// so that a deadline of ours can be handed to code running inside Redis
+/// (a function refusing a change that comes too late).
+final class NodeClocks: @unchecked Sendable {
+    struct Reading {
+        /// The node's clock, in Unix microseconds, at `reference`.
+        let microsecondsAtReference: Int64
+        let taken: ContinuousClock.Instant
+    }
+
+    /// Readings are re-taken this often: a node's wall clock may be stepped
+    /// or drift against ours.
+    static let freshness: Duration = .seconds(30)
+    static let reference = ContinuousClock.now
+
+    let lock = PthreadLock()
+    // Guarded by `lock`.
+    var readings: [RedisNode: Reading] = [:]
+    var waiting: [RedisNode: [@Sendable (Reading?) -> Void]] = [:]
+
+    static func microseconds(_ duration: Duration) -> Int64 {
+        let (seconds, attoseconds) = duration.components
+        return seconds * 1_000_000 + attoseconds / 1_000_000_000_000
+    }
+}
+
+extension RedisClient {
+    /// `deadline` on the clock of the node now serving `key`, in Unix
+    /// milliseconds rounded down, handed to `completion` (at once when the
+    /// node's clock was read recently, else once it has been); nil when the
+    /// node's clock could not be read.
+    ///
+    /// Never late: `TIME` is taken as read when its reply arrived, the
+    /// latest it can have been, so the node reaches the returned moment no
+    /// later than we reach `deadline` (bar a clock stepped since the reading).
+    public func redisMilliseconds(at deadline: ContinuousClock.Instant, forKey key: [UInt8],
+                                  completion: @escaping @Sendable (Int64?) -> Void) {
+        let slot = HashSlot.of(key)
+        guard let node = node(serving: slot) else { return completion(nil) }
+        let convert: @Sendable (NodeClocks.Reading?) -> Void = { reading in
+            completion(reading.map { ($0.microsecondsAtReference + NodeClocks.microseconds(deadline - NodeClocks.reference)) / 1000 })
+        }
+        let (known, mustRead): (NodeClocks.Reading?, Bool) = clocks.lock.withLock {
+            let known = clocks.readings[node]
+            let fresh = known.map { ContinuousClock.now - $0.taken < NodeClocks.freshness } ?? false
+            let reading = clocks.waiting[node] != nil
+            // A stale reading still serves while a new one is taken.
+            if known == nil { clocks.waiting[node, default: []].append(convert) }
+            else if !fresh && !reading { clocks.waiting[node] = [] }
+            return (known, !fresh && !reading)
+        }
+        if let known { convert(known) }
+        if mustRead { readClock(of: node, throughSlot: key) }
+    }
+
+    /// Sends `TIME` to the node serving `key`'s slot, and hands the reading
+    /// to whoever waits for it.
+    private func readClock(of node: RedisNode, throughSlot key: [UInt8]) {
+        let sent = ContinuousClock.now
+        send(RESPRequest([Array("TIME".utf8)]), key: key) { [clocks] result in
+            let arrived = ContinuousClock.now
+            var reading: NodeClocks.Reading?
+            if case let .success(.array(parts)) = result, parts.count == 2,
+               let seconds = parts[0].string.flatMap({ Int64($0) }), let micros = parts[1].string.flatMap({ Int64($0) }) {
+                reading = NodeClocks.Reading(
+                    microsecondsAtReference: seconds * 1_000_000 + micros - NodeClocks.microseconds(arrived - NodeClocks.reference),
+                    taken: sent)
+            }
+            let waiters = clocks.lock.withLock {
+                if let reading { clocks.readings[node] = reading }
+                return clocks.waiting.removeValue(forKey: node) ?? []
+            }
+            for waiter in waiters { waiter(reading ?? clocks.lock.withLock { clocks.readings[node] }) }
+        }
+    }
+}
