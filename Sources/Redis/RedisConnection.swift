@@ -258,6 +258,7 @@ public final class RedisConnection: @unchecked Sendable {
             let outcome = lock.withLock { step(revents: revents, now: .now) }
             report(outcome)
         }
+        RedisTLS.threadEnded()
     }
 
     /// What to wait for next, or nil once closed.

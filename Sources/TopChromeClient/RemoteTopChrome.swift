@@ -33,6 +33,8 @@ import Observation
     /// Reports and disappearances in the order the view made them, reduced
     /// (a run of reports to the newest); one task hands them to the session.
     @ObservationIgnored private let outbox: Outbox
+    /// Where the sessions' failures wait for this object (see `FailureRelay`).
+    @ObservationIgnored private let failures = FailureRelay()
 
     /// Until the first state arrives: no inset, island shown, as at the top.
     public init(session: ChromeSession) {
@@ -52,7 +54,14 @@ import Observation
     /// following ends for good (`connection == .stopped`: the session is
     /// gone and `onSessionGone` gave none, or the service refused).
     public func follow() async {
-        defer { connection = .stopped }
+        // The relay holds this object only while it follows (which holds it
+        // anyway), so the session never keeps it alive afterwards.
+        failures.target = self
+        if let missed = failures.takeMissed() { lastError = missed }
+        defer {
+            connection = .stopped
+            failures.target = nil
+        }
         while !Task.isCancelled {
             connection = .connecting
             let session = self.session
@@ -153,15 +162,21 @@ import Observation
     }
 
     /// Failed reports and commands queued without a caller (`disappear`)
-    /// show in `lastError`. Weakly: the session outlives this object.
+    /// show in `lastError`. Through the relay, not a weak reference: the
+    /// session outlives this object, and LeakSanitizer mistakes a weak
+    /// reference's side table for a leak.
     private func observeFailures(of session: ChromeSession) {
-        let tell: @Sendable (TopChromeError) -> Void = { [weak self] error in
-            Task { @MainActor in
-                guard let self, self.session === session else { return }
-                self.lastError = error
-            }
+        let relay = failures
+        let tell: @Sendable (TopChromeError) -> Void = { error in
+            Task { @MainActor in relay.tell(error, about: session) }
         }
         Task { await session.observeFailures(tell) }
+    }
+
+    /// A failure the relay hands on while this object follows.
+    fileprivate func failed(_ error: TopChromeError, in session: ChromeSession) {
+        guard self.session === session else { return }
+        lastError = error
     }
 
     private func apply(_ state: ChromeState) {
@@ -222,5 +237,29 @@ import Observation
 
     nonisolated func close() {
         wake.finish()
+    }
+}
+
+/// Hands a session's failures to its `RemoteTopChrome` while that follows,
+/// and keeps the newest for the next `follow()` otherwise. It holds the
+/// object only while it follows: a session, which the object holds, must
+/// not hold the object the rest of the time, or neither would ever be freed.
+@MainActor private final class FailureRelay {
+    var target: RemoteTopChrome?
+    private var missed: (TopChromeError, ChromeSession)?
+
+    func tell(_ error: TopChromeError, about session: ChromeSession) {
+        if let target {
+            target.failed(error, in: session)
+        } else {
+            missed = (error, session)
+        }
+    }
+
+    /// The newest failure told while nobody followed.
+    func takeMissed() -> TopChromeError? {
+        defer { missed = nil }
+        guard let (error, session) = missed, target?.session === session else { return nil }
+        return error
     }
 }
