@@ -166,16 +166,18 @@ import Observation
     /// session outlives this object, and LeakSanitizer mistakes a weak
     /// reference's side table for a leak.
     private func observeFailures(of session: ChromeSession) {
-        let relay = failures
+        // The session keeps this closure: it must not hold the session
+        // (a cycle neither would leave), so it names it by identity.
+        let relay = failures, named = ObjectIdentifier(session)
         let tell: @Sendable (TopChromeError) -> Void = { error in
-            Task { @MainActor in relay.tell(error, about: session) }
+            Task { @MainActor in relay.tell(error, about: named) }
         }
         Task { await session.observeFailures(tell) }
     }
 
     /// A failure the relay hands on while this object follows.
-    fileprivate func failed(_ error: TopChromeError, in session: ChromeSession) {
-        guard self.session === session else { return }
+    fileprivate func failed(_ error: TopChromeError, in session: ObjectIdentifier) {
+        guard ObjectIdentifier(self.session) == session else { return }
         lastError = error
     }
 
@@ -246,9 +248,9 @@ import Observation
 /// not hold the object the rest of the time, or neither would ever be freed.
 @MainActor private final class FailureRelay {
     var target: RemoteTopChrome?
-    private var missed: (TopChromeError, ChromeSession)?
+    private var missed: (TopChromeError, ObjectIdentifier)?
 
-    func tell(_ error: TopChromeError, about session: ChromeSession) {
+    func tell(_ error: TopChromeError, about session: ObjectIdentifier) {
         if let target {
             target.failed(error, in: session)
         } else {
@@ -259,7 +261,7 @@ import Observation
     /// The newest failure told while nobody followed.
     func takeMissed() -> TopChromeError? {
         defer { missed = nil }
-        guard let (error, session) = missed, target?.session === session else { return nil }
+        guard let (error, session) = missed, let target, ObjectIdentifier(target.session) == session else { return nil }
         return error
     }
 }
