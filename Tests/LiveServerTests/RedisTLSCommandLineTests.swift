@@ -18,7 +18,10 @@ import Testing
         let store = ["--store", "rediss://127.0.0.1:\(redis.port)", "--redis-ca-file", pki.caFile]
 
         let answered = try CheckConfigTests.check(store + ["--redis-password-file", service],
-                                                  environment: ["TOPCHROME_REDIS_USERNAME": "topchrome"])
+                                                  // The variable beside the test's own environment: under the
+                                                  // sanitizers that carries their options to the child.
+                                                  environment: ProcessInfo.processInfo.environment
+                                                      .merging(["TOPCHROME_REDIS_USERNAME": "topchrome"]) { $1 })
         #expect(answered.status == 0, "\(answered.errors)")
         #expect(answered.output.contains("answered PING over TLS after AUTH as topchrome"), "\(answered.output)")
 
