@@ -166,9 +166,10 @@ def resp(*words):
     return "".join(out)
 import os
 create = os.environ["library_name"] + "_create"
-sys.stdout.write("".join(resp("FCALL", create, "1", "topchrome:{%012d}" % i, "3600000", "0") for i in range(1000)))
+sys.stdout.write("".join(resp("FCALL", create, "1", "topchrome:{%012d}" % i, "0123456789ab", "4102444800000", "3600000", "0") for i in range(1000)))
 PY
-ceiling_args=(FCALL "${library_name}_apply" 1 'topchrome:{__rand_int__}' 3600000 1.0 0 r __rand_int__ -499.0 v)
+# A tag and a deadline (2100-01-01, in ms) as a replica sends them: the deadline makes the function read TIME, as the replica's calls do.
+ceiling_args=(FCALL "${library_name}_apply" 1 'topchrome:{__rand_int__}' 0123456789ab 4102444800000 3600000 1.0 0 r __rand_int__ -499.0 v)
 for shape in "32 16" "32 1" "1 32"; do
   read -r connections pipeline <<<"$shape"
   for run in $(seq "$RUNS"); do
@@ -231,8 +232,8 @@ def resp(*words):
 out = []
 for _ in range(int(sys.argv[1])):
     key = "topchrome:{%s}" % os.urandom(16).hex()
-    out.append(resp("FCALL", os.environ["library_name"] + "_create", "1", key, "3600000", "0"))
-    out.append(resp("FCALL", os.environ["library_name"] + "_apply", "1", key, "3600000", "1.0", "0", "q", "379.5", "0", "v", "123456"))
+    out.append(resp("FCALL", os.environ["library_name"] + "_create", "1", key, "0123456789ab", "4102444800000", "3600000", "0"))
+    out.append(resp("FCALL", os.environ["library_name"] + "_apply", "1", key, "0123456789ab", "4102444800000", "3600000", "1.0", "0", "q", "379.5", "0", "v", "123456"))
 sys.stdout.write("".join(out))
 PY
 used_after=$(redis-cli -p "$single_port" INFO memory | awk -F: '/^used_memory:/ {print $2+0}')
