@@ -426,8 +426,6 @@ enum BodyModel {
             guard case let .number(number, _) = insetTop, number.isFinite else { return nil }
             report.contentInsetTop = number
         }
-        // The effective offset, their sum, must be finite too.
-        guard (report.contentOffsetY + report.contentInsetTop).isFinite else { return nil }
         if let axis = members["axis"] {
             switch axis {
             case .string("vertical"): report.axis = .vertical

@@ -67,10 +67,22 @@ import TopChromeApp
         #expect(server.service.watcherCount == 0)
     }
 
+    /// Schema-valid halves whose sum overflows: far down hides, far past the
+    /// top reveals, as the exact sum would compare with the threshold.
+    @Test func anOverflowingSumIsFarPastAnEnd() throws {
+        let id = try server.createSession()
+        let client = try server.client()
+        let down = try client.json("POST", "/v1/sessions/\(id)/scroll", #"{"contentOffsetY": 1e308, "contentInsetTop": 1e308}"#)
+        #expect(down.status == 200)
+        #expect(try down.json["isRevealed"] as? Bool == false)
+        let up = try client.json("POST", "/v1/sessions/\(id)/scroll",
+                                 #"[{"contentOffsetY": 0}, {"contentOffsetY": -1.7976931348623157e308, "contentInsetTop": -1.7976931348623157e308}]"#)
+        #expect(up.status == 200)
+        #expect(try up.json["isRevealed"] as? Bool == true)
+    }
+
     /// 400, and the session is as it was.
     @Test(arguments: [
-        #"{"contentOffsetY": 1e308, "contentInsetTop": 1e308}"#,
-        #"[{"contentOffsetY": 0}, {"contentOffsetY": -1e308, "contentInsetTop": -1e308}]"#,
         #"{"contentOffsetY": 5, "contentOffsetY": 500}"#,
         #"{"contentOffsetY": 500, "seq": 1e-400}"#,
         #"{"contentOffsetY": 500, "seq": 9007199254740991.00000001}"#,

@@ -35,14 +35,12 @@ struct ChromeFunctionsTests {
         #expect(try await pttl(String(decoding: forever.key(for: kept), as: UTF8.self)) == -1)
     }
 
-    /// Inputs the API never passes (it refuses non-finite numbers and sums,
-    /// and seqs past 2^53 - 1) are refused by the library too, before
-    /// anything is written: the inputs before them in the batch do not land.
-    /// ChromeRules itself would take such a sum as "far down".
+    /// Inputs the API never passes (it refuses non-finite numbers and seqs
+    /// past 2^53 - 1) are refused by the library too, before anything is
+    /// written: the inputs before them in the batch do not land.
     @Test(arguments: [
         [ChromeInput.setInset(3), .setInset(.infinity)],
         [.setInset(3), .setInset(.nan)],
-        [.disappear, .setInset(3), .scroll(ScrollReport(contentOffsetY: 1e308, contentInsetTop: 1e308))],
         [.setInset(3), .scroll(ScrollReport(contentOffsetY: -.infinity))],
         [.setInset(3), .scroll(ScrollReport(contentOffsetY: 0, seq: 1 << 53))],
     ])
@@ -62,6 +60,17 @@ struct ChromeFunctionsTests {
         #expect(try await pttl(key).map { $0 <= 500_000 } == true, "a refused batch is no use")
         let stored = try #require(try await functions.session(id))
         #expect(stored.state == ChromeState(inset: start.state.inset, isRevealed: false, version: 2, lastAppliedSeq: nil))
+    }
+
+    /// Two finite halves whose sum overflows: the library compares the
+    /// infinity of the sum's sign, as ChromeRules does.
+    @Test func anOverflowingSumIsFarPastAnEnd() async throws {
+        let id = SessionID.random()
+        _ = try #require(try await functions.create(id, inset: 20))
+        let down = try await functions.apply([.scroll(ScrollReport(contentOffsetY: 1e308, contentInsetTop: 1e308))], to: id, if: .always)
+        #expect(down.outcome.session?.state.isRevealed == false)
+        let up = try await functions.apply([.scroll(ScrollReport(contentOffsetY: -1e308, contentInsetTop: -1e308))], to: id, if: .always)
+        #expect(up.outcome.session?.state.isRevealed == true)
     }
 
     @Test func refusalsNameWhatIsWrong() async throws {

@@ -20,16 +20,17 @@ struct LateChangeTests {
         defer { client.close() }
         let plain = ChromeFunctions(client: client, keyPrefix: "late:")
         let waiting = ChromeFunctions(client: client, keyPrefix: "late:",
-                                      replicaAcknowledgement: ReplicaAcknowledgement(replicas: 1, timeout: .milliseconds(1500)))
+                                      replicaAcknowledgement: ReplicaAcknowledgement(replicas: 1, timeout: .seconds(3)))
         let id = SessionID.random()
         _ = try await plain.create(id, inset: 0)
 
         replica.signal(SIGSTOP)
         defer { replica.signal(SIGCONT) }
         // The first change runs and its WAIT holds the changes' connection
-        // for 1.5 s; the second waits behind it past its 0.3 s deadline.
+        // for 3 s; the second, sent well after (a loaded machine may be slow
+        // to send the first), waits behind it past its 0.3 s deadline.
         async let first = outcome { () async throws(ChromeFunctionError) in try await waiting.apply([.setInset(10)], to: id, if: .always) }
-        try await Task.sleep(for: .milliseconds(50))
+        try await Task.sleep(for: .milliseconds(250))
         let second = await outcome { () async throws(ChromeFunctionError) in try await waiting.apply([.setInset(20)], to: id, if: .always) }
         #expect(second == ChromeFunctionError.redis(.timeout), "\(String(describing: second))")
         #expect(await first == ChromeFunctionError.notReplicated(wanted: 1, acknowledged: 0))
