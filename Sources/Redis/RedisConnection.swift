@@ -258,7 +258,6 @@ public final class RedisConnection: @unchecked Sendable {
             let outcome = lock.withLock { step(revents: revents, now: .now) }
             report(outcome)
         }
-        RedisTLS.threadEnded()
     }
 
     /// What to wait for next, or nil once closed.

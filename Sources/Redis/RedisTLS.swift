@@ -60,14 +60,6 @@ public final class RedisTLS: @unchecked Sendable, Equatable, CustomStringConvert
 
     deinit { SSL_CTX_free(context) }
 
-    /// Frees what OpenSSL keeps for the calling thread (its random
-    /// generators, its error queue): an I/O thread that spoke TLS ends, and
-    /// OpenSSL does not always notice (LeakSanitizer found the generators
-    /// left behind). Nothing for a thread that never used it.
-    static func threadEnded() {
-        OPENSSL_thread_stop()
-    }
-
     /// The same files: a configuration read twice is the same configuration.
     public static func == (lhs: RedisTLS, rhs: RedisTLS) -> Bool {
         (lhs.caFile, lhs.certificateFile, lhs.keyFile) == (rhs.caFile, rhs.certificateFile, rhs.keyFile)
