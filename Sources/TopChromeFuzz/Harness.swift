@@ -296,6 +296,12 @@ struct World {
                 return watchers > 0 && choose(.either) ? .status(503) : .stream
             case .session where method == "GET":
                 guard let state else { return .status(404) }
+                // A long-poll (`Prefer: wait` with If-None-Match) subscribes
+                // before it reads, on both stores: whatever it answers comes
+                // through the wait, or 503 at the watchers' limit.
+                if ifNoneMatch != nil, choose(HTTPModel.wantsWait(HTTPModel.combined(headers, "Prefer"))) {
+                    return watchers > 0 && choose(.either) ? .status(503) : .pending
+                }
                 guard choose(HTTPModel.ifMatchHolds(ifMatch, etag: etag(state), strictTags: strict)) else {
                     return .status(412)
                 }
@@ -384,6 +390,7 @@ struct World {
     }
 
     private static func describe(_ response: HTTPResponse) -> String {
+        if response.pending != nil { return "response: later (a long-poll)" }
         var text = "response: \(response.status)\n"
         for field in response.headers { text += "  \(field.name): \(field.value)\n" }
         return text + "  body: \(printable(response.body))"
