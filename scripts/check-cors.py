@@ -186,13 +186,13 @@ def main():
         create, scroll, stale = seen.get("create", {}), seen.get("scroll", {}), seen.get("stale", {})
         check.check("allowed: POST with a JSON body and Authorization passes the preflight, 201",
                     create.get("status") == 201, create)
-        check.check("allowed: ETag and Location can be read", create.get("etag") == '"1"'
+        check.check("allowed: ETag and Location can be read", str(create.get("etag", "")).startswith('"1.')
                     and str(create.get("location", "")).startswith("/v1/sessions/"), create)
         check.check("allowed: a scroll with If-Match applies", scroll.get("status") == 200
-                    and scroll.get("etag") == '"2"' and scroll.get("body", {}).get("isRevealed") is False, scroll)
+                    and str(scroll.get("etag", "")).startswith('"2.') and scroll.get("body", {}).get("isRevealed") is False, scroll)
         check.check("allowed: a 412 problem can be read", stale.get("status") == 412
                     and stale.get("type") == "application/problem+json" and stale.get("body", {}).get("status") == 412, stale)
-        check.check("allowed: a GET reads the ETag", seen.get("read", {}).get("etag") == '"2"', seen.get("read"))
+        check.check("allowed: a GET reads the ETag", str(seen.get("read", {}).get("etag", "")).startswith('"2.'), seen.get("read"))
         messages = seen.get("events", {}).get("messages", [])
         check.check("allowed: EventSource gets the state, then a change",
                     [m.get("version") for m in messages] == [2, 3] and messages[-1].get("isRevealed") is True,
