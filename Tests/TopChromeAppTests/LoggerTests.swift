@@ -235,12 +235,11 @@ final class CapturedLog {
     @Test func shortIdsAreEightLowercaseHexDigits() {
         let values: [UInt32] = [0, 1, 9, 10, 15, 0x0123_4567, 0x89AB_CDEF, 0xF0E1_D2C3, 0x3B6B_1E62, 0xFFFF_FFFF]
         var bytes = LogBytes(capacity: 4)  // grows on the first append
-        defer { bytes.free() }
         for value in values {
             bytes.removeAll()
             bytes.appendEightHexDigits(value)
             let expected = String(repeating: "0", count: 8 - String(value, radix: 16).count) + String(value, radix: 16)
-            #expect(String(decoding: bytes.contents, as: UTF8.self) == expected)
+            #expect(String(decoding: bytes.copied(), as: UTF8.self) == expected)
         }
     }
 

@@ -3,55 +3,17 @@ import Glibc
 #endif
 import StrictJSON
 
-/// RFC 3339 UTC times with milliseconds, e.g. `2026-11-30T01:04:45.123Z`.
-/// The part up to the second is kept while that second lasts, so only the
-/// first line of each second pays for the calendar (`gmtime_r`, which also
-/// takes glibc's time-zone lock).
-struct TimestampCache {
-    private var second: time_t?
-    /// e.g. `2026-11-30T01:04:45.`, in `prefixCount` bytes
-    private var prefix: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
-    private var prefixCount = 0
-
-    mutating func append(_ time: timespec, to bytes: inout LogBytes) {
-        if time.tv_sec != second {
-            let text = Self.prefix(of: time.tv_sec).prefix(MemoryLayout.size(ofValue: prefix))
-            withUnsafeMutableBytes(of: &prefix) { $0.copyBytes(from: text) }
-            prefixCount = text.count
-            second = time.tv_sec
-        }
-        let prefix = prefix, prefixCount = prefixCount
-        bytes.append(atMost: MemoryLayout.size(ofValue: prefix) + 4) { cursor in
-            cursor.put(words: prefix, count: prefixCount)
-            cursor.putThreeDigits(UInt(min(max(time.tv_nsec / 1_000_000, 0), 999)))
-            cursor.put(UInt8(ascii: "Z"))
-        }
-    }
-
-    private static func prefix(of second: time_t) -> [UInt8] {
-        var second = second
-        var parts = tm()
-        gmtime_r(&second, &parts)
-        var text = LogBytes(capacity: 32)
-        defer { text.free() }
-        text.appendDecimal(Int(parts.tm_year) + 1900)
-        for (separator, value) in [(UInt8(ascii: "-"), parts.tm_mon + 1), (UInt8(ascii: "-"), parts.tm_mday),
-                                   (UInt8(ascii: "T"), parts.tm_hour), (UInt8(ascii: ":"), parts.tm_min),
-                                   (UInt8(ascii: ":"), parts.tm_sec)] {
-            text.append(separator)
-            text.appendDecimal(UInt(value), minimumDigits: 2)
-        }
-        text.append(UInt8(ascii: "."))
-        return Array(text.contents)
-    }
-}
-
-/// A growable run of bytes in memory the log allocates and frees itself
-/// (``free()``): a line is a few dozen short appends, and an `Array` would
-/// check uniqueness and capacity through the runtime on each.
-struct LogBytes {
-    private(set) var start: UnsafeMutablePointer<UInt8>
-    private(set) var capacity: Int
+/// A growable run of bytes that a log line is written into. It owns its
+/// memory and frees it when it ends, and it cannot be copied, so no copy can
+/// free it twice or keep it after it grew elsewhere: a line is a few dozen
+/// short appends, and an `Array` would check uniqueness and capacity through
+/// the runtime on each.
+///
+/// The log's byte-level code is all here: this, ``ByteCursor`` and the
+/// few reads of a `String`'s or `StaticString`'s bytes a line needs.
+struct LogBytes: ~Copyable {
+    private var start: UnsafeMutablePointer<UInt8>
+    private var capacity: Int
     private(set) var count = 0
 
     init(capacity: Int) {
@@ -59,12 +21,25 @@ struct LogBytes {
         self.capacity = capacity
     }
 
-    func free() {
+    deinit {
         start.deallocate()
     }
 
-    var contents: UnsafeRawBufferPointer {
-        UnsafeRawBufferPointer(start: start, count: count)
+    /// The bytes written so far, as an array of their own.
+    func copied() -> [UInt8] {
+        Array(UnsafeBufferPointer(start: start, count: count))
+    }
+
+    /// Writes every byte to `fd`, again after a signal interrupts; stops
+    /// early only if `fd` takes no more (a closed pipe, a full disk).
+    func write(to fd: Int32) {
+        var offset = 0
+        while offset < count {
+            let written = Glibc.write(fd, start + offset, count - offset)
+            if written < 0, errno == EINTR { continue }
+            guard written > 0 else { return }
+            offset += written
+        }
     }
 
     mutating func removeAll() {
@@ -79,7 +54,7 @@ struct LogBytes {
     }
 
     @inline(__always)
-    mutating func append(_ utf8: UnsafeBufferPointer<UInt8>) {
+    private mutating func append(_ utf8: UnsafeBufferPointer<UInt8>) {
         guard let source = utf8.baseAddress else { return }
         reserve(utf8.count)
         if utf8.count <= 16 {
@@ -99,6 +74,21 @@ struct LogBytes {
     mutating func append(_ text: String) {
         var text = text
         text.withUTF8 { append($0) }
+    }
+
+    mutating func append(_ bytes: [UInt8]) {
+        bytes.withUnsafeBufferPointer { append($0) }
+    }
+
+    /// `text`, in quotes if it holds a space, so that it stays one field of a text line.
+    mutating func appendQuotedIfSpaced(_ text: String) {
+        var text = text
+        text.withUTF8 { utf8 in
+            let quoted = utf8.count > 0 && memchr(utf8.baseAddress!, Int32(UInt8(ascii: " ")), utf8.count) != nil
+            if quoted { append(UInt8(ascii: "\"")) }
+            append(utf8)
+            if quoted { append(UInt8(ascii: "\"")) }
+        }
     }
 
     /// Up to `maxCount` bytes written through `body`, with one check for
@@ -150,7 +140,11 @@ struct LogBytes {
         text.withUTF8 { appendJSONString($0) }
     }
 
-    mutating func appendJSONString(_ utf8: UnsafeBufferPointer<UInt8>) {
+    mutating func appendJSONString(_ text: StaticString) {
+        appendJSONString(UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
+    }
+
+    private mutating func appendJSONString(_ utf8: UnsafeBufferPointer<UInt8>) {
         append(UInt8(ascii: "\""))
         var plain = 0  // where the bytes not yet copied begin
         for index in utf8.indices {
@@ -187,6 +181,24 @@ struct LogBytes {
     }
 }
 
+/// Up to 32 bytes held in four words, to be stored with four writes
+/// (``ByteCursor/put(words:count:)``): a timestamp's part up to the second.
+struct ByteWords {
+    private(set) var words: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
+    private(set) var count = 0
+
+    static let capacity = 32
+
+    init() {}
+
+    /// The first 32 bytes of `bytes` at most.
+    init(_ bytes: [UInt8]) {
+        let kept = bytes.prefix(Self.capacity)
+        withUnsafeMutableBytes(of: &words) { $0.copyBytes(from: kept) }
+        count = kept.count
+    }
+}
+
 /// Writes bytes where ``LogBytes/append(atMost:_:)`` made room, with no
 /// check per byte: the short pieces of a log line (names, numbers, ids).
 struct ByteCursor {
@@ -209,15 +221,15 @@ struct ByteCursor {
         next += count
     }
 
-    /// The first `count` bytes of `words`; all 32 are stored, so 32 bytes of room are needed.
+    /// The bytes `words` holds; all 32 are stored, so 32 bytes of room are needed.
     @inline(__always)
-    mutating func put(words: (UInt64, UInt64, UInt64, UInt64), count: Int) {
+    mutating func put(_ words: ByteWords) {
         let raw = UnsafeMutableRawPointer(next)
-        raw.storeBytes(of: words.0, toByteOffset: 0, as: UInt64.self)
-        raw.storeBytes(of: words.1, toByteOffset: 8, as: UInt64.self)
-        raw.storeBytes(of: words.2, toByteOffset: 16, as: UInt64.self)
-        raw.storeBytes(of: words.3, toByteOffset: 24, as: UInt64.self)
-        next += count
+        raw.storeBytes(of: words.words.0, toByteOffset: 0, as: UInt64.self)
+        raw.storeBytes(of: words.words.1, toByteOffset: 8, as: UInt64.self)
+        raw.storeBytes(of: words.words.2, toByteOffset: 16, as: UInt64.self)
+        raw.storeBytes(of: words.words.3, toByteOffset: 24, as: UInt64.self)
+        next += words.count
     }
 
     @inline(__always)

@@ -1,13 +1,13 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import StrictJSON
 
 /// One log line being written: `time level message name=value …` as text, or
 /// one JSON object. Field names are the caller's identifiers, written as
 /// they are; values are quoted (text, when they hold a space) or escaped
-/// (JSON) as needed.
-struct LogLine {
+/// (JSON) as needed. It owns the bytes it is written into while it is
+/// written, so it cannot be copied either.
+struct LogLine: ~Copyable {
     let format: LogFormat
     var bytes: LogBytes
 
@@ -90,23 +90,38 @@ struct LogLine {
         timestamps.append(time, to: &bytes)
         switch head {
         case let .message(level, message): levelAndMessage(level, message)
-        case let .prepared(start): bytes.append(start)
+        case let .text(level, message): levelAndMessage(level, message)
+        case let .prepared(start): bytes.append(start.bytes)
         }
     }
 
     /// What follows the time in every line.
-    mutating func levelAndMessage(_ level: LogLevel, _ message: UnsafeBufferPointer<UInt8>) {
+    mutating func levelAndMessage(_ level: LogLevel, _ message: StaticString) {
+        self.level(level)
+        switch format {
+        case .json: bytes.appendJSONString(message)
+        case .text: bytes.append(message)
+        }
+    }
+
+    mutating func levelAndMessage(_ level: LogLevel, _ message: String) {
+        self.level(level)
+        switch format {
+        case .json: bytes.appendJSONString(message)
+        case .text: bytes.append(message)
+        }
+    }
+
+    private mutating func level(_ level: LogLevel) {
         switch format {
         case .json:
             bytes.append(#"","level":""#)
             bytes.append(level.staticName)
             bytes.append(#"","msg":"#)
-            bytes.appendJSONString(message)
         case .text:
             bytes.append(UInt8(ascii: " "))
             bytes.append(level.staticName)
             bytes.append(UInt8(ascii: " "))
-            bytes.append(message)
         }
     }
 
@@ -131,18 +146,14 @@ struct LogLine {
 
     private mutating func string(_ text: String) {
         switch format {
-        case .json:
-            bytes.appendJSONString(text)
-        case .text:
-            var text = text
-            text.withUTF8 { utf8 in
-                // A value with a space is quoted, so it stays one field.
-                let quoted = utf8.count > 0 && memchr(utf8.baseAddress!, Int32(UInt8(ascii: " ")), utf8.count) != nil
-                if quoted { bytes.append(UInt8(ascii: "\"")) }
-                bytes.append(utf8)
-                if quoted { bytes.append(UInt8(ascii: "\"")) }
-            }
+        case .json: bytes.appendJSONString(text)
+        case .text: bytes.appendQuotedIfSpaced(text)
         }
+    }
+
+    /// The bytes written, the line given up.
+    consuming func finished() -> LogBytes {
+        bytes
     }
 }
 

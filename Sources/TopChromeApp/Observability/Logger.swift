@@ -1,7 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import StrictJSON
+import Locking
 
 public enum LogLevel: Int, Sendable, Comparable, CaseIterable {
     case debug, info, warn, error
@@ -51,7 +51,7 @@ public enum LogValue: Sendable {
 /// on a timer and when it stops. Lines of different threads may therefore
 /// come out of order by up to one flush interval, as with any server whose
 /// workers buffer their logs.
-public final class Logger: @unchecked Sendable {  // each buffer is guarded by its own mutex
+public final class Logger: @unchecked Sendable {  // each buffer is guarded by its own lock
     public let format: LogFormat
     public let level: LogLevel
     private let output: Int32
@@ -59,8 +59,8 @@ public final class Logger: @unchecked Sendable {  // each buffer is guarded by i
     private let clock: @Sendable () -> timespec
     private let buffers: [LineBuffer]
     /// Held while writing, so batches from different buffers never
-    /// interleave (a pipe write is atomic only up to 4 KiB).
-    private let writeMutex = makeMutex()
+    /// interleave.
+    private let writeLock = PthreadLock()
     /// A buffer is written out once it holds this many bytes.
     static let flushThreshold = 32 * 1024
     /// A power of two, above the number of server threads a machine usually runs.
@@ -82,8 +82,6 @@ public final class Logger: @unchecked Sendable {  // each buffer is guarded by i
 
     deinit {
         flush()
-        pthread_mutex_destroy(writeMutex)
-        writeMutex.deallocate()
     }
 
     public static let wallClock: @Sendable () -> timespec = {
@@ -104,15 +102,12 @@ public final class Logger: @unchecked Sendable {  // each buffer is guarded by i
         let writeFields = { (line: inout LogLine) in
             for (name, value) in fields { line.field(name, value) }
         }
-        var message = message
-        message.withUTF8 { message in
-            if always {
-                writeAtOnce(level >= .warn ? errors : output, level, message, writeFields)
-            } else if level >= .warn {
-                writeAtOnce(errors, level, message, writeFields)
-            } else {
-                appendBuffered(level, message, writeFields)
-            }
+        if always {
+            writeAtOnce(level >= .warn ? errors : output, .text(level, message), writeFields)
+        } else if level >= .warn {
+            writeAtOnce(errors, .text(level, message), writeFields)
+        } else {
+            appendBuffered(.text(level, message), writeFields)
         }
     }
 
@@ -120,12 +115,10 @@ public final class Logger: @unchecked Sendable {  // each buffer is guarded by i
     /// lines written often (one per request): nothing is built per field.
     func log(_ level: LogLevel, _ message: StaticString, fields: (inout LogLine) -> Void) {
         guard isEnabled(level) else { return }
-        message.withUTF8Buffer { message in
-            if level >= .warn {
-                writeAtOnce(errors, level, message, fields)
-            } else {
-                appendBuffered(level, message, fields)
-            }
+        if level >= .warn {
+            writeAtOnce(errors, .message(level, message), fields)
+        } else {
+            appendBuffered(.message(level, message), fields)
         }
     }
 
@@ -135,84 +128,75 @@ public final class Logger: @unchecked Sendable {  // each buffer is guarded by i
     /// into every line that starts so (``log(_:fields:)``).
     func lineStart(_ level: LogLevel, _ message: StaticString, fields: (inout LogLine) -> Void) -> LogLineStart {
         var line = LogLine(format: format, bytes: LogBytes(capacity: 128))
-        defer { line.bytes.free() }
-        message.withUTF8Buffer { line.levelAndMessage(level, $0) }
+        line.levelAndMessage(level, message)
         fields(&line)
-        return LogLineStart(level: level, bytes: Array(line.bytes.contents))
+        return LogLineStart(level: level, bytes: line.bytes.copied())
     }
 
     /// A line that begins with `start` (its time first); `fields` writes the rest.
     func log(_ start: LogLineStart, fields: (inout LogLine) -> Void) {
         guard isEnabled(start.level) else { return }
         if start.level >= .warn {
-            start.bytes.withUnsafeBufferPointer { writeAtOnce(errors, .prepared($0), fields) }
+            writeAtOnce(errors, .prepared(start), fields)
         } else {
-            start.bytes.withUnsafeBufferPointer { appendBuffered(.prepared($0), fields) }
+            appendBuffered(.prepared(start), fields)
         }
-    }
-
-    private func appendBuffered(_ level: LogLevel, _ message: UnsafeBufferPointer<UInt8>, _ fields: (inout LogLine) -> Void) {
-        appendBuffered(.message(level, message), fields)
     }
 
     private func appendBuffered(_ head: LineHead, _ fields: (inout LogLine) -> Void) {
         let buffer = buffers[Self.bufferIndex()]
-        pthread_mutex_lock(buffer.mutex)
-        var line = LogLine(format: format, bytes: buffer.bytes)
-        // A copy, not `&buffer.timestamps`: an inout access to a class's
-        // property is checked for exclusivity at run time, on every line.
+        buffer.lock.lock()
+        // Taken out and put back rather than written in place: an inout
+        // access to a class's property across `fields` would be checked for
+        // exclusivity at run time, on every line. For the same reason the
+        // timestamps are copied.
+        var line = LogLine(format: format, bytes: buffer.bytes.take()!)
         var timestamps = buffer.timestamps
         line.begin(at: clock(), timestamps: &timestamps, head)
         fields(&line)
         line.end()
-        if line.bytes.count >= Self.flushThreshold {
-            write(output, line.bytes.contents)
-            line.bytes.removeAll()
+        var bytes = line.finished()
+        if bytes.count >= Self.flushThreshold {
+            write(output, bytes)
+            bytes.removeAll()
         }
-        buffer.bytes = line.bytes
+        buffer.bytes = consume bytes
         buffer.timestamps = timestamps
-        pthread_mutex_unlock(buffer.mutex)
+        buffer.lock.unlock()
     }
 
     /// Writes every buffered line.
     public func flush() {
         for buffer in buffers {
-            pthread_mutex_lock(buffer.mutex)
-            if buffer.bytes.count > 0 {
-                write(output, buffer.bytes.contents)
-                buffer.bytes.removeAll()
+            buffer.lock.lock()
+            if var bytes = buffer.bytes.take() {
+                if bytes.count > 0 {
+                    write(output, bytes)
+                    bytes.removeAll()
+                }
+                buffer.bytes = consume bytes
             }
-            pthread_mutex_unlock(buffer.mutex)
+            buffer.lock.unlock()
         }
     }
 
     /// A line that must not wait behind buffered ones: those are written first.
-    private func writeAtOnce(_ fd: Int32, _ level: LogLevel, _ message: UnsafeBufferPointer<UInt8>,
-                             _ fields: (inout LogLine) -> Void) {
-        writeAtOnce(fd, .message(level, message), fields)
-    }
-
     private func writeAtOnce(_ fd: Int32, _ head: LineHead, _ fields: (inout LogLine) -> Void) {
         var line = LogLine(format: format, bytes: LogBytes(capacity: 256))
-        defer { line.bytes.free() }
         var timestamps = TimestampCache()
         line.begin(at: clock(), timestamps: &timestamps, head)
         fields(&line)
         line.end()
         flush()
-        write(fd, line.bytes.contents)
+        write(fd, line.finished())
     }
 
-    private func write(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) {
-        pthread_mutex_lock(writeMutex)
-        defer { pthread_mutex_unlock(writeMutex) }
-        var offset = 0
-        while offset < bytes.count {
-            let count = Glibc.write(fd, bytes.baseAddress! + offset, bytes.count - offset)
-            if count < 0, errno == EINTR { continue }
-            guard count > 0 else { return }
-            offset += count
-        }
+    /// Whole batches, so that batches from different buffers never
+    /// interleave (a pipe write is atomic only up to 4 KiB).
+    private func write(_ fd: Int32, _ bytes: borrowing LogBytes) {
+        writeLock.lock()
+        bytes.write(to: fd)
+        writeLock.unlock()
     }
 
     /// The calling thread's buffer: its id, hashed (ids are addresses, far apart and aligned).
@@ -229,28 +213,16 @@ struct LogLineStart {
 
 /// What follows a line's time: its level and message, or a start made before.
 enum LineHead {
-    case message(LogLevel, UnsafeBufferPointer<UInt8>)
-    case prepared(UnsafeBufferPointer<UInt8>)
+    case message(LogLevel, StaticString)
+    case text(LogLevel, String)
+    case prepared(LogLineStart)
 }
 
 /// Lines not yet written, and the second they were last stamped with.
 private final class LineBuffer {
-    let mutex = makeMutex()
-    /// Grows to a little over the flush threshold, once, on a thread that logs.
-    var bytes = LogBytes(capacity: 1024)
+    let lock = PthreadLock()
+    /// Grows to a little over the flush threshold, once, on a thread that
+    /// logs; nil only while a line is being written into it, under `lock`.
+    var bytes: LogBytes? = LogBytes(capacity: 1024)
     var timestamps = TimestampCache()
-
-    deinit {
-        bytes.free()
-        pthread_mutex_destroy(mutex)
-        mutex.deallocate()
-    }
-}
-
-/// A pthread mutex at a fixed address, as `pthread_mutex_lock` needs.
-private func makeMutex() -> UnsafeMutablePointer<pthread_mutex_t> {
-    let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
-    mutex.initialize(to: pthread_mutex_t())
-    precondition(pthread_mutex_init(mutex, nil) == 0, "pthread_mutex_init failed")
-    return mutex
 }

@@ -43,10 +43,9 @@ final class StateFileMetrics: MetricsFamilies, ReadinessDetail {
     /// RFC 3339 in UTC, as log lines write times.
     private static func timestamp(_ seconds: Double) -> String {
         var bytes = LogBytes(capacity: 32)
-        defer { bytes.free() }
         var cache = TimestampCache()
         let whole = seconds.rounded(.down)
         cache.append(timespec(tv_sec: Int(whole), tv_nsec: Int((seconds - whole) * 1e9)), to: &bytes)
-        return String(decoding: bytes.contents, as: UTF8.self)
+        return String(decoding: bytes.copied(), as: UTF8.self)
     }
 }
