@@ -1,6 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import TopChromeCore
 
 /// Scroll-report bodies of the everyday shape, read straight from the bytes
@@ -20,8 +17,7 @@ enum ScrollReportFastPath {
     /// The report or batch, each report made into an `Element` as it is read
     /// (so a batch builds one array, not one of reports and another of inputs).
     static func read<Element>(_ body: [UInt8], as make: (ScrollReport) -> Element) -> ScrollBody<Element>? {
-        body.withUnsafeBufferPointer { bytes in
-            var cursor = Cursor(bytes: bytes)
+        ByteReader.reading(body) { cursor in
             cursor.skipWhitespace()
             let read: ScrollBody<Element>
             switch cursor.peek {
@@ -45,189 +41,135 @@ enum ScrollReportFastPath {
                 return nil
             }
             cursor.skipWhitespace()
-            return cursor.index == bytes.count ? read : nil
+            return cursor.isAtEnd ? read : nil
+        }
+    }
+}
+
+/// The grammar of a scroll report, over the bytes ``ByteReader`` reads.
+extension ByteReader {
+    /// `{"contentOffsetY": n, "contentInsetTop": n, "axis": "…", "seq": n}` in any order.
+    mutating func report() -> ScrollReport? {
+        guard take(UInt8(ascii: "{")) else { return nil }
+        var offset: Double?, insetTop = 0.0, axis = ScrollReport.Axis.vertical, seq: UInt64?
+        var seen: UInt8 = 0
+        skipWhitespace()
+        guard peek != UInt8(ascii: "}") else { return nil }
+        while true {
+            skipWhitespace()
+            guard let field = key(), seen & field.bit == 0 else { return nil }
+            seen |= field.bit
+            skipWhitespace()
+            guard take(UInt8(ascii: ":")) else { return nil }
+            skipWhitespace()
+            switch field {
+            case .contentOffsetY: guard let value = number() else { return nil }; offset = value
+            case .contentInsetTop: guard let value = number() else { return nil }; insetTop = value
+            case .axis: guard let value = axisName() else { return nil }; axis = value
+            case .seq: guard let value = sequenceNumber() else { return nil }; seq = value
+            }
+            skipWhitespace()
+            if take(UInt8(ascii: ",")) { continue }
+            guard take(UInt8(ascii: "}")), let offset else { return nil }
+            return ScrollReport(contentOffsetY: offset, contentInsetTop: insetTop, axis: axis, seq: seq)
         }
     }
 
-    private struct Cursor {
-        let bytes: UnsafeBufferPointer<UInt8>
-        var index = 0
-
-        var peek: UInt8? { index < bytes.count ? bytes[index] : nil }
-
-        mutating func take(_ byte: UInt8) -> Bool {
-            guard peek == byte else { return false }
-            index += 1
-            return true
-        }
-
-        mutating func skipWhitespace() {
-            while let byte = peek, byte == 0x20 || byte == 0x0A || byte == 0x0D || byte == 0x09 { index += 1 }
-        }
-
-        /// `{"contentOffsetY": n, "contentInsetTop": n, "axis": "…", "seq": n}` in any order.
-        mutating func report() -> ScrollReport? {
-            guard take(UInt8(ascii: "{")) else { return nil }
-            var offset: Double?, insetTop = 0.0, axis = ScrollReport.Axis.vertical, seq: UInt64?
-            var seen: UInt8 = 0
-            skipWhitespace()
-            guard peek != UInt8(ascii: "}") else { return nil }
-            while true {
-                skipWhitespace()
-                guard let field = key(), seen & field.bit == 0 else { return nil }
-                seen |= field.bit
-                skipWhitespace()
-                guard take(UInt8(ascii: ":")) else { return nil }
-                skipWhitespace()
-                switch field {
-                case .contentOffsetY: guard let value = number() else { return nil }; offset = value
-                case .contentInsetTop: guard let value = number() else { return nil }; insetTop = value
-                case .axis: guard let value = axisName() else { return nil }; axis = value
-                case .seq: guard let value = sequenceNumber() else { return nil }; seq = value
-                }
-                skipWhitespace()
-                if take(UInt8(ascii: ",")) { continue }
-                guard take(UInt8(ascii: "}")), let offset else { return nil }
-                return ScrollReport(contentOffsetY: offset, contentInsetTop: insetTop, axis: axis, seq: seq)
+    enum Field {
+        case contentOffsetY, contentInsetTop, axis, seq
+        var bit: UInt8 {
+            switch self {
+            case .contentOffsetY: 1
+            case .contentInsetTop: 2
+            case .axis: 4
+            case .seq: 8
             }
         }
+    }
 
-        enum Field {
-            case contentOffsetY, contentInsetTop, axis, seq
-            var bit: UInt8 {
-                switch self {
-                case .contentOffsetY: 1
-                case .contentInsetTop: 2
-                case .axis: 4
-                case .seq: 8
-                }
-            }
+    mutating func key() -> Field? {
+        guard let text = plainString() else { return nil }
+        if equals(text, "contentOffsetY") { return .contentOffsetY }
+        if equals(text, "contentInsetTop") { return .contentInsetTop }
+        if equals(text, "axis") { return .axis }
+        if equals(text, "seq") { return .seq }
+        return nil
+    }
+
+    mutating func axisName() -> ScrollReport.Axis? {
+        guard let text = plainString() else { return nil }
+        if equals(text, "vertical") { return .vertical }
+        if equals(text, "horizontal") { return .horizontal }
+        return nil
+    }
+
+    /// A JSON number, converted as the strict reader's `Double(String)`
+    /// converts it (correctly rounded); nil if not finite.
+    mutating func number() -> Double? {
+        let start = index
+        let isNegative = take(UInt8(ascii: "-"))
+        let integerStart = index
+        if !take(UInt8(ascii: "0")) {
+            guard digits() > 0 else { return nil }
         }
+        let integerEnd = index
+        var fractionEnd = index
+        if take(UInt8(ascii: ".")) {
+            guard digits() > 0 else { return nil }
+            fractionEnd = index
+        }
+        var exponent: Int? = 0
+        if take(UInt8(ascii: "e")) || take(UInt8(ascii: "E")) {
+            let isNegativeExponent = !take(UInt8(ascii: "+")) && take(UInt8(ascii: "-"))
+            let exponentStart = index
+            guard digits() > 0 else { return nil }
+            exponent = index - exponentStart <= 4 ? Int(decimal(exponentStart..<index)) : nil
+            if isNegativeExponent { exponent = exponent.map { -$0 } }
+        }
+        if let exponent, let value = Self.exactly(
+            integer: decimalDigits(integerStart..<integerEnd),
+            fraction: fractionEnd > integerEnd ? decimalDigits((integerEnd + 1)..<fractionEnd) : (0, 0),
+            exponent: exponent) {
+            return isNegative ? -value : value
+        }
+        return converted(start..<index)
+    }
 
-        mutating func key() -> Field? {
-            guard let text = plainString() else { return nil }
-            if equals(text, "contentOffsetY") { return .contentOffsetY }
-            if equals(text, "contentInsetTop") { return .contentInsetTop }
-            if equals(text, "axis") { return .axis }
-            if equals(text, "seq") { return .seq }
+    /// Powers of ten that a `Double` holds exactly.
+    private static let exactPowersOfTen: [Double] = (0...22).map { power in
+        (0..<power).reduce(1.0) { product, _ in product * 10 }
+    }
+
+    /// `integer.fraction × 10^exponent` when it needs one rounding at most
+    /// (Clinger's fast path: significand ≤ 2^53 and a power of ten a
+    /// `Double` holds exactly), so the result is the correctly rounded one,
+    /// as `strtod` gives; nil when that does not apply.
+    private static func exactly(integer: (value: UInt64, count: Int)?, fraction: (value: UInt64, count: Int)?,
+                                exponent: Int) -> Double? {
+        guard let integer, let fraction, integer.count + fraction.count <= 15 else { return nil }
+        var significand = integer.value
+        for _ in 0..<fraction.count { significand *= 10 }
+        significand += fraction.value
+        let power = exponent - fraction.count
+        guard abs(power) <= 22 else { return nil }
+        let value = Double(significand)
+        return power < 0 ? value / exactPowersOfTen[-power] : value * exactPowersOfTen[power]
+    }
+
+    /// The digits in `range` as a number, and how many there were (at most 15, else nil).
+    private func decimalDigits(_ range: Range<Int>) -> (value: UInt64, count: Int)? {
+        range.count <= 15 ? (decimal(range), range.count) : nil
+    }
+
+    /// A plain integer literal within `ScrollReport.allowedSeqs`.
+    mutating func sequenceNumber() -> UInt64? {
+        let start = index
+        guard digits() > 0, index - start <= 16, self[start] != UInt8(ascii: "0") || index - start == 1 else {
             return nil
         }
-
-        mutating func axisName() -> ScrollReport.Axis? {
-            guard let text = plainString() else { return nil }
-            if equals(text, "vertical") { return .vertical }
-            if equals(text, "horizontal") { return .horizontal }
-            return nil
-        }
-
-        /// A string without escapes or control characters, as the range of its bytes.
-        mutating func plainString() -> Range<Int>? {
-            guard take(UInt8(ascii: "\"")) else { return nil }
-            let start = index
-            while let byte = peek, byte != UInt8(ascii: "\"") {
-                guard byte >= 0x20, byte != UInt8(ascii: "\\") else { return nil }
-                index += 1
-            }
-            guard take(UInt8(ascii: "\"")) else { return nil }
-            return start..<(index - 1)
-        }
-
-        func equals(_ range: Range<Int>, _ literal: StaticString) -> Bool {
-            UnsafeBufferPointer(rebasing: bytes[range]).equals(literal)
-        }
-
-        /// A JSON number, converted as the strict reader's `Double(String)`
-        /// converts it (correctly rounded); nil if not finite.
-        mutating func number() -> Double? {
-            let start = index
-            let isNegative = take(UInt8(ascii: "-"))
-            let integerStart = index
-            if !take(UInt8(ascii: "0")) {
-                guard digits() > 0 else { return nil }
-            }
-            let integerEnd = index
-            var fractionEnd = index
-            if take(UInt8(ascii: ".")) {
-                guard digits() > 0 else { return nil }
-                fractionEnd = index
-            }
-            var exponent: Int? = 0
-            if take(UInt8(ascii: "e")) || take(UInt8(ascii: "E")) {
-                let isNegativeExponent = !take(UInt8(ascii: "+")) && take(UInt8(ascii: "-"))
-                let exponentStart = index
-                guard digits() > 0 else { return nil }
-                exponent = index - exponentStart <= 4 ? Int(decimal(exponentStart..<index)) : nil
-                if isNegativeExponent { exponent = exponent.map { -$0 } }
-            }
-            if let exponent, let value = Self.exactly(
-                integer: decimalDigits(integerStart..<integerEnd),
-                fraction: fractionEnd > integerEnd ? decimalDigits((integerEnd + 1)..<fractionEnd) : (0, 0),
-                exponent: exponent) {
-                return isNegative ? -value : value
-            }
-            return converted(start..<index)
-        }
-
-        /// Powers of ten that a `Double` holds exactly.
-        private static let exactPowersOfTen: [Double] = (0...22).map { power in
-            (0..<power).reduce(1.0) { product, _ in product * 10 }
-        }
-
-        /// `integer.fraction × 10^exponent` when it needs one rounding at most
-        /// (Clinger's fast path: significand ≤ 2^53 and a power of ten a
-        /// `Double` holds exactly), so the result is the correctly rounded one,
-        /// as `strtod` gives; nil when that does not apply.
-        private static func exactly(integer: (value: UInt64, count: Int)?, fraction: (value: UInt64, count: Int)?,
-                                    exponent: Int) -> Double? {
-            guard let integer, let fraction, integer.count + fraction.count <= 15 else { return nil }
-            var significand = integer.value
-            for _ in 0..<fraction.count { significand *= 10 }
-            significand += fraction.value
-            let power = exponent - fraction.count
-            guard abs(power) <= 22 else { return nil }
-            let value = Double(significand)
-            return power < 0 ? value / exactPowersOfTen[-power] : value * exactPowersOfTen[power]
-        }
-
-        /// The digits in `range` as a number, and how many there were (at most 15, else nil).
-        private func decimalDigits(_ range: Range<Int>) -> (value: UInt64, count: Int)? {
-            range.count <= 15 ? (decimal(range), range.count) : nil
-        }
-
-        /// The ASCII digits in `range` (at most 19, so they fit) as a number.
-        private func decimal(_ range: Range<Int>) -> UInt64 {
-            var value: UInt64 = 0
-            for position in range { value = value * 10 + UInt64(bytes[position] &- UInt8(ascii: "0")) }
-            return value
-        }
-
-        /// The number in `range` converted by `strtod`, for what the fast path does not cover.
-        private func converted(_ range: Range<Int>) -> Double? {
-            guard range.count < 64 else { return nil }
-            return withUnsafeTemporaryAllocation(of: CChar.self, capacity: 64) { text in
-                for offset in 0..<range.count { text[offset] = CChar(bitPattern: bytes[range.lowerBound + offset]) }
-                text[range.count] = 0
-                let value = strtod(text.baseAddress!, nil)
-                return value.isFinite ? value : nil
-            }
-        }
-
-        /// A plain integer literal within `ScrollReport.allowedSeqs`.
-        mutating func sequenceNumber() -> UInt64? {
-            let start = index
-            guard digits() > 0, index - start <= 16, bytes[start] != UInt8(ascii: "0") || index - start == 1 else {
-                return nil
-            }
-            guard peek != UInt8(ascii: "."), peek != UInt8(ascii: "e"), peek != UInt8(ascii: "E") else { return nil }
-            let value = decimal(start..<index)
-            return ScrollReport.allowedSeqs.contains(value) ? value : nil
-        }
-
-        mutating func digits() -> Int {
-            let start = index
-            while let byte = peek, byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") { index += 1 }
-            return index - start
-        }
+        guard peek != UInt8(ascii: "."), peek != UInt8(ascii: "e"), peek != UInt8(ascii: "E") else { return nil }
+        let value = decimal(start..<index)
+        return ScrollReport.allowedSeqs.contains(value) ? value : nil
     }
 }
 

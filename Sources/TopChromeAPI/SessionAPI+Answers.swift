@@ -139,22 +139,6 @@ extension SessionAPI {
         }
     }
 
-    /// from any other that had the version (see `StateTag`).
-    static func etag(_ session: Session) -> String {
-        withETag(of: session) { String(decoding: $0, as: UTF8.self) }
-    }
-
-    /// The entity tag's bytes, written on the stack: every state answer
-    /// carries one, and it goes into the headers without becoming a `String`.
-    static func withETag<Result>(of session: Session, _ body: (UnsafeBufferPointer<UInt8>) -> Result) -> Result {
-        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: EntityTag.maxLength + 2) { text in
-            text[0] = UInt8(ascii: "\"")
-            let end = session.entityTag.write(into: text, at: 1)
-            text[end] = UInt8(ascii: "\"")
-            return body(UnsafeBufferPointer(rebasing: text[...end]))
-        }
-    }
-
     static func stateAnswer(_ session: Session, status: Int = 200) -> CompleteResponse {
         var buffers = ResponseBuffers()
         return stateAnswer(session, status: status, reusing: &buffers)
@@ -164,7 +148,7 @@ extension SessionAPI {
         var headers = buffers.takeHeaders()
         headers.reserveCapacity(128)  // room for the ETag and a Location
         headers.add(name: "Content-Type", value: "application/json")
-        withETag(of: session) { headers.add(name: "ETag", value: $0) }
+        headers.addETag(of: session)
         var body = buffers.takeBody()
         StateWriter.write(session, to: &body)
         return CompleteResponse(status: status, headers: headers, body: body)

@@ -18,66 +18,31 @@ enum StateWriter {
     /// Appends the JSON to `json`, which a server may hand over emptied from
     /// the connection's last answer.
     static func write(_ session: Session, to json: inout [UInt8]) {
-        // Written on the stack and copied once into the array, grown by
-        // `reserveCapacity`, whose allocation is specialized for bytes;
-        // `Array(unsafeUninitializedCapacity:)` allocates through the
-        // standard library's generic code, which looks up the storage's
-        // type metadata on every call (~360 instructions of ~530).
-        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: capacity) { bytes in
-            var end = write(#"{"id":""#, into: bytes, at: 0)
-            session.id.writeHexDigits(to: UnsafeMutableBufferPointer(rebasing: bytes[end...]))
-            end += 32
-            end = write(#"","inset":"#, into: bytes, at: end)
-            end = number(session.state.inset, into: bytes, at: end)
-            end = write(session.state.isRevealed ? #","isRevealed":true,"version":"# : #","isRevealed":false,"version":"#,
-                        into: bytes, at: end)
-            end = decimal(session.state.version, into: bytes, at: end)
+        ByteWriter.append(to: &json, capacity: capacity) { writer in
+            writer.write(#"{"id":""#)
+            writer.writeHexDigits(of: session.id)
+            writer.write(#"","inset":"#)
+            number(session.state.inset, to: &writer)
+            writer.write(session.state.isRevealed ? #","isRevealed":true,"version":"# : #","isRevealed":false,"version":"#)
+            writer.writeDecimal(session.state.version)
             // The highest seq applied, so a client attached again (an app
             // relaunched, its clock stepped back) numbers its reports above it.
             if let lastSeq = session.state.lastAppliedSeq {
-                end = write(#","lastSeq":"#, into: bytes, at: end)
-                end = decimal(lastSeq, into: bytes, at: end)
+                writer.write(#","lastSeq":"#)
+                writer.writeDecimal(lastSeq)
             }
-            end = write("}", into: bytes, at: end)
-            assert(end <= capacity, "the longest state fits")
-            json.reserveCapacity(json.count + end)
-            json.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[..<end]))
+            writer.write("}")
         }
-    }
-
-    /// `value` in decimal at `start`; returns the index after the last digit.
-    static func decimal(_ value: UInt64, into bytes: UnsafeMutableBufferPointer<UInt8>, at start: Int) -> Int {
-        var digitCount = 1, rest = value
-        while rest >= 10 {
-            rest /= 10
-            digitCount += 1
-        }
-        rest = value
-        for index in stride(from: start + digitCount - 1, through: start, by: -1) {
-            bytes[index] = UInt8(ascii: "0") + UInt8(truncatingIfNeeded: rest % 10)
-            rest /= 10
-        }
-        return start + digitCount
     }
 
     /// Whole numbers without a fraction (`59`, not `59.0`), as `JSONWriter` writes them.
-    private static func number(_ value: Double, into bytes: UnsafeMutableBufferPointer<UInt8>, at start: Int) -> Int {
+    private static func number(_ value: Double, to writer: inout ByteWriter) {
         if value == value.rounded(), abs(value) < 9_007_199_254_740_992 {
             let whole = Int64(value)
-            guard whole < 0 else { return decimal(UInt64(whole), into: bytes, at: start) }
-            bytes[start] = UInt8(ascii: "-")
-            return decimal(whole.magnitude, into: bytes, at: start + 1)
+            if whole < 0 { writer.write(UInt8(ascii: "-")) }
+            writer.writeDecimal(whole.magnitude)
+        } else {
+            writer.write(String(value))
         }
-        var end = start
-        for byte in String(value).utf8 {
-            bytes[end] = byte
-            end += 1
-        }
-        return end
-    }
-
-    private static func write(_ text: StaticString, into bytes: UnsafeMutableBufferPointer<UInt8>, at start: Int) -> Int {
-        UnsafeMutableBufferPointer(rebasing: bytes[start...])
-            .initialize(from: UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount)).1 + start
     }
 }

@@ -55,8 +55,9 @@ public final class ServiceMetrics: Sendable {
         guard !exchange.isStream else { return }  // a stream's length says nothing of the server's speed
         let nanoseconds = Self.nanoseconds(exchange.duration)
         var bucket = 0
-        Self.bucketNanoseconds.withUnsafeBufferPointer { bounds in
-            while bucket < bounds.count, nanoseconds > bounds[bucket] { bucket += 1 }
+        for bound in Self.bucketNanoseconds {
+            guard nanoseconds > bound else { break }
+            bucket += 1
         }
         counters.add(1, at: Self.bucketCell(route: route, bucket: bucket))
         counters.add(nanoseconds, at: Self.sumCell(route: route))
