@@ -16,8 +16,7 @@ enum HealthCheck {
         case nil:
             return 0
         case let failure?:
-            let line = Array("topchrome healthcheck: \(failure)\n".utf8)
-            _ = line.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
+            printToStandardError("topchrome healthcheck: \(failure)")
             return 1
         }
     }

@@ -111,8 +111,7 @@ enum Launcher {
         let load = FunctionLibraryLoad(storage: configuration.store, configuration: configuration.redisClient)
         for line in load.loaded { print(line) }
         for failure in load.failures {
-            let text = Array("topchrome redis-functions load: \(failure)\n".utf8)
-            _ = text.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
+            printToStandardError("topchrome redis-functions load: \(failure)")
         }
         return load.exitStatus
     }
@@ -121,8 +120,7 @@ enum Launcher {
         let check = ConfigurationCheck(configuration)
         for line in check.checked { print("ok: " + line) }
         for line in check.problems + check.unreachable {
-            let text = Array("topchrome check-config: \(line)\n".utf8)
-            _ = text.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
+            printToStandardError("topchrome check-config: \(line)")
         }
         switch check.exitStatus {
         case 0: print("topchrome check-config: the configuration is valid")
@@ -160,8 +158,14 @@ enum Launcher {
     }
 
     private static func fail(_ message: String, status: Int32) -> Never {
-        let line = Array((message + "\n").utf8)
-        _ = line.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
+        printToStandardError(message)
         exit(status)
     }
+}
+
+/// `line` and a newline on stderr, written at once (nothing buffered
+/// that an exit could lose).
+func printToStandardError(_ line: String) {
+    let text = line + "\n"
+    _ = write(STDERR_FILENO, text, text.utf8.count)
 }
