@@ -18,12 +18,12 @@ public actor ChromeSession {
     let client: TopChromeClient
 
     /// A change or read waiting its turn; `ticket` orders them for `flush`.
-    private struct Operation {
+    struct Operation {
         var ticket: UInt64
         var kind: Kind
     }
 
-    private enum Kind {
+    enum Kind {
         case scroll(contentOffsetY: Double, contentInsetTop: Double)
         /// `waiter` names the continuation in `waiters`, if anyone waits.
         case command(Command, waiter: UInt64?)
@@ -36,29 +36,29 @@ public actor ChromeSession {
         case delete
     }
 
-    private var queue: [Operation] = []
+    var queue: [Operation] = []
     /// Continuations of commands, by waiter key, until answered or cancelled.
-    private var waiters: [UInt64: CheckedContinuation<ChromeState?, any Error>] = [:]
+    var waiters: [UInt64: CheckedContinuation<ChromeState?, any Error>] = [:]
     /// The command being sent, and the task sending it (cancelled with its caller).
-    private var inFlight: (waiter: UInt64, task: Task<ChromeState?, any Error>)?
-    private var nextKey: UInt64 = 0
+    var inFlight: (waiter: UInt64, task: Task<ChromeState?, any Error>)?
+    var nextKey: UInt64 = 0
     /// The last ticket handed out, and the last one done (sent, failed or dropped).
-    private var lastTicket: UInt64 = 0
-    private var doneThrough: UInt64 = 0
-    private var flushWaiters: [UInt64: (ticket: UInt64, continuation: CheckedContinuation<Void, any Error>)] = [:]
-    private var isSending = false
-    private var lastSendStart: ContinuousClock.Instant?
+    var lastTicket: UInt64 = 0
+    var doneThrough: UInt64 = 0
+    var flushWaiters: [UInt64: (ticket: UInt64, continuation: CheckedContinuation<Void, any Error>)] = [:]
+    var isSending = false
+    var lastSendStart: ContinuousClock.Instant?
     /// Set by `suspend()`: what is queued goes out without waiting for the interval.
-    private var hurry = false
+    var hurry = false
     /// Why the session ended: it is gone from the service.
-    private var ending: TopChromeError?
+    var ending: TopChromeError?
     /// A report that failed, for the next `flush` to throw.
-    private var reportFailure: (any Error)?
-    private var failureObservers: [@Sendable (TopChromeError) -> Void] = []
+    var reportFailure: (any Error)?
+    var failureObservers: [@Sendable (TopChromeError) -> Void] = []
     /// The highest seq this session used or saw the service apply: reports
     /// are numbered above it, from 1 for a new session. Not the clock: a
     /// clock stepped back would make every report stale.
-    private var lastSeq: UInt64 = 0
+    var lastSeq: UInt64 = 0
     private var streams: [UInt64: AsyncThrowingStream<ChromeState, any Error>.Continuation] = [:]
 
     init(id: String, client: TopChromeClient, known state: ChromeState?) {
@@ -213,186 +213,12 @@ public actor ChromeSession {
         flushWaiters.removeValue(forKey: key)?.continuation.resume(throwing: CancellationError())
     }
 
-    // MARK: Sending
-
-    private func sendIfIdle() {
-        guard !isSending else { return }
-        isSending = true
-        Task { await sendQueued() }
-    }
-
-    /// Sends the queue in order, one request at a time and not sooner than
-    /// the interval after the last, until it is empty.
-    private func sendQueued() async {
-        while !queue.isEmpty {
-            await pace()
-            guard !queue.isEmpty else { break }
-            let operation = queue.removeFirst()
-            lastSendStart = ContinuousClock.now
-            switch operation.kind {
-            case let .scroll(offset, inset):
-                await sendReport(contentOffsetY: offset, contentInsetTop: inset)
-            case let .command(command, waiter):
-                await sendCommand(command, waiter: waiter)
-            }
-            doneThrough = max(doneThrough, operation.ticket)
-            finishFlushes()
-        }
-        isSending = false
-        doneThrough = lastTicket
-        finishFlushes()
-    }
-
-    /// Waits out the rest of the interval since the last request started;
-    /// reports arriving meanwhile replace the one queued.
-    private func pace() async {
-        guard !hurry, let lastSendStart else { return }
-        let interval = Duration.nanoseconds(Int64(max(0, client.configuration.minimumSendInterval) * 1e9))
-        let due = lastSendStart + interval
-        if ContinuousClock.now < due {
-            try? await Task.sleep(until: due, clock: .continuous)
-        }
-    }
-
-    private func finishFlushes() {
-        let ready = flushWaiters.filter { $0.value.ticket <= doneThrough || ending != nil }
-        for (key, waiter) in ready {
-            flushWaiters[key] = nil
-            waiter.continuation.resume()
-        }
-    }
-
-    private func sendCommand(_ command: Command, waiter: UInt64?) async {
-        if let waiter, waiters[waiter] == nil { return }  // cancelled meanwhile
-        let task = Task { try await send(command) }
-        if let waiter { inFlight = (waiter, task) }
-        let result = await task.result
-        inFlight = nil
-        let continuation = waiter.flatMap { waiters.removeValue(forKey: $0) }
-        switch result {
-        case let .success(state):
-            continuation?.resume(returning: state)
-        case let .failure(error):
-            if case let .some(.sessionGone(id)) = error as? TopChromeError, case .delete = command {
-                end(with: .sessionGone(id: id), streamsFinishing: false)
-                continuation?.resume(returning: nil)
-                return
-            }
-            if let error = error as? TopChromeError {
-                if case .sessionGone = error { end(with: error) }
-                if waiter == nil { tellFailure(error) }
-            }
-            continuation?.resume(throwing: error)
-        }
-    }
-
-    private func send(_ command: Command) async throws -> ChromeState? {
-        let path = "v1/sessions/\(id)"
-        let request: URLRequest
-        switch command {
-        case let .inset(inset):
-            request = try await client.request("PUT", path + "/inset", body: TopChromeClient.encode(InsetBody(inset: inset)))
-        case .disappear:
-            request = try await client.request("POST", path + "/disappear")
-        case .read:
-            request = try await client.request("GET", path)
-        case .delete:
-            _ = try await client.send(client.request("DELETE", path), sessionID: id)
-            end(with: .sessionGone(id: id), streamsFinishing: false)
-            return nil
-        }
-        let state = try TopChromeClient.decodeState(try await client.send(request, sessionID: id))
-        learn(state)
-        return state
-    }
-
-    /// Sends one report, retrying while the service is unreachable; a retry
-    /// carries the newest report that arrived meanwhile instead. A report
-    /// the service calls stale (its seq not above one it applied: another
-    /// life of this session numbered higher) is numbered above that and
-    /// sent once more.
-    private func sendReport(contentOffsetY: Double, contentInsetTop: Double) async {
-        var report = (offset: contentOffsetY, inset: contentInsetTop)
-        // A retry keeps its seq: if the first try did arrive, the service
-        // ignores the second as stale instead of applying it twice.
-        var seq = nextSeq()
-        var isRepeat = false
-        var renumbered = false
-        var retry = 0
-        while ending == nil {
-            let outcome: TopChromeClient.Outcome
-            do {
-                let body = try TopChromeClient.encode(
-                    ScrollReportBody(contentOffsetY: report.offset, contentInsetTop: report.inset, seq: seq))
-                outcome = try await client.attempt(client.request("POST", "v1/sessions/\(id)/scroll", body: body), sessionID: id)
-            } catch {
-                failReport(error)
-                return
-            }
-            switch outcome {
-            case let .success(data, _, staleReports):
-                let state = try? TopChromeClient.decodeState(data)
-                if let state { learn(state) }
-                guard staleReports > 0, !isRepeat else { return }
-                // Numbered below what the service applied: renumber and send
-                // once more (only once: a second stale answer means another
-                // client is numbering this session, and its reports win).
-                client.log("session \(id): report \(seq) was stale (the service applied \(state?.lastSeq.map(String.init) ?? "?")); sending it above that")
-                guard !renumbered else {
-                    failReport(TopChromeError.malformedResponse("report \(seq) ignored as stale twice"))
-                    return
-                }
-                renumbered = true
-                seq = nextSeq()
-            case let .failure(error):
-                if case .sessionGone = error { end(with: error) } else { failReport(error) }
-                return
-            case let .retryable(error, retryAfter):
-                guard retry + 1 < client.configuration.retry.maximumAttempts else {
-                    failReport(error)
-                    return
-                }
-                client.log("session \(id): report failed (\(error)); retrying")
-                do {
-                    try await client.configuration.retry.pause(retry: retry, retryAfter: retryAfter)
-                } catch {
-                    failReport(error)
-                    return
-                }
-                retry += 1
-                isRepeat = true
-                if case let .scroll(offset, inset) = queue.first?.kind {
-                    let newer = queue.removeFirst()
-                    doneThrough = max(doneThrough, newer.ticket - 1)
-                    report = (offset, inset)
-                    seq = nextSeq()
-                    isRepeat = false
-                }
-            }
-        }
-    }
-
-    private func failReport(_ error: any Error) {
-        reportFailure = error
-        client.log("session \(id): report failed: \(error)")
-        if let error = error as? TopChromeError { tellFailure(error) }
-    }
-
-    private func tellFailure(_ error: TopChromeError) {
-        for observe in failureObservers { observe(error) }
-    }
-
-    private func nextSeq() -> UInt64 {
-        lastSeq = min(lastSeq + 1, (1 << 53) - 1)
-        return lastSeq
-    }
-
     // MARK: Ending
 
     /// The session is gone: queued changes and open event streams end with
     /// `error`. After a delete of its own the streams are left to end with
     /// the service's `deleted` event, normally.
-    private func end(with error: TopChromeError, streamsFinishing: Bool = true) {
+    func end(with error: TopChromeError, streamsFinishing: Bool = true) {
         guard ending == nil else { return }
         ending = error
         let dropped = queue
