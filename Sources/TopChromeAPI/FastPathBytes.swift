@@ -19,6 +19,7 @@ struct ByteReader {
     }
 
     /// `read` given a reader at the start of `body`; the reader must not outlive the call.
+    @inline(__always)
     static func reading<Result>(_ body: [UInt8], _ read: (inout ByteReader) -> Result) -> Result {
         body.withUnsafeBufferPointer { bytes in
             var reader = ByteReader(bytes: bytes)
@@ -26,23 +27,29 @@ struct ByteReader {
         }
     }
 
+    @inline(__always)
     var isAtEnd: Bool { index == bytes.count }
 
+    @inline(__always)
     var peek: UInt8? { index < bytes.count ? bytes[index] : nil }
 
+    @inline(__always)
     subscript(position: Int) -> UInt8 { bytes[position] }
 
+    @inline(__always)
     mutating func take(_ byte: UInt8) -> Bool {
         guard peek == byte else { return false }
         index += 1
         return true
     }
 
+    @inline(__always)
     mutating func skipWhitespace() {
         while let byte = peek, byte == 0x20 || byte == 0x0A || byte == 0x0D || byte == 0x09 { index += 1 }
     }
 
     /// How many ASCII digits were passed over.
+    @inline(__always)
     mutating func digits() -> Int {
         let start = index
         while let byte = peek, byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") { index += 1 }
@@ -50,6 +57,7 @@ struct ByteReader {
     }
 
     /// A JSON string without escapes or control characters, as the range of its bytes.
+    @inline(__always)
     mutating func plainString() -> Range<Int>? {
         guard take(UInt8(ascii: "\"")) else { return nil }
         let start = index
@@ -61,11 +69,13 @@ struct ByteReader {
         return start..<(index - 1)
     }
 
+    @inline(__always)
     func equals(_ range: Range<Int>, _ literal: StaticString) -> Bool {
         UnsafeBufferPointer(rebasing: bytes[range]).equals(literal)
     }
 
     /// The ASCII digits in `range` (at most 19, so they fit) as a number.
+    @inline(__always)
     func decimal(_ range: Range<Int>) -> UInt64 {
         var value: UInt64 = 0
         for position in range { value = value * 10 + UInt64(bytes[position] &- UInt8(ascii: "0")) }
@@ -97,6 +107,7 @@ struct ByteWriter {
     }
 
     /// What `write` wrote, in at most `capacity` bytes, appended to `array`.
+    @inline(__always)
     static func append(to array: inout [UInt8], capacity: Int, _ write: (inout ByteWriter) -> Void) {
         // Written on the stack and copied once into the array, grown by
         // `reserveCapacity`, whose allocation is specialized for bytes;
@@ -112,21 +123,26 @@ struct ByteWriter {
         }
     }
 
+    @inline(__always)
     mutating func write(_ byte: UInt8) {
         bytes[count] = byte
         count += 1
     }
 
+    @inline(__always)
     mutating func write(_ text: StaticString) {
         count = UnsafeMutableBufferPointer(rebasing: bytes[count...])
             .initialize(from: UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount)).1 + count
     }
 
-    mutating func write(_ text: String) {
+    /// Labelled apart from `write(_: StaticString)`, which a literal would otherwise not reach.
+    @inline(__always)
+    mutating func write(utf8Of text: String) {
         for byte in text.utf8 { write(byte) }
     }
 
     /// `value` in decimal.
+    @inline(__always)
     mutating func writeDecimal(_ value: UInt64) {
         var digitCount = 1, rest = value
         while rest >= 10 {
@@ -142,12 +158,14 @@ struct ByteWriter {
     }
 
     /// The id's 32 lowercase hex digits.
+    @inline(__always)
     mutating func writeHexDigits(of id: SessionID) {
         id.writeHexDigits(to: UnsafeMutableBufferPointer(rebasing: bytes[count...]))
         count += 32
     }
 
     /// The entity tag, in quotes, as a header holds it.
+    @inline(__always)
     mutating func writeQuoted(_ tag: EntityTag) {
         write(UInt8(ascii: "\""))
         count = tag.write(into: bytes, at: count)
@@ -155,6 +173,7 @@ struct ByteWriter {
     }
 
     /// The bytes written, to `use` while they last.
+    @inline(__always)
     fileprivate static func withBytes<Result>(capacity: Int, _ write: (inout ByteWriter) -> Void,
                                               _ use: (UnsafeBufferPointer<UInt8>) -> Result) -> Result {
         withUnsafeTemporaryAllocation(of: UInt8.self, capacity: capacity) { bytes in

@@ -49,7 +49,7 @@ enum ScrollReportFastPath {
 /// The grammar of a scroll report, over the bytes ``ByteReader`` reads.
 extension ByteReader {
     /// `{"contentOffsetY": n, "contentInsetTop": n, "axis": "…", "seq": n}` in any order.
-    mutating func report() -> ScrollReport? {
+    fileprivate mutating func report() -> ScrollReport? {
         guard take(UInt8(ascii: "{")) else { return nil }
         var offset: Double?, insetTop = 0.0, axis = ScrollReport.Axis.vertical, seq: UInt64?
         var seen: UInt8 = 0
@@ -75,7 +75,7 @@ extension ByteReader {
         }
     }
 
-    enum Field {
+    fileprivate enum Field {
         case contentOffsetY, contentInsetTop, axis, seq
         var bit: UInt8 {
             switch self {
@@ -87,7 +87,7 @@ extension ByteReader {
         }
     }
 
-    mutating func key() -> Field? {
+    fileprivate mutating func key() -> Field? {
         guard let text = plainString() else { return nil }
         if equals(text, "contentOffsetY") { return .contentOffsetY }
         if equals(text, "contentInsetTop") { return .contentInsetTop }
@@ -96,7 +96,7 @@ extension ByteReader {
         return nil
     }
 
-    mutating func axisName() -> ScrollReport.Axis? {
+    fileprivate mutating func axisName() -> ScrollReport.Axis? {
         guard let text = plainString() else { return nil }
         if equals(text, "vertical") { return .vertical }
         if equals(text, "horizontal") { return .horizontal }
@@ -105,7 +105,7 @@ extension ByteReader {
 
     /// A JSON number, converted as the strict reader's `Double(String)`
     /// converts it (correctly rounded); nil if not finite.
-    mutating func number() -> Double? {
+    fileprivate mutating func number() -> Double? {
         let start = index
         let isNegative = take(UInt8(ascii: "-"))
         let integerStart = index
@@ -136,7 +136,7 @@ extension ByteReader {
     }
 
     /// Powers of ten that a `Double` holds exactly.
-    private static let exactPowersOfTen: [Double] = (0...22).map { power in
+    fileprivate static let exactPowersOfTen: [Double] = (0...22).map { power in
         (0..<power).reduce(1.0) { product, _ in product * 10 }
     }
 
@@ -162,7 +162,7 @@ extension ByteReader {
     }
 
     /// A plain integer literal within `ScrollReport.allowedSeqs`.
-    mutating func sequenceNumber() -> UInt64? {
+    fileprivate mutating func sequenceNumber() -> UInt64? {
         let start = index
         guard digits() > 0, index - start <= 16, self[start] != UInt8(ascii: "0") || index - start == 1 else {
             return nil

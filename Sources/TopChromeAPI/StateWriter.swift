@@ -42,7 +42,7 @@ enum StateWriter {
             if whole < 0 { writer.write(UInt8(ascii: "-")) }
             writer.writeDecimal(whole.magnitude)
         } else {
-            writer.write(String(value))
+            writer.write(utf8Of: String(value))
         }
     }
 }

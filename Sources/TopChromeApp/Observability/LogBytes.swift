@@ -76,11 +76,13 @@ struct LogBytes: ~Copyable {
         text.withUTF8 { append($0) }
     }
 
+    @inline(__always)
     mutating func append(_ bytes: [UInt8]) {
         bytes.withUnsafeBufferPointer { append($0) }
     }
 
     /// `text`, in quotes if it holds a space, so that it stays one field of a text line.
+    @inline(__always)
     mutating func appendQuotedIfSpaced(_ text: String) {
         var text = text
         text.withUTF8 { utf8 in

@@ -3,43 +3,6 @@ import Glibc
 #endif
 import Locking
 
-public enum LogLevel: Int, Sendable, Comparable, CaseIterable {
-    case debug, info, warn, error
-
-    public var name: String { staticName.description }
-
-    /// As written in every log line.
-    var staticName: StaticString {
-        switch self {
-        case .debug: "debug"
-        case .info: "info"
-        case .warn: "warn"
-        case .error: "error"
-        }
-    }
-
-    public init?(name: String) {
-        guard let level = Self.allCases.first(where: { $0.name == name }) else { return nil }
-        self = level
-    }
-
-    public static func < (a: LogLevel, b: LogLevel) -> Bool { a.rawValue < b.rawValue }
-}
-
-public enum LogFormat: String, Sendable, CaseIterable {
-    /// One JSON object per line, for log collectors.
-    case json
-    /// `time level message key=value …`, for people.
-    case text
-}
-
-/// A field's value in a log line.
-public enum LogValue: Sendable {
-    case string(String)
-    case int(Int)
-    case milliseconds(Double)
-}
-
 /// Structured log lines, to one stream or (warnings and errors) two.
 ///
 /// The access log writes a line per request, so a line must cost little next
@@ -222,7 +185,8 @@ enum LineHead {
 private final class LineBuffer {
     let lock = PthreadLock()
     /// Grows to a little over the flush threshold, once, on a thread that
-    /// logs; nil only while a line is being written into it, under `lock`.
-    var bytes: LogBytes? = LogBytes(capacity: 1024)
+    /// logs; nil only while a line is being written into it, under `lock`
+    /// (which keeps accesses apart, so they are not checked at run time).
+    @exclusivity(unchecked) var bytes: LogBytes? = LogBytes(capacity: 1024)
     var timestamps = TimestampCache()
 }
