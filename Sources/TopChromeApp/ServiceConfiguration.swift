@@ -8,6 +8,8 @@ import TopChromeCore
 
 /// Everything an operator can set, from flags or their `TOPCHROME_*`
 /// environment twins (flags win, so a one-off run can override a container's environment).
+/// The initial values here are the defaults, which `--help` reads
+/// (``ServiceConfiguration/Option``).
 public struct ServiceConfiguration: Sendable, Equatable {
     public var host = "127.0.0.1"
     public var port = 8080
