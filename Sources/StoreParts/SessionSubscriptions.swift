@@ -5,7 +5,7 @@ import TopChromeCore
 /// Subscribers by session, in shards with a lock each so changes to
 /// different sessions do not wait for one another. A store collects each
 /// change's subscribers while holding the session, and delivers after
-/// releasing it through a ``ChangeOutbox``, which keeps each session's changes in order.
+/// releasing it through a `ChangeOutbox`, which keeps each session's changes in order.
 public final class SessionSubscriptions: Sendable {
     public struct Limits: Sendable, Hashable {
         public var total: Int

@@ -1,5 +1,5 @@
 /// Someone told of one session's changes: every change after the state
-/// ``SessionChangeFeed/requestSubscribe(_:to:)`` answered, in order, then its removal.
+/// `SessionChangeFeed.requestSubscribe(_:to:)` answered, in order, then its removal.
 public protocol SessionSubscriber: AnyObject, Sendable {
     /// The session changed. Returns whether to stay subscribed. Called in
     /// order, one change at a time, after the store released the session:
