@@ -23,7 +23,7 @@ test:
 
 ## The fast loop: core and API unit tests, no sockets.
 test-quick:
-	$(SWIFT) test --filter 'TopChromeCoreTests|MicroHTTPDTests|TopChromeAPITests|TopChromeAppTests'
+	$(SWIFT) test --filter 'TopChromeCoreTests|MemorySessionStoreTests|MicroHTTPDTests|TopChromeAPITests|TopChromeAppTests'
 
 ## The v1 live tests once more, every server keeping its sessions in a Redis
 ## the tests start (tests that need the memory store use it still).

@@ -15,8 +15,18 @@ let package = Package(
         .executable(name: "topchrome-watch", targets: ["topchrome-watch"]),
     ],
     targets: [
-        // The domain: state, rules, session store and its change feed. No HTTP, no C, no I/O.
-        .target(name: "TopChromeCore", dependencies: ["Locking"]),
+        // The domain: state, rules, ids, reports and the store interface, in
+        // the Swift standard library alone (no imports, no dependencies), so
+        // that an app can link it. SourceBoundaryTests keep it so.
+        .target(name: "TopChromeCore"),
+
+        // What every store shares with the API across threads: the change
+        // feed and who watches which session, and the rules' running counts.
+        .target(name: "StoreParts", dependencies: ["TopChromeCore", "Locking"]),
+
+        // Sessions in this process: sharded tables of packed slots, idle
+        // expiry, changes told to watchers after a shard's lock is released.
+        .target(name: "MemorySessionStore", dependencies: ["TopChromeCore", "StoreParts"]),
 
         // A strict RFC 8259 reader and a small writer for request and response bodies.
         .target(name: "StrictJSON"),
@@ -32,7 +42,8 @@ let package = Package(
             providers: [.apt(["libmicrohttpd-dev", "libgnutls28-dev"])]
         ),
 
-        // One lock for state that threads share: a pthread mutex (see PthreadLock.swift for why).
+        // State that threads share: one lock, a pthread mutex (see
+        // PthreadLock.swift for why), and counters striped across threads.
         .target(name: "Locking"),
 
         // A small general HTTP/1.1 server over libmicrohttpd; knows nothing of TopChrome.
@@ -65,16 +76,16 @@ let package = Package(
         // shared vectors in its tests.
         .target(
             name: "RedisSessionStore",
-            dependencies: ["TopChromeCore", "Redis", "Locking"],
+            dependencies: ["TopChromeCore", "StoreParts", "Redis", "Locking"],
             exclude: ["topchrome.lua"],
             plugins: ["EmbedFunctionLibrary"]
         ),
 
         // The v1 API: routing, JSON in and out, problem details, watchers, /metrics.
-        // Sees the store only through the core's SessionStore and SessionChangeFeed.
+        // Sees the store only through the core's SessionStore and StoreParts' SessionChangeFeed.
         .target(
             name: "TopChromeAPI",
-            dependencies: ["TopChromeCore", "MicroHTTPD", "StrictJSON", "Locking", "BuildInfo"],
+            dependencies: ["TopChromeCore", "StoreParts", "MicroHTTPD", "StrictJSON", "Locking", "BuildInfo"],
             plugins: ["EmbedOpenAPI"]
         ),
 
@@ -86,12 +97,12 @@ let package = Package(
         // set up, the state file, logs, and what runs periodically.
         .target(
             name: "TopChromeApp",
-            dependencies: ["TopChromeAPI", "TopChromeCore", "MicroHTTPD", "StrictJSON", "SessionSnapshots", "Locking",
-                           "Redis", "RedisSessionStore", "BuildInfo"]
+            dependencies: ["TopChromeAPI", "TopChromeCore", "StoreParts", "MemorySessionStore", "MicroHTTPD", "StrictJSON",
+                           "SessionSnapshots", "Locking", "Redis", "RedisSessionStore", "BuildInfo"]
         ),
 
-        // `make bench`: the core's cost per scroll report, without HTTP.
-        .executableTarget(name: "TopChromeBench", dependencies: ["TopChromeCore"]),
+        // `make bench`: the memory store's cost per scroll report, without HTTP.
+        .executableTarget(name: "TopChromeBench", dependencies: ["TopChromeCore", "MemorySessionStore"]),
 
         // Build-time only: compiles the top-level openapi.yaml into TopChromeAPI.
         .executableTarget(name: "EmbedFile"),
@@ -129,13 +140,14 @@ let package = Package(
         // a plain build replays inputs through the same checks.
         .executableTarget(
             name: "TopChromeFuzz",
-            dependencies: ["TopChromeApp", "TopChromeAPI", "TopChromeCore", "MicroHTTPD", "StrictJSON", "SessionSnapshots", "TopChromeClient",
-                           "Redis", "RedisSessionStore"]
+            dependencies: ["TopChromeApp", "TopChromeAPI", "TopChromeCore", "StoreParts", "MemorySessionStore", "MicroHTTPD",
+                           "StrictJSON", "SessionSnapshots", "TopChromeClient", "Redis", "RedisSessionStore"]
         ),
 
         .testTarget(name: "TopChromeCoreTests", dependencies: ["TopChromeCore"]),
+        .testTarget(name: "MemorySessionStoreTests", dependencies: ["MemorySessionStore", "StoreParts", "TopChromeCore"]),
         .testTarget(name: "StrictJSONTests", dependencies: ["StrictJSON"]),
-        .testTarget(name: "SessionSnapshotsTests", dependencies: ["SessionSnapshots"]),
+        .testTarget(name: "SessionSnapshotsTests", dependencies: ["SessionSnapshots", "MemorySessionStore"]),
         .testTarget(name: "LockingTests", dependencies: ["Locking"]),
         .testTarget(name: "MicroHTTPDTests", dependencies: ["MicroHTTPD"]),
         // Real redis-server instances and clusters for tests, started and stopped by them.
@@ -143,9 +155,9 @@ let package = Package(
         .testTarget(name: "RedisTests", dependencies: ["Redis", "RedisTestSupport"]),
         .testTarget(
             name: "RedisSessionStoreTests",
-            dependencies: ["RedisSessionStore", "TopChromeCore", "Redis", "RedisTestSupport"]
+            dependencies: ["RedisSessionStore", "TopChromeCore", "StoreParts", "MemorySessionStore", "Redis", "RedisTestSupport"]
         ),
-        .testTarget(name: "TopChromeAPITests", dependencies: ["TopChromeAPI", "StrictJSON"]),
+        .testTarget(name: "TopChromeAPITests", dependencies: ["TopChromeAPI", "StoreParts", "MemorySessionStore", "StrictJSON"]),
         .testTarget(name: "TopChromeAppTests", dependencies: ["TopChromeApp", "TopChromeAPI", "StrictJSON"]),
         .testTarget(
             name: "LiveServerTests",

@@ -1,6 +1,7 @@
 import Dispatch
 import Locking
 import Redis
+import StoreParts
 import TopChromeCore
 
 /// Changes of sessions in Redis, for this replica's watchers, whichever

@@ -1,4 +1,5 @@
 import Redis
+import StoreParts
 import TopChromeCore
 
 /// Sessions in Redis or a Redis Cluster, shared by every replica of the

@@ -1,4 +1,5 @@
 import MicroHTTPD
+import StoreParts
 import StrictJSON
 import Synchronization
 import TopChromeCore

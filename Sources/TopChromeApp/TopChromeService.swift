@@ -4,10 +4,12 @@ import Glibc
 import BuildInfo
 import Dispatch
 import Locking
+import MemorySessionStore
 import MicroHTTPD
 import Redis
 import RedisSessionStore
 import SessionSnapshots
+import StoreParts
 import TopChromeAPI
 import TopChromeCore
 

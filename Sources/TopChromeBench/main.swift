@@ -1,3 +1,4 @@
+import MemorySessionStore
 import TopChromeCore
 
 // The core without HTTP: nanoseconds per scroll report applied by the rules

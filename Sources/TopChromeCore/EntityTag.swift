@@ -42,22 +42,6 @@ public struct StateTag: Sendable, Hashable {
         }
         bits = value
     }
-
-    /// Writes the twelve hex digits at `destination`.
-    public func writeHex(to destination: UnsafeMutablePointer<UInt8>) {
-        for index in 0..<Self.hexDigits {
-            let nibble = UInt8(truncatingIfNeeded: bits &>> UInt64(44 - 4 * index)) & 0xF
-            destination[index] = nibble < 10 ? UInt8(ascii: "0") &+ nibble : UInt8(ascii: "a") &+ (nibble &- 10)
-        }
-    }
-
-    /// The twelve hex digits.
-    public var hex: [UInt8] {
-        [UInt8](unsafeUninitializedCapacity: Self.hexDigits) { buffer, initialized in
-            writeHex(to: buffer.baseAddress!)
-            initialized = Self.hexDigits
-        }
-    }
 }
 
 /// A state's name for clients, `<version>.<tag>`: the ETag (quoted) and the
@@ -86,30 +70,5 @@ public struct EntityTag: Sendable, Hashable, CustomStringConvertible {
               let version = UInt64(String(decoding: digits, as: UTF8.self)),
               let tag = StateTag(hex: text[text.index(after: dot)...]) else { return nil }
         self.init(version: version, tag: tag)
-    }
-
-    /// Writes the text at `start`; returns the index after it. `bytes` needs
-    /// `maxLength` bytes from `start`.
-    public func write(into bytes: UnsafeMutableBufferPointer<UInt8>, at start: Int) -> Int {
-        var digits = 0
-        var rest = version
-        repeat {
-            digits += 1
-            rest /= 10
-        } while rest > 0
-        rest = version
-        for index in stride(from: start + digits - 1, through: start, by: -1) {
-            bytes[index] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: rest % 10)
-            rest /= 10
-        }
-        bytes[start + digits] = UInt8(ascii: ".")
-        tag.writeHex(to: bytes.baseAddress! + start + digits + 1)
-        return start + digits + 1 + StateTag.hexDigits
-    }
-
-    public var description: String {
-        String(unsafeUninitializedCapacity: Self.maxLength) { buffer in
-            write(into: buffer, at: 0)
-        }
     }
 }

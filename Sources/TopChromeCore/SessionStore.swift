@@ -17,7 +17,7 @@ public struct Session: Sendable, Hashable {
     }
 }
 
-/// What a store publishes to its ``SessionSubscriptions``, in the order it happened to each session.
+/// What a store publishes to its subscriptions (`SessionSubscriptions`), in the order it happened to each session.
 public enum SessionEvent: Sendable, Hashable {
     /// The chrome changed; the session as it is now.
     case changed(Session)

@@ -1,5 +1,3 @@
-import Locking
-
 /// Why a store gave no answer. Each case is something a client can retry;
 /// none of them means other sessions were touched.
 public enum StoreError: Error, Sendable, Hashable {
@@ -22,40 +20,18 @@ public typealias StoreReply<Value> = @Sendable (Result<Value, StoreError>) -> Vo
 /// so that no server thread ever waits for the network.
 public enum StoreAnswer<Value: Sendable>: Sendable {
     case now(Result<Value, StoreError>)
-    case later(PendingAnswer<Value>)
+    case later(any LaterAnswer<Value>)
 }
 
 /// An answer that comes later, on a thread of the store's. The store
-/// completes it once; the caller says once what to do with it. Either may
-/// come first: the reply can beat the caller to it.
-public final class PendingAnswer<Value: Sendable>: @unchecked Sendable {
-    private let lock = PthreadLock()
-    private var result: Result<Value, StoreError>?
-    private var handler: StoreReply<Value>?
-
-    public init() {}
-
-    /// The store's answer. Only the first counts.
-    public func complete(with result: Result<Value, StoreError>) {
-        let handler = lock.withLock { () -> StoreReply<Value>? in
-            guard self.result == nil else { return nil }
-            self.result = result
-            defer { self.handler = nil }
-            return self.handler
-        }
-        // Outside the lock: the handler may take its time (answer a request, start a watch).
-        handler?(result)
-    }
+/// completes it once; the caller says once what to do with it. A protocol,
+/// so that the core needs no lock: the store that answers later brings one.
+public protocol LaterAnswer<Value>: AnyObject, Sendable {
+    associatedtype Value: Sendable
 
     /// `handler` runs with the answer once it is there: now, on this thread,
     /// if it already is. Set it once.
-    public func whenAnswered(_ handler: @escaping StoreReply<Value>) {
-        let ready = lock.withLock { () -> Result<Value, StoreError>? in
-            if result == nil { self.handler = handler }
-            return result
-        }
-        if let ready { handler(ready) }
-    }
+    func whenAnswered(_ handler: @escaping StoreReply<Value>)
 }
 
 /// Whether a store can serve now, for `/readyz` and `/metrics`.

@@ -1,10 +1,11 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import MemorySessionStore
 import MicroHTTPD
 import StrictJSON
-import TopChromeCore
 import TopChromeApp
+import TopChromeCore
 
 /// The real service, never started: requests go straight to its `SessionAPI`.
 /// Small limits, so that every limit is within a fuzzer's reach.

@@ -1,4 +1,5 @@
 import Foundation
+import MemorySessionStore
 import Redis
 import RedisSessionStore
 import RedisTestSupport

@@ -1,4 +1,5 @@
 import Foundation
+import MemorySessionStore
 @testable import SessionSnapshots
 import Testing
 import TopChromeCore

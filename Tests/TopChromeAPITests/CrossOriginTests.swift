@@ -1,3 +1,4 @@
+import MemorySessionStore
 @testable import MicroHTTPD
 import Testing
 @testable import TopChromeAPI

@@ -2,9 +2,10 @@
 import Glibc
 #endif
 import MicroHTTPD
+import StoreParts
 import Testing
-@testable import TopChromeCore
 @testable import TopChromeAPI
+@testable import TopChromeCore
 
 @Suite struct ServiceMetricsTests {
     func exchange(_ method: String, _ status: Int, milliseconds: Int64 = 1) -> HTTPExchange {

@@ -1,8 +1,9 @@
+import MemorySessionStore
 @testable import MicroHTTPD
 import StrictJSON
 import Testing
-import TopChromeCore
 @testable import TopChromeAPI
+import TopChromeCore
 
 /// The hand-written state body must be byte for byte what the general JSON
 /// writer makes of the same state.

@@ -2,7 +2,9 @@
 import Glibc
 #endif
 import BuildInfo
+import Locking
 import MicroHTTPD
+import StoreParts
 import Synchronization
 import TopChromeCore
 

@@ -1,3 +1,4 @@
+import StoreParts
 import TopChromeCore
 
 /// Someone waiting to learn of a session's changes: an event stream or a long-poll.

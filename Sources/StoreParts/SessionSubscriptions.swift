@@ -1,94 +1,11 @@
+import Locking
 import Synchronization
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
-
-/// One change of a session as subscribers receive it, made once however
-/// many subscribe: one change may fan out to thousands of watchers.
-public final class SessionChange: @unchecked Sendable {
-    public let session: Session
-    /// The state read again after a feed lost its source for a while, not
-    /// one change: it may even be older than one already delivered, since a
-    /// failover can lose the last acknowledged changes. Deliver it if its
-    /// entity tag differs from the one delivered last, not only if its
-    /// version is greater.
-    public let isResynchronization: Bool
-    private var rendered: [UInt8]?
-
-    public init(_ session: Session, isResynchronization: Bool = false) {
-        self.session = session
-        self.isResynchronization = isResynchronization
-    }
-
-    /// What `render` makes of the change, made by the first subscriber that
-    /// asks and reused by the others. Subscribers are told of a change one
-    /// at a time, so no two threads ask at once.
-    public func rendering(_ render: (Session) -> [UInt8]) -> [UInt8] {
-        if let rendered { return rendered }
-        let bytes = render(session)
-        rendered = bytes
-        return bytes
-    }
-}
-
-/// Someone told of one session's changes: every change after the state
-/// ``SessionChangeFeed/requestSubscribe(_:to:)`` answered, in order, then its removal.
-public protocol SessionSubscriber: AnyObject, Sendable {
-    /// The session changed. Returns whether to stay subscribed. Called in
-    /// order, one change at a time, after the store released the session:
-    /// a slow subscriber holds up only the delivery of later changes.
-    func sessionChanged(_ change: SessionChange) -> Bool
-    /// The session is gone (deleted or expired); the subscription ends with it.
-    func sessionRemoved(_ id: SessionID)
-    /// The feed stopped hearing the session's changes (a remote feed lost
-    /// its source): until a resynchronized change comes, the state last
-    /// delivered may be stale. Returns whether to stay subscribed.
-    func sessionUnheard(_ id: SessionID) -> Bool
-}
-
-extension SessionSubscriber {
-    /// Most subscribers wait for the resynchronized change.
-    public func sessionUnheard(_ id: SessionID) -> Bool { true }
-}
-
-/// Why a feed refused a subscription; a client can retry later.
-public enum SubscriptionRefusal: Error, Hashable {
-    case tooManySubscribers(limit: Int)
-    case tooManyForSession(limit: Int)
-}
-
-/// A store's changes, per session, for those who watch them. The store
-/// publishes and subscribers listen; the store never knows who they are.
-/// The memory store publishes in-process; a networked store publishes what
-/// reaches it from elsewhere (pub/sub) through the same subscriptions.
-///
-/// A feed that loses its source (a dropped connection, a moved shard) gets
-/// it back, reads each watched session again and publishes it as a
-/// ``SessionChange/isResynchronization`` change: changes published
-/// meanwhile may be lost, the state after it is what the store holds.
-public protocol SessionChangeFeed: Sendable {
-    /// Who is subscribed to which session.
-    var subscriptions: SessionSubscriptions { get }
-
-    /// Subscribes to `id`; the answer is the session as it is once the feed
-    /// listens to it (at once in this process, later for a networked feed),
-    /// and every change after that state reaches `subscriber`, none missed
-    /// (possibly even before the answer comes, on another thread). Nil, or
-    /// an error, and there is no subscription. A refusal (too many
-    /// subscribers) comes at once.
-    func requestSubscribe(_ subscriber: any SessionSubscriber, to id: SessionID)
-        throws(SubscriptionRefusal) -> StoreAnswer<Session?>
-
-    /// Ends a subscription; nothing if there is none.
-    func unsubscribe(_ subscriber: any SessionSubscriber, from id: SessionID)
-}
+import TopChromeCore
 
 /// Subscribers by session, in shards with a lock each so changes to
 /// different sessions do not wait for one another. A store collects each
 /// change's subscribers while holding the session, and delivers after
-/// releasing it through a ``ChangeOutbox``, which keeps each session's changes in order.
+/// releasing it through a `ChangeOutbox`, which keeps each session's changes in order.
 public final class SessionSubscriptions: Sendable {
     public struct Limits: Sendable, Hashable {
         public var total: Int
@@ -256,26 +173,13 @@ public final class SessionSubscriptions: Sendable {
         var lookups = 0
     }
 
-    /// A pthread mutex, not `Mutex`: the thread sanitizer reports false
-    /// races on `Mutex` with this toolchain.
+    /// One shard's subscribers, touched only under its lock.
     private final class Shard: @unchecked Sendable {
-        private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+        private let lock = PthreadLock()
         private var contents = Contents()
 
-        init() {
-            mutex.initialize(to: pthread_mutex_t())
-            precondition(pthread_mutex_init(mutex, nil) == 0, "pthread_mutex_init failed")
-        }
-
-        deinit {
-            pthread_mutex_destroy(mutex)
-            mutex.deallocate()
-        }
-
         func withLock<Result>(_ body: (inout Contents) -> Result) -> Result {
-            pthread_mutex_lock(mutex)
-            defer { pthread_mutex_unlock(mutex) }
-            return body(&contents)
+            lock.withLock { body(&contents) }
         }
     }
 }

@@ -1,5 +1,6 @@
 import Testing
-@testable import TopChromeCore
+@testable import MemorySessionStore
+import TopChromeCore
 
 @Suite struct IdleClockTests {
     private static let timeouts: [Duration] = [

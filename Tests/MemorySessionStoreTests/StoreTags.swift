@@ -1,3 +1,4 @@
+import MemorySessionStore
 import TopChromeCore
 
 extension InMemorySessionStore {

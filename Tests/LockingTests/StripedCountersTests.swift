@@ -1,6 +1,6 @@
 import Dispatch
 import Testing
-@testable import TopChromeCore
+import Locking
 
 @Suite struct StripedCountersTests {
     /// Adds from many threads land on different stripes; every one is counted.

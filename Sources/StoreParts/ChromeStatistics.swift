@@ -1,3 +1,6 @@
+import Locking
+import TopChromeCore
+
 /// Running counts of what the rules did across all sessions, for operators:
 /// how many reports counted, how many were ignored and why, how often the
 /// island flipped.

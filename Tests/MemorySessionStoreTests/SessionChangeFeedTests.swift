@@ -1,4 +1,6 @@
 import Foundation
+import MemorySessionStore
+import StoreParts
 import Testing
 import TopChromeCore
 

@@ -4,6 +4,8 @@ import Glibc
 #elseif canImport(Musl)
 import Musl
 #endif
+import StoreParts
+import TopChromeCore
 
 /// Sessions in memory, split into shards with a lock each, so that clients
 /// of different sessions rarely wait for one another while all changes to
@@ -69,10 +71,6 @@ public final class InMemorySessionStore: SessionStore, SessionChangeFeed {
         self.epoch = epoch
     }
 
-    deinit {
-        shards.deallocate()
-    }
-
     /// Time since the process started, on a clock that never goes back.
     /// On Linux the coarse monotonic clock (a few milliseconds' resolution):
     /// it is read on every request, and a precise read costs 20–40 ns here,
@@ -124,14 +122,14 @@ public final class InMemorySessionStore: SessionStore, SessionChangeFeed {
     }
 
     public func apply(_ inputs: [ChromeInput], to id: SessionID, if condition: VersionCondition) -> StoreOutcome {
-        inputs.withUnsafeBufferPointer { applying($0, to: id, if: condition) }
+        applying(inputs, to: id, if: condition)
     }
 
     public func apply(_ input: ChromeInput, to id: SessionID, if condition: VersionCondition) -> StoreOutcome {
-        withUnsafePointer(to: input) { applying(UnsafeBufferPointer(start: $0, count: 1), to: id, if: condition) }
+        applying(CollectionOfOne(input), to: id, if: condition)
     }
 
-    private func applying(_ inputs: UnsafeBufferPointer<ChromeInput>, to id: SessionID,
+    private func applying(_ inputs: some Collection<ChromeInput>, to id: SessionID,
                           if condition: VersionCondition) -> StoreOutcome {
         let tick = currentTick()
         let shard = shard(for: id)

@@ -1,4 +1,5 @@
 import Foundation
+import MemorySessionStore
 import Synchronization
 import Testing
 import TopChromeCore

@@ -3,6 +3,7 @@ import Glibc
 #elseif canImport(Musl)
 import Musl
 #endif
+import TopChromeCore
 
 // The memory store's shards: each a lock and the sessions it guards.
 
@@ -80,13 +81,13 @@ struct ShardSessions: ~Copyable {
     }
 }
 
-/// The shards, in one allocation the store frees in its deinit: a shard
+/// The shards, in one allocation freed with them: a shard
 /// object would be retained and released on every call and its sessions
 /// checked for exclusive access, which together cost as much as the rest of
 /// applying a report. Shards lie 128 bytes apart so threads on different
 /// shards do not share cache lines. Sendable because a shard's sessions are
 /// only ever touched under its mutex.
-struct Shards: @unchecked Sendable {
+struct Shards: ~Copyable, @unchecked Sendable {
     private static let sessionsOffset = roundUp(MemoryLayout<pthread_mutex_t>.size, to: 64)
     fileprivate static let stride = roundUp(sessionsOffset + MemoryLayout<ShardSessions>.size, to: 128)
 
@@ -106,7 +107,7 @@ struct Shards: @unchecked Sendable {
         }
     }
 
-    func deallocate() {
+    deinit {
         for index in 0..<count {
             let shard = self[index]
             shard.sessions.deinitialize(count: 1)

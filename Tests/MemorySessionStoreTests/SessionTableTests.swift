@@ -1,5 +1,6 @@
 import Testing
-@testable import TopChromeCore
+@testable import MemorySessionStore
+import TopChromeCore
 
 /// SplitMix64: random yet repeatable, so a failing run can be replayed.
 struct SeededGenerator: RandomNumberGenerator {

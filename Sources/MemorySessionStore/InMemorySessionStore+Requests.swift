@@ -1,3 +1,5 @@
+import TopChromeCore
+
 /// The store as the API sees it: every answer comes `.now`, on the calling
 /// thread, with nothing allocated for it.
 extension InMemorySessionStore {

@@ -1,5 +1,6 @@
 import Testing
-@testable import TopChromeCore
+@testable import MemorySessionStore
+import TopChromeCore
 
 /// The store over its compact table: states no slot can hold, the 23-bit
 /// idle clock, restore and snapshot, and a run against a plain model.

@@ -1,3 +1,5 @@
+import TopChromeCore
+
 /// One session as a shard keeps it: 40 bytes and no references, so a
 /// million sessions cost about as much as the same table in C would and
 /// the allocator and reference counting stay out of the way.

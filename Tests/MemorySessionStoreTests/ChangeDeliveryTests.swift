@@ -1,5 +1,7 @@
 import Dispatch
 import Foundation
+import MemorySessionStore
+import StoreParts
 import Testing
 import TopChromeCore
 
