@@ -59,45 +59,45 @@ free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1
 
 # count STORE COMMAND...: starts the server under callgrind and counts each workload.
 count() {
-store=$1
-shift
-port=$(free_port)
-base="http://127.0.0.1:$port"
-command=("${@//\{port\}/$port}")
-# Counting starts off: start-up and session creation are not requests' cost.
-valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$work/callgrind.%p" \
-  "${command[@]}" >"$work/server.log" 2>&1 &
-pid=$!
-for _ in $(seq 600); do  # valgrind takes seconds to start the server
-  [ "$(curl -s -o /dev/null -w '%{http_code}' "$base/readyz")" = 200 ] && break  # ready: a Redis store has connected
-  kill -0 "$pid" 2>/dev/null || { cat "$work/server.log" >&2; exit 1; }
-  sleep 0.1
-done
-create_sessions "$base" "$SESSIONS" "$work/ids"
-export BENCH_LUA_DIR="$PWD/Benchmarks/wrk" IDS_FILE="$work/ids"
-
-echo "# $(date -u +%Y-%m-%dT%H:%MZ) ${command[*]}"
-echo "# wrk -t1 -c$WRK_CONNS, $COUNTED counted after $WARMUP; instructions per request"
-printf '%-8s %-8s %9s %12s %10s %10s\n' store workload requests all memset rest
-for workload in $WORKLOADS; do
-  wrk -t1 -c"$WRK_CONNS" -d"$WARMUP" -s "$BENCH_LUA_DIR/$workload.lua" "$base" >/dev/null
-  callgrind_control --zero "$pid" >/dev/null 2>&1
-  callgrind_control --instr=on "$pid" >/dev/null 2>&1
-  requests=$(wrk -t1 -c"$WRK_CONNS" -d"$COUNTED" -s "$BENCH_LUA_DIR/$workload.lua" "$base" |
-    awk '/requests in/ { print $1 }')
-  callgrind_control --instr=off "$pid" >/dev/null 2>&1
-  rm -f "$work"/callgrind.*.*
-  callgrind_control --dump="$workload" "$pid" >/dev/null 2>&1
-  dump=
-  for _ in $(seq 100); do  # the server writes the dump on a thread of its own; its last line is the total
-    dump=$(ls "$work"/callgrind.*.* 2>/dev/null | head -n 1)
-    [ -n "$dump" ] && grep -q '^totals:' "$dump" && break
-    dump=
+  store=$1
+  shift
+  port=$(free_port)
+  base="http://127.0.0.1:$port"
+  command=("${@//\{port\}/$port}")
+  # Counting starts off: start-up and session creation are not requests' cost.
+  valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$work/callgrind.%p" \
+    "${command[@]}" >"$work/server.log" 2>&1 &
+  pid=$!
+  for _ in $(seq 600); do  # valgrind takes seconds to start the server
+    [ "$(curl -s -o /dev/null -w '%{http_code}' "$base/readyz")" = 200 ] && break  # ready: a Redis store has connected
+    kill -0 "$pid" 2>/dev/null || { cat "$work/server.log" >&2; exit 1; }
     sleep 0.1
   done
-  [ -n "$dump" ] || { echo "no callgrind dump for $workload" >&2; exit 1; }
-  [ -n "$KEEP" ] && cp "$dump" "$KEEP/$store-$workload.callgrind"
-  python3 - "$store" "$workload" "$requests" "$dump" <<'PY' | tee -a "$work/counts"
+  create_sessions "$base" "$SESSIONS" "$work/ids"
+  export BENCH_LUA_DIR="$PWD/Benchmarks/wrk" IDS_FILE="$work/ids"
+
+  echo "# $(date -u +%Y-%m-%dT%H:%MZ) ${command[*]}"
+  echo "# wrk -t1 -c$WRK_CONNS, $COUNTED counted after $WARMUP; instructions per request"
+  printf '%-8s %-8s %9s %12s %10s %10s\n' store workload requests all memset rest
+  for workload in $WORKLOADS; do
+    wrk -t1 -c"$WRK_CONNS" -d"$WARMUP" -s "$BENCH_LUA_DIR/$workload.lua" "$base" >/dev/null
+    callgrind_control --zero "$pid" >/dev/null 2>&1
+    callgrind_control --instr=on "$pid" >/dev/null 2>&1
+    requests=$(wrk -t1 -c"$WRK_CONNS" -d"$COUNTED" -s "$BENCH_LUA_DIR/$workload.lua" "$base" |
+      awk '/requests in/ { print $1 }')
+    callgrind_control --instr=off "$pid" >/dev/null 2>&1
+    rm -f "$work"/callgrind.*.*
+    callgrind_control --dump="$workload" "$pid" >/dev/null 2>&1
+    dump=
+    for _ in $(seq 100); do  # the server writes the dump on a thread of its own; its last line is the total
+      dump=$(ls "$work"/callgrind.*.* 2>/dev/null | head -n 1)
+      [ -n "$dump" ] && grep -q '^totals:' "$dump" && break
+      dump=
+      sleep 0.1
+    done
+    [ -n "$dump" ] || { echo "no callgrind dump for $workload" >&2; exit 1; }
+    [ -n "$KEEP" ] && cp "$dump" "$KEEP/$store-$workload.callgrind"
+    python3 - "$store" "$workload" "$requests" "$dump" <<'PY' | tee -a "$work/counts"
 import re, subprocess, sys
 store, workload, requests, dump = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
 text = open(dump).read()
@@ -107,9 +107,9 @@ listing = subprocess.run(["callgrind_annotate", "--threshold=100", dump], captur
 memset = sum(int(m.group(1).replace(",", "")) for m in re.finditer(r"^\s*([\d,]+) .*:\S*memset\S* \[", listing, re.M))
 print(f"{store:<8} {workload:<8} {requests:>9} {total / requests:>12.0f} {memset / requests:>10.0f} {(total - memset) / requests:>10.0f}")
 PY
-done
-kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null || true
-pid=
+  done
+  kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null || true
+  pid=
 }
 
 : > "$work/counts"
