@@ -1,13 +1,21 @@
 #!/usr/bin/env bash
-# The Redis store's figures (BENCHMARKS.md "Redis store", issue 12):
+# The Redis store's figures (BENCHMARKS.md "Redis store", issues 12 and 26):
 #   1. the ceiling: redis-benchmark calling the library's apply itself, the
-#      arguments a scroll report becomes, at 32 connections, pipelined and not;
-#   2. POST scroll through one replica (wrk, 32 connections) on one Redis and
-#      on a 3-primary cluster: req/s, p99, CPU per request of the replica and
-#      of Redis, and how the two cores were shared (replica, Redis, the rest);
+#      arguments a scroll report becomes: 32 connections pipelined 16 deep,
+#      32 not pipelined, and one connection pipelined 32 deep (the shape one
+#      replica's connection to a node allows);
+#   2. POST scroll through one replica (wrk, 32 connections) on the memory
+#      store and on one Redis, in alternating rounds, and on a 3-primary
+#      cluster: req/s, p99, CPU per request of the replica and of Redis, how
+#      the cores were shared (replica, Redis, wrk, the rest, idle), and how
+#      many calls Redis read per read of its sockets;
 #   3. a change on replica A seen by a watcher on replica B (1 watcher), and
 #      by 1,000 watchers of one session spread over A and B;
-#   4. Redis memory per session (MEMORY USAGE, used_memory per 100k).
+#   4. Redis memory per session (MEMORY USAGE, used_memory per 100k);
+#   5. instructions per scroll on each store (scripts/bench-instructions.sh);
+# then each of issue 26's ratios with its target, and the capacity model:
+# requests per second per core of replica and of Redis, and the cores
+# 100,000 and 1,000,000 scroll reports per second need.
 # Medians of RUNS runs. Starts its own redis-server(s) on free loopback
 # ports and stops everything it started on exit. Missing a target is
 # reported, not a failure; a non-2xx answer or a lost event is a failure.
@@ -17,11 +25,12 @@
 # latency run of 1,000 watchers) ROUNDS_ONE=200 (of 1 watcher) MEMORY_SESSIONS=100000
 # THREADS= (replica --threads; default: cores) LOG_LEVEL=info (the replicas'
 # --log-level: info, the default users run, writes an access line per request)
+# INSTRUCTIONS=1 (0 skips the callgrind counts, a minute under valgrind)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 : "${RUNS:=3}" "${WRK_CONNS:=32}" "${WRK_DURATION:=5s}" "${SESSIONS:=1000}" "${CEILING_N:=200000}"
 : "${ROUNDS:=20}" "${ROUNDS_ONE:=200}" "${MEMORY_SESSIONS:=100000}" "${THREADS:=}"
-: "${LOG_LEVEL:=info}"
+: "${LOG_LEVEL:=info}" "${INSTRUCTIONS:=1}"
 
 for tool in redis-server redis-cli redis-benchmark wrk; do
   command -v "$tool" >/dev/null || { echo "bench-redis: $tool is missing (scripts/install-deps.sh --test installs redis; apt-get install wrk)" >&2; exit 2; }
@@ -76,11 +85,11 @@ start_replica() {  # start_replica NAME STORE [FLAGS...]: sets replica_pid and r
   pids+=("$server_pid")
   replica_pid=$server_pid
   replica_base=$base_url
-  for _ in $(seq 500); do  # ready = connected to Redis
+  for _ in $(seq 1500); do  # ready = connected to Redis
     [ "$(curl -s -o /dev/null -w '%{http_code}' "$replica_base/readyz")" = 200 ] && return 0
     sleep 0.02
   done
-  echo "bench-redis: replica $name not ready:" >&2
+  echo "bench-redis: replica $name not ready: $(curl -s "$replica_base/readyz")" >&2
   cat "$work/$name.log" >&2
   exit 1
 }
@@ -93,20 +102,38 @@ ticks_per_second=$(getconf CLK_TCK)
 
 results="$work/results"  # one line per run: scenario rate p99_us replica_us redis_us replica% redis% wrk% rest% idle%
 : > "$results"
+wire="$work/wire"  # one line per run: scenario calls reads (FCALLs Redis ran, and the reads of its sockets it made)
+: > "$wire"
+# Redis's own counts, summed over PORTS: FCALLs run and socket reads made.
+redis_ports=()
+redis_counts() {
+  local port calls=0 reads=0
+  for port in "${redis_ports[@]}"; do
+    calls=$(( calls + $(redis-cli -p "$port" INFO commandstats | sed -nE 's/^cmdstat_fcall:calls=([0-9]+),.*/\1/p' | grep . || echo 0) ))
+    reads=$(( reads + $(redis-cli -p "$port" INFO stats | sed -nE 's/^total_reads_processed:([0-9]+).*/\1/p') ))
+  done
+  echo "$calls $reads"
+}
 
 # wrk_scroll SCENARIO BASE REPLICA_PID REDIS_PIDS...: one measured wrk run of scroll.lua.
 wrk_scroll() {
   local scenario=$1 base=$2 replica=$3
   shift 3
-  local before_replica before_redis before_machine after_machine
+  local before_replica before_redis before_machine after_machine before_counts after_counts
+  (( ${#redis_ports[@]} )) && before_counts=$(redis_counts)
   before_replica=$(proc_ticks "$replica"); before_redis=$(proc_ticks "$@"); before_machine=$(machine_ticks)
   # wrk's own CPU (its rusage, through a parent that waits for it).
-  IDS_FILE="$work/ids" python3 -c 'import resource, subprocess, sys
+  IDS_FILE="${IDS_FILE:-$work/ids}" python3 -c 'import resource, subprocess, sys
 subprocess.run(sys.argv[2:], check=True, stdout=open(sys.argv[1] + ".txt", "w"))
 usage = resource.getrusage(resource.RUSAGE_CHILDREN)
 open(sys.argv[1] + ".cpu", "w").write(str(usage.ru_utime + usage.ru_stime))' "$work/wrk" \
     wrk -t1 -c"$WRK_CONNS" -d"$WRK_DURATION" --latency -s "$BENCH_LUA_DIR/scroll.lua" "$base"
   after_machine=$(machine_ticks)
+  if (( ${#redis_ports[@]} )); then
+    after_counts=$(redis_counts)
+    read -r calls0 reads0 <<<"$before_counts"; read -r calls1 reads1 <<<"$after_counts"
+    echo "$scenario $(( calls1 - calls0 )) $(( reads1 - reads0 ))" >>"$wire"
+  fi
   python3 - "$scenario" "$work/wrk.txt" "$(( $(proc_ticks "$replica") - before_replica ))" \
     "$(( $(proc_ticks "$@") - before_redis ))" "$before_machine" "$after_machine" "$ticks_per_second" "$(nproc)" "$(cat "$work/wrk.cpu")" >>"$results" <<'PY'
 import re, sys
@@ -155,6 +182,7 @@ stop_pid "$monitor_pid"
 echo "one scroll report, as Redis received it:$(grep -m1 -o '"FCALL".*' "$work/monitor.txt")"
 
 # --- 1. the ceiling --------------------------------------------------------------
+redis_ports=("$single_port")
 # 1,000 sessions topchrome:{000000000000}... (redis-benchmark's __rand_int__ is 12
 # digits); the report's offset is random too, with insetTop -499, so the effective
 # offset is at most the threshold (1) about half the time and about half of
@@ -174,6 +202,7 @@ for shape in "32 16" "32 1" "1 32"; do
   read -r connections pipeline <<<"$shape"
   for run in $(seq "$RUNS"); do
     before_redis=$(proc_ticks "$single_pid")
+    before_counts=$(redis_counts)
     line=$(redis-benchmark -p "$single_port" -c "$connections" -P "$pipeline" -n "$CEILING_N" -r 1000 --csv "${ceiling_args[@]}" | tail -n 1)
     python3 - "$line" "$connections" "$pipeline" "$(( $(proc_ticks "$single_pid") - before_redis ))" "$ticks_per_second" "$CEILING_N" >>"$results" <<'PY'
 import csv, sys
@@ -182,13 +211,39 @@ connections, pipeline, ticks, hz, calls = sys.argv[2], sys.argv[3], int(sys.argv
 # rps, avg, min, p50, p95, p99, max (ms)
 print(f"ceiling-c{connections}-P{pipeline}", f"{float(row[1]):.0f}", f"{float(row[6]) * 1000:.0f}", "-", f"{ticks / hz * 1e6 / calls:.2f}", "-", "-", "-", "-", "-")
 PY
+    read -r calls0 reads0 <<<"$before_counts"; read -r calls1 reads1 <<<"$(redis_counts)"
+    echo "ceiling-c$connections-P$pipeline $(( calls1 - calls0 )) $(( reads1 - reads0 ))" >>"$wire"
   done
 done
+# The same depth with the replica's own calls, each changing its session as
+# every wrk request does (redis-benchmark's change about half): issue 26's
+# ceiling for Redis's CPU per call from one replica's connection.
+for run in $(seq "$RUNS"); do
+  before_redis=$(proc_ticks "$single_pid")
+  before_counts=$(redis_counts)
+  read -r calls seconds <<<"$(python3 Benchmarks/redis/flip-ceiling.py "$single_port" "$library_name" "$CEILING_N" 32)"
+  ticks=$(( $(proc_ticks "$single_pid") - before_redis ))
+  read -r calls0 reads0 <<<"$before_counts"; read -r calls1 reads1 <<<"$(redis_counts)"
+  python3 -c 'import sys; calls, seconds, ticks, hz = int(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]); print("flip-c1-P32", f"{calls / seconds:.0f}", "-", "-", f"{ticks / hz * 1e6 / calls:.2f}", "-", "-", "-", "-", "-")' \
+    "$calls" "$seconds" "$ticks" "$ticks_per_second" >>"$results"
+  echo "flip-c1-P32 $(( calls1 - calls0 )) $(( reads1 - reads0 ))" >>"$wire"
+done
 
-# --- 2. scroll through one replica on one Redis ----------------------------------
+# --- 2. scroll through one replica on the memory store and on one Redis ------------
+# Alternating rounds, so that whatever else loads the machine weighs on both alike.
+start_replica memory memory
+memory_pid=$replica_pid memory_base=$replica_base
+create_sessions "$memory_base" "$SESSIONS" "$work/memory-ids"
 create_sessions "$a_base" "$SESSIONS" "$work/ids"
-IDS_FILE="$work/ids" wrk -t1 -c"$WRK_CONNS" -d2s -s "$BENCH_LUA_DIR/scroll.lua" "$a_base" >/dev/null  # warm-up
-for run in $(seq "$RUNS"); do wrk_scroll single "$a_base" "$a_pid" "$single_pid"; done
+IDS_FILE="$work/memory-ids" wrk -t1 -c"$WRK_CONNS" -d2s -s "$BENCH_LUA_DIR/scroll.lua" "$memory_base" >/dev/null  # warm-up
+IDS_FILE="$work/ids" wrk -t1 -c"$WRK_CONNS" -d2s -s "$BENCH_LUA_DIR/scroll.lua" "$a_base" >/dev/null
+for run in $(seq "$RUNS"); do
+  redis_ports=()
+  IDS_FILE="$work/memory-ids" wrk_scroll memory "$memory_base" "$memory_pid"
+  redis_ports=("$single_port")
+  IDS_FILE="$work/ids" wrk_scroll single "$a_base" "$a_pid" "$single_pid"
+done
+stop_pid "$memory_pid"
 
 # --- 3. change on A -> event on B -------------------------------------------------
 # One session, its watchers spread over A and B; B's per-session watcher limit
@@ -262,9 +317,21 @@ start_replica a "redis://${seeds%,}"
 a_pid=$replica_pid a_base=$replica_base
 create_sessions "$a_base" "$SESSIONS" "$work/ids"
 IDS_FILE="$work/ids" wrk -t1 -c"$WRK_CONNS" -d2s -s "$BENCH_LUA_DIR/scroll.lua" "$a_base" >/dev/null  # warm-up
+node_calls() { local port; for port in "${cluster_ports[@]}"; do redis_ports=("$port"); redis_counts | cut -d' ' -f1; done | paste -sd' '; }
+calls_before=$(node_calls)
+redis_ports=("${cluster_ports[@]}")
 for run in $(seq "$RUNS"); do wrk_scroll cluster "$a_base" "$a_pid" "${cluster_pids[@]}"; done
+calls_after=$(node_calls)
 spread=$(for port in "${cluster_ports[@]}"; do redis-cli -p "$port" DBSIZE; done | paste -sd/)
 stop_pid "$a_pid"
+
+# --- 5. instructions per scroll on each store -------------------------------------------
+instructions="$work/instructions.txt"
+: > "$instructions"
+if [ "$INSTRUCTIONS" = 1 ]; then
+  STORES="memory redis" WORKLOADS=scroll scripts/bench-instructions.sh >"$instructions" 2>&1 \
+    || { cat "$instructions" >&2; exit 1; }
+fi
 
 # --- report ----------------------------------------------------------------------------
 echo "# load after: $(uptime)"
@@ -290,7 +357,8 @@ for name in rows:
                  f" cores: replica {med(name, 4):.0f}%, Redis {med(name, 5):.0f}%, wrk {med(name, 6):.0f}%, rest {med(name, 7):.0f}%, idle {med(name, 8):.0f}%")
     else:
         extra = f", Redis {med(name, 3):.1f} µs CPU/call"
-    print(f"  {name:<18} {med(name, 0):>8.0f} req/s, p99 {med(name, 1) / 1000:.2f} ms{extra}")
+    p99 = f", p99 {med(name, 1) / 1000:.2f} ms" if rows[name][0][1] != "-" else ""
+    print(f"  {name:<18} {med(name, 0):>8.0f} req/s{p99}{extra}")
 single, cluster = med("single", 0), med("cluster", 0)
 for ceiling in [n for n in rows if n.startswith("ceiling")]:
     print(f"  one replica on one Redis / {ceiling}: {single / med(ceiling, 0):.2f}")
@@ -301,6 +369,89 @@ print(f"Target, one Redis: >= 0.7 x ceiling (the highest, {top:.0f}/s) and p99 <
 print(f"Target, cluster > one Redis: {'met' if cluster > single else 'NOT met'} ({cluster:.0f} vs {single:.0f} req/s, {cluster / single:.2f})")
 PY
 echo "  sessions per cluster node: $spread"
+echo
+echo "Redis reads (calls per read of its sockets, medians):"
+python3 - "$wire" <<'PY'
+import statistics, sys
+rows = {}
+for line in open(sys.argv[1]):
+    name, calls, reads = line.split()
+    rows.setdefault(name, []).append(int(calls) / max(int(reads), 1))
+for name, ratios in rows.items():
+    print(f"  {name:<18} {statistics.median(ratios):6.1f} calls per read")
+PY
+echo
+echo "Issue 26's ratios (each with its target) and the capacity model:"
+python3 - "$results" "$wire" "$instructions" "$calls_before" "$calls_after" <<'PY'
+import re, statistics, sys
+rows, order = {}, []
+for line in open(sys.argv[1]):
+    name, *fields = line.split()
+    rows.setdefault(name, []).append(fields)
+    order.append((name, fields))
+med = lambda name, column: statistics.median(float(r[column]) for r in rows[name])
+verdict = lambda ok: "met" if ok else "NOT met"
+REPLICA, REDIS, IDLE = 2, 3, 8
+
+# 1. Redis's CPU per call from the replica against one connection's calls 32 deep.
+single_redis = med("single", REDIS)
+flip, deep, flat = med("flip-c1-P32", REDIS), med("ceiling-c1-P32", REDIS), med("ceiling-c32-P1", REDIS)
+reads = {}
+for line in open(sys.argv[2]):
+    name, calls, count = line.split()
+    reads.setdefault(name, []).append(int(calls) / max(int(count), 1))
+per_read = lambda name: statistics.median(reads[name]) if name in reads else float("nan")
+print(f"  1. Redis CPU per call, replica / one connection 32 deep, every call changing its session: {single_redis:.1f} / {flip:.1f} µs"
+      f" = {single_redis / flip:.2f}x (target <= 1.10x): {verdict(single_redis / flip <= 1.10)}")
+print(f"     beside it, redis-benchmark (about half its calls change their session): / -c1 -P32 ({deep:.1f} µs) {single_redis / deep:.2f}x,"
+      f" / -c32 -P1 ({flat:.1f} µs) {single_redis / flat:.2f}x")
+print(f"     calls per read of Redis's sockets: replica {per_read('single'):.1f}, one connection 32 deep {per_read('flip-c1-P32'):.1f},"
+      f" -c1 -P32 {per_read('ceiling-c1-P32'):.1f}, -c32 -P1 {per_read('ceiling-c32-P1'):.1f}")
+
+# 2. The replica's cost per scroll on Redis against the memory store.
+text = open(sys.argv[3]).read()
+counted = re.search(r"^redis/memory scroll: ([\d.]+)x", text, re.M)
+per_store = {m.group(1): float(m.group(2)) for m in re.finditer(r"^(memory|redis)\s+scroll\s+\d+\s+\d+\s+\d+\s+(\d+)", text, re.M)}
+if counted:
+    ratio = float(counted.group(1))
+    print(f"  2a. instructions per scroll, Redis / memory store: {per_store['redis'] / 1000:.1f} k / {per_store['memory'] / 1000:.1f} k"
+          f" = {ratio:.2f}x (target <= 1.5x): {verdict(ratio <= 1.5)}")
+else:
+    print("  2a. instructions per scroll: not counted (INSTRUCTIONS=0)")
+pairs, memory = [], None
+for name, fields in order:  # the alternating rounds: each Redis round against the memory round before it
+    if name == "memory": memory = float(fields[REPLICA])
+    elif name == "single" and memory: pairs.append(float(fields[REPLICA]) / memory)
+cpu = statistics.median(pairs)
+print(f"  2b. replica CPU per request, Redis / memory store: {med('single', REPLICA):.1f} / {med('memory', REPLICA):.1f} µs,"
+      f" median of {len(pairs)} alternating rounds {cpu:.2f}x (target <= 1.5x): {verdict(cpu <= 1.5)}")
+
+# 3. The machine kept busy.
+idle = med("single", IDLE)
+print(f"  3. machine idle during wrk -c32 on one replica and one Redis: {idle:.0f}% (target <= 10%): {verdict(idle <= 10)}")
+
+# 4. A cluster: Redis CPU per call summed over the primaries, and the calls' spread.
+cluster_redis = med("cluster", REDIS)
+before, after = [int(n) for n in sys.argv[4].split()], [int(n) for n in sys.argv[5].split()]
+calls = [a - b for a, b in zip(after, before)]
+mean = sum(calls) / len(calls)
+spread = max(abs(c - mean) for c in calls) / mean
+print(f"  4. cluster: Redis CPU per call over the primaries / one Redis: {cluster_redis:.1f} / {single_redis:.1f} µs"
+      f" = {cluster_redis / single_redis:.2f}x (target <= 1.2x): {verdict(cluster_redis / single_redis <= 1.2)};"
+      f" calls per primary {'/'.join(map(str, calls))}, widest off the mean {spread * 100:.1f}% (target <= 10%): {verdict(spread <= 0.10)}")
+
+# 5. The capacity model: a core's worth of requests, from the CPU each costs.
+print("  5. capacity model (from the medians' CPU per request; a core = one busy CPU of this machine):")
+print(f"     {'deployment':<28} {'replica req/s/core':>18} {'Redis req/s/core':>16} {'100k/s: replica, Redis cores':>29} {'1M/s: replica, Redis cores':>27}")
+for name, label in (("memory", "memory store"), ("single", "one Redis"), ("cluster", "3-primary cluster")):
+    replica_us, redis_us = med(name, REPLICA), med(name, REDIS)
+    replica_rate = 1e6 / replica_us
+    redis_rate = 1e6 / redis_us if redis_us > 0 else None
+    cores = lambda rate, us: f"{rate * us / 1e6:.1f}" if us > 0 else "-"
+    print(f"     {label:<28} {replica_rate:>18.0f} {(f'{redis_rate:.0f}' if redis_rate else '-'):>16}"
+          f" {cores(1e5, replica_us) + ', ' + cores(1e5, redis_us):>29} {cores(1e6, replica_us) + ', ' + cores(1e6, redis_us):>27}")
+print("     (Redis runs commands on one thread: a Redis node gives one core at most; the cores beyond one are primaries of a cluster)")
+PY
 echo
 echo "Change on A -> event on B (1,000 watchers: $ROUNDS changes per run; p50/p99 over the watchers per change, median over changes, then over runs):"
 python3 - "$work/fanout-rows" "$work/one-watcher" <<'PY'

@@ -26,8 +26,8 @@
  *      both processes used per change: on 2 shared cores the client's share
  *      competes with the server and belongs next to the latencies) for the script.
  *
- * Parsing: only `id: <digits>` lines matter. A tiny per-watcher state
- * machine scans every byte for "\nid: " followed by digits and "\n", so a
+ * Parsing: only `id: <version>.<tag>` lines matter. A tiny per-watcher state
+ * machine scans every byte for "\nid: " followed by digits and "." or "\n", so a
  * marker split across two reads is still found. HTTP chunk framing is not
  * decoded: the server writes each event with one write (one chunk), and the
  * framing ("\r\n<hex>\r\n") can never look like "\nid: ". A watcher whose
@@ -301,7 +301,9 @@ static void on_version(int i, uint64_t version, int64_t ts)
     if (w->remote) remote_latencies[remote_received++] = ts - t0;
 }
 
-/* Scans bytes for "\nid: <digits>\n"; state survives across reads. */
+/* Scans bytes for "\nid: <digits>\n" or "\nid: <digits>.<tag>\n" (an event
+ * id names the state by version and tag; only the version counts here);
+ * state survives across reads. */
 static void scan(int i, const char *buf, ssize_t len, int64_t ts)
 {
     struct watcher *w = &watchers[i];
@@ -317,7 +319,7 @@ static void scan(int i, const char *buf, ssize_t len, int64_t ts)
             w->ndigits++;
             continue;
         }
-        if (c == '\n' && w->ndigits > 0) on_version(i, w->digits, ts);
+        if ((c == '\n' || c == '.') && w->ndigits > 0) on_version(i, w->digits, ts);
         w->matched = (c == '\n'); /* this '\n' may start the next marker */
         w->ndigits = 0;
         w->digits = 0;

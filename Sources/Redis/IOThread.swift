@@ -51,8 +51,12 @@ final class WakePipe: Sendable {
         _ = write(writeEnd, &byte, 1)
     }
 
+    /// Empties the pipe. A read that did not fill the buffer took all
+    /// there was: no second read to hear the pipe is empty (a wake-up per
+    /// request would otherwise cost two reads).
     func drain() {
         var bytes = (UInt64(0), UInt64(0), UInt64(0), UInt64(0))
-        while withUnsafeMutableBytes(of: &bytes, { read(readEnd, $0.baseAddress, $0.count) }) > 0 {}
+        let size = MemoryLayout.size(ofValue: bytes)
+        while read(readEnd, &bytes, size) == size {}
     }
 }

@@ -87,16 +87,30 @@ public struct RESPRequestBuilder: Sendable {
     }
 
     /// Most numbers here are lengths of one or two digits: those are written
-    /// without a division's loop.
+    /// without a division's loop. Longer ones (deadlines, seqs) are written
+    /// into room made for all their digits at once, last digit first.
     private static func appendDecimal(_ number: UInt64, to bytes: inout [UInt8]) {
         if number < 10 {
             bytes.append(UInt8(ascii: "0") + UInt8(number))
-        } else if number < 100 {
+            return
+        }
+        if number < 100 {
             bytes.append(UInt8(ascii: "0") + UInt8(number / 10))
             bytes.append(UInt8(ascii: "0") + UInt8(number % 10))
-        } else {
-            appendDecimal(number / 10, to: &bytes)
-            bytes.append(UInt8(ascii: "0") + UInt8(number % 10))
+            return
+        }
+        var digits = 0, rest = number
+        while rest > 0 {
+            digits += 1
+            rest /= 10
+        }
+        bytes.append(contentsOf: repeatElement(UInt8(ascii: "0"), count: digits))
+        var index = bytes.count
+        rest = number
+        while rest > 0 {
+            index -= 1
+            bytes[index] = UInt8(ascii: "0") + UInt8(rest % 10)
+            rest /= 10
         }
     }
 }

@@ -34,10 +34,15 @@ extension ChromeFunctions {
 
     package static func outcome(_ id: SessionID, from reply: RESPValue) throws -> StoreOutcome? {
         if reply == .null { return nil }
-        guard case let .array(values) = reply, values.count >= 6, let status = values[0].string,
-              status == "done" || status == "failed" else { throw ChromeFunctionError.unexpectedReply(reply) }
+        guard case let .array(values) = reply, values.count >= 6 else { throw ChromeFunctionError.unexpectedReply(reply) }
+        let done: Bool
+        switch values[0] {
+        case .bulk(doneWord), .simple("done"): done = true
+        case .bulk(failedWord), .simple("failed"): done = false
+        default: throw ChromeFunctionError.unexpectedReply(reply)
+        }
         let session = try session(id, values, reply)
-        return status == "done" ? .done(session) : .conditionFailed(session)
+        return done ? .done(session) : .conditionFailed(session)
     }
 
     /// The session in a reply's second to sixth elements. A state without a
@@ -56,19 +61,49 @@ extension ChromeFunctions {
 
     package static let untagged = "the session was last changed by an older build and cannot be named while Redis takes no writes"
 
+    private static let doneWord = Array("done".utf8), failedWord = Array("failed".utf8)
+
     /// inset, revealed, version, seq (null when none), all as text: Swift's
     /// `Double(String)` rounds correctly, so the double Lua held comes back.
+    /// The integers are read from the bytes, as `UInt64(String)` reads them,
+    /// without a string each: this runs for every reply.
     private static func state(_ values: ArraySlice<RESPValue>) -> ChromeState? {
-        let fields = Array(values)
-        guard let inset = fields[0].string.flatMap(Double.init), inset.isFinite,
-              let revealed = fields[1].string.flatMap(revealed),
-              let version = fields[2].string.flatMap({ UInt64($0) }) else { return nil }
+        let base = values.startIndex
+        guard let inset = values[base].string.flatMap(Double.init), inset.isFinite,
+              let revealed = flag(values[base + 1]),
+              let version = decimal(values[base + 2]) else { return nil }
         var seq: UInt64?
-        if fields[3] != .null {
-            guard let number = fields[3].string.flatMap({ UInt64($0) }) else { return nil }
+        if values[base + 3] != .null {
+            guard let number = decimal(values[base + 3]) else { return nil }
             seq = number
         }
         return ChromeState(inset: inset, isRevealed: revealed, version: version, lastAppliedSeq: seq)
+    }
+
+    /// Decimal digits (an optional `+` first, as `UInt64(String)` allows) that fit a `UInt64`.
+    static func decimal(_ value: RESPValue) -> UInt64? {
+        guard case let .bulk(bytes) = value else { return value.string.flatMap { UInt64($0) } }
+        var digits = bytes[...]
+        if digits.first == UInt8(ascii: "+") { digits = digits.dropFirst() }
+        guard !digits.isEmpty else { return nil }
+        var number: UInt64 = 0
+        for byte in digits {
+            guard byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") else { return nil }
+            let (times10, overflowed) = number.multipliedReportingOverflow(by: 10)
+            let (sum, carried) = times10.addingReportingOverflow(UInt64(byte - UInt8(ascii: "0")))
+            guard !overflowed, !carried else { return nil }
+            number = sum
+        }
+        return number
+    }
+
+    private static func flag(_ value: RESPValue) -> Bool? {
+        switch value {
+        case .bulk([UInt8(ascii: "1")]): true
+        case .bulk([UInt8(ascii: "0")]): false
+        case .bulk: nil
+        default: value.string.flatMap(revealed)
+        }
     }
 
     static func revealed(_ text: String) -> Bool? {

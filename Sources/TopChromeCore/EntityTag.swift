@@ -30,6 +30,9 @@ public struct StateTag: Sendable, Hashable {
 
     /// Exactly twelve lower-case hex digits, as `writeHex` writes them: a tag
     /// written any other way is not one the server gave, and never matches.
+    /// Inlinable: a reply from Redis carries one, and an unspecialized loop
+    /// over `some Collection` cost more than the rest of the reply's decoding.
+    @inlinable
     public init?(hex: some Collection<UInt8>) {
         guard hex.count == Self.hexDigits else { return nil }
         var value: UInt64 = 0

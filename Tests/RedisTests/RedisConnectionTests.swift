@@ -206,6 +206,17 @@ struct RedisConnectionTests {
         #expect(!connection.isConnected)
     }
 
+    /// Wakes pile up while the I/O thread works; one drain takes them all,
+    /// however many there were, whether or not they fill its buffer.
+    @Test(arguments: [1, 31, 32, 33, 100])
+    func oneDrainEmptiesThePipe(wakes: Int) {
+        let pipe = WakePipe()
+        for _ in 0..<wakes { pipe.wake() }
+        pipe.drain()
+        var byte: UInt8 = 0
+        #expect(read(pipe.readEnd, &byte, 1) == -1 && errno == EAGAIN, "nothing is left")
+    }
+
     /// A caller can wake the I/O thread just as it stops (every `close()`
     /// wakes it); the byte must land in the connection's own pipe, not in
     /// whatever socket or file has since taken a closed end's number. The

@@ -44,6 +44,16 @@ struct RedisWireTests {
         #expect(String(decoding: twelve.bytes, as: UTF8.self) == "*12\r\n" + String(repeating: "$1\r\nx\r\n", count: 12))
     }
 
+    /// Numbers of every length a call carries, from one digit to a
+    /// deadline's thirteen: each written whole, in order.
+    @Test(arguments: [9, 10, 99, 100, 101, 999, 1000, 1_796_148_545_039, 10_000_000_000_000_000_000] as [UInt64])
+    func theBuilderWritesNumbersOfEveryLength(number: UInt64) {
+        var builder = RESPRequestBuilder(capacity: 4)
+        builder.append(number)
+        let text = String(number)
+        #expect(String(decoding: builder.request.bytes, as: UTF8.self) == "*1\r\n$\(text.utf8.count)\r\n\(text)\r\n")
+    }
+
     @Test func repliesConvertFromEveryRESP2Type() throws {
         let stream = "+OK\r\n-ERR wrong\r\n:-42\r\n$5\r\nhe\r\nl\r\n$-1\r\n*-1\r\n*3\r\n:1\r\n*1\r\n$0\r\n\r\n$-1\r\n"
         let values = try #require(RESPValue.parse(Array(stream.utf8)))
