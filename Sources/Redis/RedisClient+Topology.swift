@@ -98,6 +98,20 @@ extension RedisClient {
         }
     }
 
+    /// A shared connection's configuration: one that drops, even with no
+    /// command out on it, has a cluster's slot map reloaded (its node may be
+    /// failing, and its slots going to a replica). The client is then held
+    /// by its connections until `close()` ends them.
+    var refreshingOnDrop: RedisConfiguration {
+        var watched = configuration
+        let reported = configuration.metrics.disconnected
+        watched.metrics.disconnected = { node in
+            reported(node)
+            if self.topology == .cluster { self.refreshSlots() }
+        }
+        return watched
+    }
+
     /// Reloads the slot map every `slotMapRefreshInterval` until `close()`:
     /// a slot moved or a failover with no command meeting it (no `MOVED`,
     /// no lost connection) is learnt all the same, before a command or a

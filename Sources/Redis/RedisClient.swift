@@ -335,7 +335,7 @@ public final class RedisClient: @unchecked Sendable {
 
     func connectionLocked(to node: RedisNode, forFollowUps: Bool = false) -> RedisConnection {
         if let connection = forFollowUps ? followUpConnections[node] : connections[node] { return connection }
-        let connection = RedisConnection(to: node, configuration: forFollowUps ? followUpConfiguration : configuration)
+        let connection = RedisConnection(to: node, configuration: forFollowUps ? followUpConfiguration : refreshingOnDrop)
         if forFollowUps { followUpConnections[node] = connection } else { connections[node] = connection }
         return connection
     }

@@ -29,6 +29,23 @@ struct ClusterRefreshTests {
         #expect(await eventually { client.node(serving: slot) == target.node })
     }
 
+    /// A node may drop a connection with nothing out on it (it is going
+    /// away): no command fails, yet the map is reloaded.
+    @Test func aConnectionDroppedWithNoCommandOutReloadsTheMap() async throws {
+        let cluster = try RedisClusterFixture.dedicated(replicasPerPrimary: 0)
+        var configuration = RedisConfiguration()
+        configuration.slotMapRefreshInterval = .seconds(3600)
+        let client = RedisClient(seeds: cluster.seeds, configuration: configuration)
+        defer { client.close() }
+        #expect(await eventually { client.isConnected })
+        let served = { cluster.servers.reduce(0) { $0 + slotMapsServed(by: $1) } }
+        try await Task.sleep(for: .milliseconds(300))
+        let before = served()
+        #expect(before >= 1)
+        try redisCLI(port: cluster.servers[0].port, "CLIENT", "KILL", "TYPE", "normal")
+        #expect(await eventually { served() > before })
+    }
+
     /// A primary killed, its replica promoted, then the old primary back
     /// while every other node is frozen (as if partitioned away): it still
     /// believes it serves its slots, with its old config epoch. The client
