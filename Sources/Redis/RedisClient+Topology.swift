@@ -1,7 +1,7 @@
 import Locking
 
 /// How a `RedisClient` finds its nodes: discovery from the seeds, and a
-/// cluster's slot map, refreshed on redirections and failures.
+/// cluster's slot map, refreshed on redirections, on failures and on a timer.
 extension RedisClient {
     /// Where a command for `slot` goes now (a subscriber's `SSUBSCRIBE` too);
     /// nil once closed.
@@ -91,7 +91,45 @@ extension RedisClient {
                 self.discovering = false
                 self.failedDiscoveries = 0
             }
-            if cluster { self.refreshSlots() }
+            if cluster {
+                self.refreshSlots()
+                self.startPeriodicRefresh()
+            }
+        }
+    }
+
+    /// A shared connection's configuration: one that drops, even with no
+    /// command out on it, has a cluster's slot map reloaded (its node may be
+    /// failing, and its slots going to a replica). The client is then held
+    /// by its connections until `close()` ends them.
+    var refreshingOnDrop: RedisConfiguration {
+        var watched = configuration
+        let reported = configuration.metrics.disconnected
+        watched.metrics.disconnected = { node in
+            reported(node)
+            if self.topology == .cluster { self.refreshSlots() }
+        }
+        return watched
+    }
+
+    /// Reloads the slot map every `slotMapRefreshInterval` until `close()`:
+    /// a slot moved or a failover with no command meeting it (no `MOVED`,
+    /// no lost connection) is learnt all the same, before a command or a
+    /// subscription goes to the old node. Started once, when discovery
+    /// finds a cluster.
+    private func startPeriodicRefresh() {
+        let start = lock.withLock {
+            defer { refreshesPeriodically = true }
+            return !refreshesPeriodically
+        }
+        if start { scheduleRefresh() }
+    }
+
+    private func scheduleRefresh() {
+        after(configuration.slotMapRefreshInterval) {
+            guard !self.lock.withLock({ self.closed }) else { return }
+            self.refreshSlots()
+            self.scheduleRefresh()
         }
     }
 
@@ -127,21 +165,31 @@ extension RedisClient {
         guard let node = candidates.first, let connection = lock.withLock({ closed ? nil : connectionLocked(to: node) }) else {
             return refreshEnded()
         }
-        connection.send(["CLUSTER", "SLOTS"], deadline: nil) { result in
-            guard case .success(let reply) = result, let map = SlotMap(reply, answeredBy: node) else {
+        // `CLUSTER NODES` dates the map's claims (see SlotMap+Freshness.swift);
+        // a node that refuses it (an ACL without it) gives a map of unknown age.
+        let answer = ReplyPair { slots, nodes in
+            var epochs: [String: UInt64] = [:]
+            if case .success(let reply) = nodes, let text = reply.string { epochs = SlotMap.configEpochs(clusterNodes: text) }
+            guard case .success(let reply) = slots, let map = SlotMap(reply, answeredBy: node, configEpochs: epochs) else {
                 return self.askForSlots(candidates.dropFirst())
             }
             self.install(map)
         }
+        connection.send(["CLUSTER", "SLOTS"], deadline: nil) { answer.first($0) }
+        connection.send(["CLUSTER", "NODES"], deadline: nil) { answer.second($0) }
     }
 
-    /// Takes a new map, connects to every primary in it (so that each runs
+    /// Takes a node's answer into the map, where it is not older than what
+    /// the map holds (see SlotMap+Freshness.swift: one refresh after
+    /// another, or one from a node that missed a failover, never puts an
+    /// older view back), connects to every primary in it (so that each runs
     /// the setup commands, and readiness means all of them), and closes
     /// connections to nodes that left it. A map that arrives after `close()`
     /// is dropped: connections made then would never be closed.
-    func install(_ map: SlotMap) {
+    func install(_ answer: SlotMap) {
         let gone: [RedisConnection] = lock.withLock {
             guard !closed else { return [] }
+            let map = slots.map { $0.updated(with: answer) } ?? answer
             slots = map
             currentTopology = .cluster
             for node in map.nodes { _ = connectionLocked(to: node) }

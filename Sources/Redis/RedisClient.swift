@@ -4,11 +4,14 @@ import Locking
 ///
 /// The first seed that answers `INFO cluster` says which: with
 /// `cluster_enabled:1` commands go to the primary serving their key's slot
-/// (map from `CLUSTER SLOTS`, refreshed on `MOVED` and on failures);
+/// (map from `CLUSTER SLOTS`, refreshed on `MOVED`, on failures and every
+/// `slotMapRefreshInterval`, never to an older view);
 /// otherwise everything goes to that seed. Until the map is known, and for
 /// commands without a key, commands go to that seed (the first one until
-/// one answers) and follow its redirections. `TRYAGAIN` and
-/// `CLUSTERDOWN` come back as `RedisError`s; other error replies as values.
+/// one answers) and follow its redirections. `TRYAGAIN`, `CLUSTERDOWN` and
+/// `LOADING` are waited out within the command's deadline, then come back
+/// as `RedisError`s (`LOADING` as a value); other error replies as values.
+/// A read whose connection drops under it is sent once more.
 ///
 /// Or, with `init(sentinels:masterName:configuration:)`, a primary that Redis
 /// Sentinel names (see `SentinelResolver`): asked for at start, followed on
@@ -48,6 +51,8 @@ public final class RedisClient: @unchecked Sendable {
     var slots: SlotMap?
     var discovering = false
     var refreshing = false
+    /// Whether the slot map's timer runs (RedisClient+Topology.swift).
+    var refreshesPeriodically = false
     /// Run when the refresh in flight ends.
     var afterRefresh: [@Sendable () -> Void] = []
     /// Told when Sentinel names another primary (a subscriber moving its
@@ -58,46 +63,6 @@ public final class RedisClient: @unchecked Sendable {
     var closed = false
     /// Rounds of discovery in which no seed answered, since one last did.
     var failedDiscoveries = 0
-
-    struct Command: Sendable {
-        let request: RESPRequest
-        let slot: Int?
-        let deadline: ContinuousClock.Instant
-        let reply: Reply
-        /// Times it was sent again after a node could not serve for a moment.
-        var retries = 0
-
-        var hasFollowUp: Bool {
-            if case .followedUp = reply { true } else { false }
-        }
-
-        /// Hands the caller its result, with no follow-up.
-        func finish(_ result: Result<RESPValue, RedisError>) {
-            switch reply {
-            case let .plain(completion): completion(result)
-            case let .followedUp(_, completion): completion(result, nil)
-            }
-        }
-    }
-
-    enum Reply: Sendable {
-        case plain(RedisCompletion)
-        case followedUp(@Sendable (RESPValue) -> FollowUp?, FollowUpCompletion)
-    }
-
-    /// A second command, for the connection that answered the first.
-    public struct FollowUp: Sendable {
-        public let arguments: [[UInt8]]
-        public let deadline: ContinuousClock.Instant
-
-        public init(_ arguments: [[UInt8]], deadline: ContinuousClock.Instant) {
-            self.arguments = arguments
-            self.deadline = deadline
-        }
-    }
-
-    /// The first command's result, and the follow-up's (nil when none was sent).
-    public typealias FollowUpCompletion = @Sendable (Result<RESPValue, RedisError>, Result<RESPValue, RedisError>?) -> Void
 
     public convenience init(seeds: [RedisNode], configuration: RedisConfiguration = RedisConfiguration()) {
         self.init(seeds: seeds, sentinel: nil, configuration: configuration)
@@ -175,20 +140,27 @@ public final class RedisClient: @unchecked Sendable {
 
     /// Sends a command to the node serving `key` (by default the command's
     /// first key: see `routingKey(of:)`).
+    /// - Parameter idempotent: running it twice does what running it once
+    ///   does (a read): if its connection drops while it is out, it is sent
+    ///   once more, when the node (or the one serving its slot now) can be
+    ///   reached again within the deadline, as the clients people trust do.
+    ///   Others answer `.connectionLost`: they may have run.
     public func send(_ arguments: [[UInt8]], key: [UInt8]? = nil, deadline: ContinuousClock.Instant? = nil,
-                     completion: @escaping RedisCompletion) {
-        send(RESPRequest(arguments), key: key ?? Self.routingKey(of: arguments), deadline: deadline, completion: completion)
+                     idempotent: Bool = false, completion: @escaping RedisCompletion) {
+        send(RESPRequest(arguments), key: key ?? Self.routingKey(of: arguments), deadline: deadline, idempotent: idempotent,
+             completion: completion)
     }
 
     /// Sends a command already encoded (see `RESPRequestBuilder`) to the
     /// node serving `key`; without a key, to the seed that answered discovery.
     public func send(_ request: RESPRequest, key: [UInt8]?, deadline: ContinuousClock.Instant? = nil,
-                     completion: @escaping RedisCompletion) {
+                     idempotent: Bool = false, completion: @escaping RedisCompletion) {
         let command = Command(
             request: request,
             slot: key.map { HashSlot.of($0) },
             deadline: deadline ?? .now + configuration.commandTimeout,
-            reply: .plain(completion))
+            reply: .plain(completion),
+            idempotent: idempotent)
         dispatch(command, to: nil, asking: false, redirects: 0)
     }
 
@@ -312,9 +284,19 @@ public final class RedisClient: @unchecked Sendable {
             } else {
                 command.finish(result)
             }
-        case .failure:
+        case .failure(let error):
             if topology == .cluster { refreshSlots() } else if sentinel != nil { discover() }
-            command.finish(result)
+            if error == .connectionLost, command.idempotent, !command.resentAfterLoss {
+                var again = command
+                again.resentAfterLoss = true
+                retry(again, node) { command.finish(result) }
+            } else if error == .unavailable, command.resentAfterLoss {
+                // Not sent: its node is reconnecting (or its slot's primary
+                // is being found again).
+                retry(command, node) { command.finish(result) }
+            } else {
+                command.finish(result)
+            }
         case .success(let reply):
             // On the connection's I/O thread, which is handing out this reply
             // (see `send(_:key:deadline:followedBy:completion:)`).
@@ -330,7 +312,8 @@ public final class RedisClient: @unchecked Sendable {
 
     /// A node that cannot serve for a moment: a slot being migrated
     /// (`TRYAGAIN`), a cluster settling after a failover (`CLUSTERDOWN`), a
-    /// server still loading its data (`LOADING`). The command goes again,
+    /// server still loading its data (`LOADING`), a connection coming back
+    /// under a read that was out when it dropped. The command goes again,
     /// routed anew, after a short backoff while its deadline allows, as
     /// the cluster clients people trust do; then `giveUp`.
     private func retry(_ command: Command, _ node: RedisNode, giveUp: () -> Void) {
@@ -352,7 +335,7 @@ public final class RedisClient: @unchecked Sendable {
 
     func connectionLocked(to node: RedisNode, forFollowUps: Bool = false) -> RedisConnection {
         if let connection = forFollowUps ? followUpConnections[node] : connections[node] { return connection }
-        let connection = RedisConnection(to: node, configuration: forFollowUps ? followUpConfiguration : configuration)
+        let connection = RedisConnection(to: node, configuration: forFollowUps ? followUpConfiguration : refreshingOnDrop)
         if forFollowUps { followUpConnections[node] = connection } else { connections[node] = connection }
         return connection
     }

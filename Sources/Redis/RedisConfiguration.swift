@@ -39,6 +39,12 @@ public struct RedisConfiguration: Sendable {
     /// How many `MOVED`/`ASK` redirections one command may follow.
     public var maxRedirects = 5
 
+    /// How often a cluster's slot map is reloaded even when no command met
+    /// a redirection or a lost connection (as go-redis reloads a view older
+    /// than 10 s): a failover or a slot moved is learnt before commands or
+    /// subscriptions go on using the old node.
+    public var slotMapRefreshInterval: Duration = .seconds(10)
+
     public var metrics = RedisMetrics()
 
     public init() {}

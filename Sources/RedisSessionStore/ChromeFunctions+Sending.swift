@@ -96,7 +96,8 @@ extension ChromeFunctions {
             return true
         }
         guard let changed, let acknowledgement = replicaAcknowledgement else {
-            client.send(request, key: key, deadline: deadline) { [self] result in
+            // A read (no `changed`) may run twice: it is sent again if its connection drops under it.
+            client.send(request, key: key, deadline: deadline, idempotent: changed == nil) { [self] result in
                 if !reloaded(result) { relayed(result, relay, key: key) { Self.finish(result, completion, decode) } }
             }
             return

@@ -194,7 +194,7 @@ public struct ChromeFunctions: Sendable {
     public func keepAlive(_ id: SessionID, completion: @escaping @Sendable (Bool?) -> Void) {
         let key = key(for: id)
         let command = idleTimeout == nil ? [Array("EXISTS".utf8), key] : [Array("PEXPIRE".utf8), key, ttlArgument]
-        client.send(command, key: key) { result in
+        client.send(command, key: key, idempotent: true) { result in
             guard case let .success(.integer(found)) = result else { return completion(nil) }
             completion(found == 1)
         }
