@@ -314,24 +314,4 @@ public struct ChromeFunctions: Sendable {
         }
         for word in words(condition) { command.append(word) }
     }
-
-    private static let scrollWithoutSeq = [UInt8(ascii: "r")], scrollWithSeq = [UInt8(ascii: "q")]
-    private static let vertical = [UInt8(ascii: "v")], horizontal = [UInt8(ascii: "h")]
-    private static let setInset = [UInt8(ascii: "i")], disappear = [UInt8(ascii: "d")]
-
-    static func append(_ input: ChromeInput, to command: inout RESPRequestBuilder) {
-        switch input {
-        case let .scroll(report):
-            command.append(report.seq == nil ? scrollWithoutSeq : scrollWithSeq)
-            command.append(report.contentOffsetY)
-            command.append(report.contentInsetTop)
-            command.append(report.axis == .vertical ? vertical : horizontal)
-            if let seq = report.seq { command.append(seq) }
-        case let .setInset(inset):
-            command.append(setInset)
-            command.append(inset)
-        case .disappear:
-            command.append(disappear)
-        }
-    }
 }

@@ -28,6 +28,8 @@ enum DifferentialOperation: Sendable, CustomStringConvertible {
                 + "\(report.seq.map { ", seq \($0)" } ?? ""))"
         case let .setInset(inset): "setInset(\(inset))"
         case .disappear: "disappear"
+        case let .setBehavior(settings):
+            "setBehavior(\(settings.behavior), height \(settings.collapsibleHeight.map { "\($0)" } ?? "inset"), snap \(settings.snap))"
         }
     }
 }
