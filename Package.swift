@@ -112,12 +112,13 @@ let package = Package(
             providers: [.apt(["libcurl4-openssl-dev"])]
         ),
 
-        // The client library for apps: ordered, coalesced reports with retries,
-        // and the event stream with its reconnections. Foundation (and libcurl
-        // on Linux) only: no server code.
+        // The client library for apps: ordered, batched reports with retries,
+        // the event stream with its reconnections, and the chrome predicted
+        // by the core's rules until the service answers. Foundation (and
+        // libcurl on Linux) and the core only: no server code.
         .target(
             name: "TopChromeClient",
-            dependencies: [.target(name: "CCurl", condition: .when(platforms: [.linux]))]
+            dependencies: ["TopChromeCore", .target(name: "CCurl", condition: .when(platforms: [.linux]))]
         ),
 
         // `topchrome watch URL ID`, run by `topchrome` as a separate program so

@@ -2,11 +2,12 @@ import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
+import TopChromeCore
 
 /// One session of the service, seen from an app: changes go out in order,
 /// one request at a time and at most one per `minimumSendInterval`, and
-/// scroll reports that piled up meanwhile are reduced to the one that
-/// matters (the newest: a run of reports leaves the state the last one sets).
+/// scroll reports that piled up meanwhile go together as one batch
+/// (`ScrollBatch` says why all of them).
 ///
 /// Every method that waits stops waiting, and stops its request, when its
 /// task is cancelled.
@@ -24,7 +25,7 @@ public actor ChromeSession {
     }
 
     private enum Kind {
-        case scroll(contentOffsetY: Double, contentInsetTop: Double)
+        case scroll(ScrollBatch)
         /// `waiter` names the continuation in `waiters`, if anyone waits.
         case command(Command, waiter: UInt64?)
     }
@@ -69,19 +70,30 @@ public actor ChromeSession {
 
     // MARK: Changes
 
-    /// Queues a scroll report and returns at once. Reports from a horizontal
-    /// scroll view never change the state, so they are not sent; of the
-    /// vertical reports that wait for their turn, only the newest is sent.
-    public func report(contentOffsetY: Double, contentInsetTop: Double = 0, axis: ScrollAxis = .vertical) {
-        guard axis == .vertical, ending == nil else { return }
+    /// Queues a scroll report and returns its `seq` at once (a state whose
+    /// `lastSeq` reaches it includes it). Reports from a horizontal scroll
+    /// view never change the state, so they are not sent (nil); vertical
+    /// reports that wait for their turn go together in one request.
+    /// `phase` marks a gesture's end for snapping; `contentHeight` and
+    /// `viewportHeight` let the service ignore the rubber band at the bottom.
+    @discardableResult
+    public func report(contentOffsetY: Double, contentInsetTop: Double = 0, axis: ScrollAxis = .vertical,
+                       phase: ScrollReport.Phase? = nil, contentHeight: Double? = nil,
+                       viewportHeight: Double? = nil) -> UInt64? {
+        guard axis == .vertical, ending == nil else { return nil }
+        let seq = nextSeq()
+        let batch = ScrollBatch(ScrollReportBody(contentOffsetY: contentOffsetY, contentInsetTop: contentInsetTop, seq: seq,
+                                                 phase: phase?.rawValue, contentHeight: contentHeight,
+                                                 viewportHeight: viewportHeight))
         lastTicket += 1
-        let report = Operation(ticket: lastTicket, kind: .scroll(contentOffsetY: contentOffsetY, contentInsetTop: contentInsetTop))
-        if case .scroll = queue.last?.kind {
-            queue[queue.count - 1] = report
+        if case var .scroll(waiting) = queue.last?.kind {
+            waiting.append(batch)
+            queue[queue.count - 1] = Operation(ticket: lastTicket, kind: .scroll(waiting))
         } else {
-            queue.append(report)
+            queue.append(Operation(ticket: lastTicket, kind: .scroll(batch)))
         }
         sendIfIdle()
+        return seq
     }
 
     /// Sets the inset, after everything queued before it.
@@ -230,8 +242,8 @@ public actor ChromeSession {
             let operation = queue.removeFirst()
             lastSendStart = ContinuousClock.now
             switch operation.kind {
-            case let .scroll(offset, inset):
-                await sendReport(contentOffsetY: offset, contentInsetTop: inset)
+            case let .scroll(batch):
+                await sendReport(batch)
             case let .command(command, waiter):
                 await sendCommand(command, waiter: waiter)
             }
@@ -306,24 +318,21 @@ public actor ChromeSession {
         return state
     }
 
-    /// Sends one report, retrying while the service is unreachable; a retry
-    /// carries the newest report that arrived meanwhile instead. A report
-    /// the service calls stale (its seq not above one it applied: another
-    /// life of this session numbered higher) is numbered above that and
-    /// sent once more.
-    private func sendReport(contentOffsetY: Double, contentInsetTop: Double) async {
-        var report = (offset: contentOffsetY, inset: contentInsetTop)
-        // A retry keeps its seq: if the first try did arrive, the service
+    /// Sends one batch, retrying while the service is unreachable; a retry
+    /// also carries the reports that arrived meanwhile. A batch the service
+    /// calls stale (its seqs not above one it applied: another life of this
+    /// session numbered higher) is numbered above that and sent once more.
+    private func sendReport(_ batch: ScrollBatch) async {
+        var batch = batch
+        // A retry keeps its seqs: if the first try did arrive, the service
         // ignores the second as stale instead of applying it twice.
-        var seq = nextSeq()
         var isRepeat = false
         var renumbered = false
         var retry = 0
         while ending == nil {
             let outcome: TopChromeClient.Outcome
             do {
-                let body = try TopChromeClient.encode(
-                    ScrollReportBody(contentOffsetY: report.offset, contentInsetTop: report.inset, seq: seq))
+                let body = try batch.body()
                 outcome = try await client.attempt(client.request("POST", "v1/sessions/\(id)/scroll", body: body), sessionID: id)
             } catch {
                 failReport(error)
@@ -333,17 +342,20 @@ public actor ChromeSession {
             case let .success(data, _, staleReports):
                 let state = try? TopChromeClient.decodeState(data)
                 if let state { learn(state) }
-                guard staleReports > 0, !isRepeat else { return }
+                // Only a batch stale as a whole is sent again: one partly
+                // applied would be applied twice.
+                guard staleReports == batch.count, !isRepeat else { return }
                 // Numbered below what the service applied: renumber and send
                 // once more (only once: a second stale answer means another
                 // client is numbering this session, and its reports win).
+                let seq = batch.lastSeq.map(String.init) ?? "?"
                 client.log("session \(id): report \(seq) was stale (the service applied \(state?.lastSeq.map(String.init) ?? "?")); sending it above that")
                 guard !renumbered else {
                     failReport(TopChromeError.malformedResponse("report \(seq) ignored as stale twice"))
                     return
                 }
                 renumbered = true
-                seq = nextSeq()
+                batch.renumber(nextSeq)
             case let .failure(error):
                 if case .sessionGone = error { end(with: error) } else { failReport(error) }
                 return
@@ -361,12 +373,10 @@ public actor ChromeSession {
                 }
                 retry += 1
                 isRepeat = true
-                if case let .scroll(offset, inset) = queue.first?.kind {
+                if case let .scroll(later) = queue.first?.kind {
                     let newer = queue.removeFirst()
                     doneThrough = max(doneThrough, newer.ticket - 1)
-                    report = (offset, inset)
-                    seq = nextSeq()
-                    isRepeat = false
+                    batch.append(later)
                 }
             }
         }

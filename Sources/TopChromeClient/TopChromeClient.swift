@@ -213,12 +213,6 @@ struct InsetBody: Encodable {
     var inset: Double
 }
 
-struct ScrollReportBody: Encodable {
-    var contentOffsetY: Double
-    var contentInsetTop: Double
-    var seq: UInt64
-}
-
 extension TopChromeClient {
     static func encode(_ value: some Encodable) throws -> Data {
         do {
