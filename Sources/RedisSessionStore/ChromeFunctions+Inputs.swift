@@ -4,7 +4,7 @@ import TopChromeCore
 /// Inputs as the library's `apply` reads them (see `inputs` in topchrome.lua).
 extension ChromeFunctions {
     private static let scrollWithoutSeq = [UInt8(ascii: "r")], scrollWithSeq = [UInt8(ascii: "q")]
-    private static let scrollInFull = [UInt8(ascii: "x")]
+    private static let scrollInFull = [UInt8(ascii: "p")]
     private static let vertical = [UInt8(ascii: "v")], horizontal = [UInt8(ascii: "h")]
     private static let setInset = [UInt8(ascii: "i")], disappear = [UInt8(ascii: "d")]
     private static let setBehavior = [UInt8(ascii: "b")]

@@ -7,6 +7,9 @@
 -- A session is one hash, KEYS[1] = <prefix>{<id>}:
 --   i  inset            r  1 revealed, 0 hidden
 --   v  version          s  highest seq applied (absent until a report has one)
+--   b  behaviour (absent: revealAtTop)      n  '1' when it snaps (absent: not)
+--   c  chosen collapsible height (absent: the whole inset)
+--   o  tracked height offset (absent: 0)    l  last offset (absent: none)
 --   e  entity tag "<version>.<tag>": the state's name for clients (ETag,
 --      event id). A failover or an older backup can lose a version that
 --      clients saw, and the next change reuses it for another state; the
@@ -14,7 +17,9 @@
 --      that may make a version, keeps the two names apart. Valid only while
 --      its version is v (an older library leaves it behind when it writes).
 -- Changes are SPUBLISHed on <key>:changes (same hash tag, so the same shard):
--- "<version>.<tag> <inset> <r>[ <seq>]" for a new version, "gone" for a removal.
+-- "<version>.<tag> <inset> <r>[ <seq>]" for a new version, "gone" for a removal;
+-- a session with another behaviour than revealAtTop's defaults adds its seq
+-- ('-' for none) and its five behaviour words (see `words`).
 --
 -- Numbers travel as text. Lua numbers are doubles, as Swift's are, and the
 -- text written here is the shortest of 15 to 17 significant digits that reads
@@ -122,11 +127,39 @@ local function fresh(text)
   return text
 end
 
+-- A finite number, or nil for 'none'.
+local function optional(text, what)
+  if text == 'none' then return nil end
+  return finite(text, what)
+end
+
+local BEHAVIORS = {revealAtTop = true, pinned = true, enterAlways = true, exitUntilCollapsed = true}
+
+-- A double rounded to a float, as Swift's Float(x) rounds it (to nearest, ties to even).
+local function f32(x)
+  return (struct.unpack('f', struct.pack('f', x)))
+end
+
+-- setBehavior's words from argv[at]: behaviour, height ('none' or a number), snap.
+local function settings(argv, at)
+  local behavior = argv[at]
+  if not BEHAVIORS[behavior] then fail('unknown behaviour ' .. tostring(behavior)) end
+  local height = optional(argv[at + 1], 'collapsibleHeight')
+  if height then height = f32(height) end
+  local snap = argv[at + 2]
+  if snap ~= '1' and snap ~= '0' then fail('snap must be 1 or 0') end
+  return {op = 'b', behavior = behavior, height = height, snap = snap == '1'}
+end
+
 -- Inputs, from argv[at] to the end:
 --   'r' offsetY insetTop axis       a scroll report without seq (axis 'v' or 'h')
 --   'q' offsetY insetTop axis seq   a scroll report with seq
+--   'p' offsetY insetTop axis seq ended contentHeight viewportHeight
+--                                   a scroll report in full: seq and heights
+--                                   'none' when absent, ended '1' or '0'
 --   'i' inset                       setInset
 --   'd'                             disappear
+--   'b' behaviour height snap       setBehavior (height 'none': the inset)
 -- All are read before anything is applied: an error part way through a
 -- function would leave the writes made before it.
 local function inputs(argv, at)
@@ -145,6 +178,22 @@ local function inputs(argv, at)
       local seq = nil
       if op == 'q' then seq = whole(argv[word + 4], 'seq'); word = word + 5 else word = word + 4 end
       list[#list + 1] = {op = 'r', effective = effective, vertical = axis == 'v', seq = seq}
+    elseif op == 'p' then
+      local offset = finite(argv[word + 1], 'offsetY')
+      local top = finite(argv[word + 2], 'insetTop')
+      local axis = argv[word + 3]
+      if axis ~= 'v' and axis ~= 'h' then fail('axis must be v or h') end
+      local seq = nil
+      if argv[word + 4] ~= 'none' then seq = whole(argv[word + 4], 'seq') end
+      local ended = argv[word + 5]
+      if ended ~= '1' and ended ~= '0' then fail('ended must be 1 or 0') end
+      local content, viewport = optional(argv[word + 6], 'contentHeight'), optional(argv[word + 7], 'viewportHeight')
+      list[#list + 1] = {op = 'r', effective = offset + top, vertical = axis == 'v', seq = seq, ended = ended == '1',
+        content = content, viewport = viewport}
+      word = word + 8
+    elseif op == 'b' then
+      list[#list + 1] = settings(argv, word + 1)
+      word = word + 4
     elseif op == 'i' then
       list[#list + 1] = {op = 'i', inset = finite(argv[word + 1], 'inset')}
       word = word + 2
@@ -161,9 +210,11 @@ end
 -- The session, or nil. Its etag is nil when the hash has none for its
 -- version (written by an older library).
 local function load(key)
-  local f = redis.call('HMGET', key, 'i', 'r', 'v', 's', 'e')
+  local f = redis.call('HMGET', key, 'i', 'r', 'v', 's', 'e', 'b', 'n', 'c', 'o', 'l')
   if not f[1] then return nil end
-  local state = {inset = tonumber(f[1]), revealed = f[2] == '1', version = tonumber(f[3]), seq = f[4] and tonumber(f[4]) or nil}
+  local state = {inset = tonumber(f[1]), revealed = f[2] == '1', version = tonumber(f[3]), seq = f[4] and tonumber(f[4]) or nil,
+    behavior = f[6] or 'revealAtTop', snap = f[7] == '1', chosen = f[8] and tonumber(f[8]) or nil,
+    tracked = f[9] and tonumber(f[9]) or 0, last = f[10] and tonumber(f[10]) or nil}
   local prefix = integer(state.version) .. '.'
   if f[5] and string.sub(f[5], 1, #prefix) == prefix then state.etag = f[5] end
   return state
@@ -177,17 +228,42 @@ local function named(key, state, tag)
   redis.call('HSET', key, 'e', state.etag)
 end
 
+-- Equal, and of one sign when zero: states are compared to the bit.
+local function same(a, b)
+  if a == nil or b == nil then return a == b end
+  return a == b and (a ~= 0 or 1 / a == 1 / b)
+end
+
+-- The behaviour's words, as ChromeFunctions.behaviorWords writes them:
+-- behaviour, snap, chosen height, tracked height offset, last offset ('-'
+-- for none); nil for revealAtTop's defaults.
+local function words(state)
+  if state.behavior == 'revealAtTop' and not state.snap and not state.chosen and same(state.tracked, 0)
+    and not state.last then return nil end
+  return state.behavior .. ' ' .. (state.snap and '1' or '0') .. ' ' .. (state.chosen and exact(state.chosen) or '-')
+    .. ' ' .. exact(state.tracked) .. ' ' .. (state.last and exact(state.last) or '-')
+end
+
 -- status, inset, revealed, version, seq (nil when none), tag (nil when the
--- state has none) [, outcomes, changed]
+-- state has none) [, outcomes, changed] [, behaviour words]
 local function reply(status, state, outcomes, changed)
   local tag = state.etag and string.sub(state.etag, #integer(state.version) + 2) or false
-  return {status, exact(state.inset), state.revealed and '1' or '0', integer(state.version),
-    state.seq and integer(state.seq) or false, tag, outcomes, changed}
+  local result = {status, exact(state.inset), state.revealed and '1' or '0', integer(state.version),
+    state.seq and integer(state.seq) or false, tag, outcomes or false, changed or false}
+  local behavior = words(state)
+  if behavior then
+    result[9] = behavior
+  elseif not outcomes then
+    result[7], result[8] = nil, nil
+  end
+  return result
 end
 
 local function message(state)
   local text = state.etag .. ' ' .. exact(state.inset) .. ' ' .. (state.revealed and '1' or '0')
-  if state.seq then text = text .. ' ' .. integer(state.seq) end
+  local behavior = words(state)
+  if state.seq then text = text .. ' ' .. integer(state.seq) elseif behavior then text = text .. ' -' end
+  if behavior then text = text .. ' ' .. behavior end
   return text
 end
 
@@ -202,18 +278,199 @@ local function set(state, inset, revealed, tag)
   return true
 end
 
--- FCALL <library>_create 1 key tag deadline ttl inset: a new session,
--- revealed at version 1; nil if the key exists (the caller draws another
--- id); 'late' past the deadline.
+-- The behaviours (ChromeRules, ChromeState): written as the Swift is, step
+-- for step, so that every double rounds alike. `atMost` and `atLeast`
+-- keep the first of two equal values, as Swift's do.
+local MAX_DOUBLE = 1.7976931348623157e308
+local MAX_HEIGHT = 10000 -- RevealSettings.allowedCollapsibleHeights
+
+local function atMost(x, bound)
+  if x > bound then return bound end
+  return x
+end
+
+local function atLeast(x, bound)
+  if x < bound then return bound end
+  return x
+end
+
+local function copy(state)
+  local other = {}
+  for name, value in pairs(state) do other[name] = value end
+  return other
+end
+
+-- ChromeState.heightWithin
+local function within(h)
+  if h > 0 then return atMost(h, MAX_HEIGHT) end
+  return 0
+end
+
+-- ChromeState.collapsibleHeight
+local function height(state)
+  return within(state.chosen or f32(state.inset))
+end
+
+-- ChromeState.heightOffset
+local function offsetOf(state)
+  if state.behavior == 'revealAtTop' then
+    if state.revealed then return 0 end
+    return -height(state)
+  elseif state.behavior == 'pinned' then
+    return 0
+  end
+  return state.tracked
+end
+
+-- ChromeState.collapsedPercent
+local function percent(state)
+  if state.behavior == 'revealAtTop' then return state.revealed and 0 or 100 end
+  if state.behavior == 'pinned' then return 0 end
+  local h = height(state)
+  if not (h > 0) then return 0 end
+  return math.floor(-state.tracked / h * 100 + 0.5)
+end
+
+local function fractionDriven(state)
+  return state.behavior == 'enterAlways' or state.behavior == 'exitUntilCollapsed'
+end
+
+-- ChromeState.settleRevealed
+local function settle(state)
+  if not fractionDriven(state) then return end
+  local p = percent(state)
+  if p == 0 then state.revealed = true elseif p == 100 then state.revealed = false end
+end
+
+-- ChromeState.looksLike
+local function looksLike(a, b)
+  return a.inset == b.inset and a.revealed == b.revealed and a.behavior == b.behavior and a.snap == b.snap
+    and height(a) == height(b) and percent(a) == percent(b)
+end
+
+-- ChromeState.commit: whether the state got a new version.
+local function commit(state, before, tag)
+  if looksLike(state, before) then return false end
+  if before.version >= MAX_WHOLE then
+    local seq = state.seq
+    for name in pairs(state) do state[name] = nil end
+    for name, value in pairs(before) do state[name] = value end
+    state.seq = seq
+    return false
+  end
+  state.version = before.version + 1
+  state.etag = integer(state.version) .. '.' .. tag
+  return true
+end
+
+-- ScrollReport.scrollableOffset
+local function scrollable(input)
+  if input.content and input.viewport then
+    return atMost(atLeast(input.effective, 0), atLeast(input.content - input.viewport, 0))
+  end
+  return input.effective
+end
+
+-- ChromeRules.follow
+local function follow(state, input, threshold)
+  local offset = atMost(atLeast(scrollable(input), -MAX_DOUBLE), MAX_DOUBLE)
+  local h = height(state)
+  local ho
+  if offset <= threshold then
+    ho = 0
+  elseif state.behavior == 'exitUntilCollapsed' then
+    ho = -atMost(offset, h)
+  elseif state.last then
+    ho = atMost(atLeast(state.tracked - (offset - state.last), -h), 0)
+  else
+    ho = state.tracked
+  end
+  if state.behavior == 'enterAlways' then state.last = offset end
+  if state.snap and input.ended then
+    if -ho * 2 > h then ho = -h else ho = 0 end
+  end
+  state.tracked = f32(ho)
+  settle(state)
+end
+
+-- ChromeRules.step for inputs other than scroll reports under revealAtTop.
+local function setInset(state, inset)
+  if inset ~= state.inset then state.inset = inset end
+  if state.chosen then state.chosen = atMost(state.chosen, within(f32(inset))) end
+  state.tracked = atLeast(state.tracked, -height(state))
+  settle(state)
+end
+
+local function disappear(state)
+  state.last = nil
+  state.tracked = 0
+  state.revealed = true
+end
+
+local function setBehavior(state, input)
+  local standing = offsetOf(state)
+  state.behavior = input.behavior
+  state.snap = input.snap
+  state.chosen = input.height and atMost(input.height, within(f32(state.inset))) or nil
+  state.last = nil
+  if input.behavior == 'revealAtTop' then
+    state.tracked = 0
+  elseif input.behavior == 'pinned' then
+    state.tracked = 0
+    state.revealed = true
+  else
+    state.tracked = atLeast(standing, -height(state))
+    settle(state)
+  end
+end
+
+-- Writes what changed since `before` (a whole state), beside i/r/v/e.
+local function save(key, state, before)
+  local fields, gone = {}, {}
+  local function put(name, value, old, default)
+    if same(value, old) then return end
+    if value == nil or same(value, default) then gone[#gone + 1] = name else fields[#fields + 1] = name; fields[#fields + 1] = value end
+  end
+  if state.version ~= before.version then
+    fields = {'i', exact(state.inset), 'r', state.revealed and '1' or '0', 'v', integer(state.version), 'e', state.etag}
+  end
+  if state.seq ~= before.seq then fields[#fields + 1] = 's'; fields[#fields + 1] = integer(state.seq) end
+  if state.behavior ~= before.behavior then
+    if state.behavior == 'revealAtTop' then gone[#gone + 1] = 'b' else fields[#fields + 1] = 'b'; fields[#fields + 1] = state.behavior end
+  end
+  if state.snap ~= before.snap then
+    if state.snap then fields[#fields + 1] = 'n'; fields[#fields + 1] = '1' else gone[#gone + 1] = 'n' end
+  end
+  if not same(state.chosen, before.chosen) then
+    if state.chosen then fields[#fields + 1] = 'c'; fields[#fields + 1] = exact(state.chosen) else gone[#gone + 1] = 'c' end
+  end
+  if not same(state.tracked, before.tracked) then
+    if same(state.tracked, 0) then gone[#gone + 1] = 'o' else fields[#fields + 1] = 'o'; fields[#fields + 1] = exact(state.tracked) end
+  end
+  if not same(state.last, before.last) then
+    if state.last then fields[#fields + 1] = 'l'; fields[#fields + 1] = exact(state.last) else gone[#gone + 1] = 'l' end
+  end
+  if #fields > 0 then redis.call('HSET', key, unpack(fields)) end
+  if #gone > 0 then redis.call('HDEL', key, unpack(gone)) end
+  return #fields > 0 or #gone > 0
+end
+
+-- FCALL <library>_create 1 key tag deadline ttl inset 'b' behaviour height
+-- snap: a new session, revealed at version 1; nil if the key exists (the
+-- caller draws another id); 'late' past the deadline.
 local function create(keys, argv)
   local tag = fresh(argv[1])
   local late = overdue(argv[2])
   local ttl = lifetime(argv[3])
   local inset = finite(argv[4], 'inset')
+  if argv[5] ~= 'b' or #argv ~= 8 then fail('create takes its behaviour as b behaviour height snap') end
+  local chosen = settings(argv, 6)
   if late then return LATE end
   if redis.call('EXISTS', keys[1]) == 1 then return false end
-  local state = {inset = inset, revealed = true, version = 1, etag = '1.' .. tag}
+  local state = {inset = inset, revealed = true, version = 1, etag = '1.' .. tag, behavior = chosen.behavior, snap = chosen.snap,
+    chosen = chosen.height and atMost(chosen.height, within(f32(inset))) or nil, tracked = 0}
   redis.call('HSET', keys[1], 'i', exact(inset), 'r', '1', 'v', '1', 'e', state.etag)
+  save(keys[1], state, {inset = inset, revealed = true, version = 1, behavior = 'revealAtTop', snap = false, tracked = 0})
   touch(keys[1], ttl)
   return reply('done', state)
 end
@@ -261,7 +518,7 @@ local function apply(keys, argv)
   if not state then return false end
   named(key, state, tag)
   if not holds(clauses, state.etag) then return reply('failed', state) end
-  local before = {inset = state.inset, revealed = state.revealed, version = state.version, seq = state.seq}
+  local before = copy(state)
   local outcomes = {}
   local channel = key .. ':changes'
   for _, input in ipairs(list) do
@@ -271,31 +528,35 @@ local function apply(keys, argv)
         outcomes[#outcomes + 1] = 's'
       else
         if input.seq then state.seq = input.seq end
-        if input.vertical then
-          changed = set(state, state.inset, input.effective <= threshold, tag)
+        if not input.vertical then
+          outcomes[#outcomes + 1] = 'h'
+        elseif state.behavior == 'revealAtTop' then
+          changed = set(state, state.inset, scrollable(input) <= threshold, tag)
           outcomes[#outcomes + 1] = 'a'
         else
-          outcomes[#outcomes + 1] = 'h'
+          if state.behavior ~= 'pinned' then
+            local previous = copy(state)
+            follow(state, input, threshold)
+            changed = commit(state, previous, tag)
+          end
+          outcomes[#outcomes + 1] = 'a'
         end
       end
-    elseif input.op == 'i' then
-      changed = set(state, input.inset, state.revealed, tag)
     else
-      -- Leaving a screen brings the island back.
-      changed = set(state, state.inset, true, tag)
+      local previous = copy(state)
+      if input.op == 'i' then
+        setInset(state, input.inset)
+      elseif input.op == 'd' then
+        -- Leaving a screen brings the island back.
+        disappear(state)
+      else
+        setBehavior(state, input)
+      end
+      changed = commit(state, previous, tag)
     end
     if changed then redis.call('SPUBLISH', channel, message(state)) end
   end
-  local changed = '0'
-  if state.version ~= before.version then
-    redis.call('HSET', key, 'i', exact(state.inset), 'r', state.revealed and '1' or '0', 'v', integer(state.version),
-      'e', state.etag)
-    changed = '1'
-  end
-  if state.seq ~= before.seq then
-    redis.call('HSET', key, 's', integer(state.seq))
-    changed = '1'
-  end
+  local changed = save(key, state, before) and '1' or '0'
   touch(key, ttl)
   return reply('done', state, table.concat(outcomes), changed)
 end

@@ -61,10 +61,13 @@ public struct ChromeRules: Sendable, Hashable {
             }
             return (next, .applied)
         case let .setInset(inset):
-            next.inset = inset
+            // An equal inset keeps its sign: a client reads back the zero it wrote first.
+            if inset != next.inset { next.inset = inset }
             // A shorter chrome cannot collapse further than it is tall.
-            if let chosen = next.chosenCollapsibleHeight { next.chosenCollapsibleHeight = min(chosen, Float(inset)) }
-            next.trackedHeightOffset = max(next.trackedHeightOffset, -next.collapsibleHeight)
+            if let chosen = next.chosenCollapsibleHeight {
+                next.chosenCollapsibleHeight = chosen.atMost(ChromeState.heightWithin(Float(inset)))
+            }
+            next.trackedHeightOffset = next.trackedHeightOffset.atLeast(-next.collapsibleHeight)
             next.settleRevealed()
             next.commit(from: state)
         case .disappear:
@@ -81,7 +84,7 @@ public struct ChromeRules: Sendable, Hashable {
             let standing = state.heightOffset
             next.behavior = settings.behavior
             next.snap = settings.snap
-            next.chosenCollapsibleHeight = settings.collapsibleHeight.map { min($0, Float(next.inset)) }
+            next.chosenCollapsibleHeight = settings.collapsibleHeight.map { $0.atMost(ChromeState.heightWithin(Float(next.inset))) }
             next.lastOffset = nil
             switch settings.behavior {
             case .revealAtTop:
@@ -90,7 +93,7 @@ public struct ChromeRules: Sendable, Hashable {
                 next.trackedHeightOffset = 0
                 next.isRevealed = true
             case .enterAlways, .exitUntilCollapsed:
-                next.trackedHeightOffset = max(standing, -next.collapsibleHeight)
+                next.trackedHeightOffset = standing.atLeast(-next.collapsibleHeight)
                 next.settleRevealed()
             }
             next.commit(from: state)
@@ -101,7 +104,7 @@ public struct ChromeRules: Sendable, Hashable {
     /// Moves a fraction-driven chrome by a vertical report.
     private func follow(_ report: ScrollReport, _ state: inout ChromeState) {
         // Clamped into the doubles, so a delta is never inf − inf.
-        let offset = min(max(report.scrollableOffset, -.greatestFiniteMagnitude), .greatestFiniteMagnitude)
+        let offset = report.scrollableOffset.atLeast(-.greatestFiniteMagnitude).atMost(.greatestFiniteMagnitude)
         let height = Double(state.collapsibleHeight)
         var heightOffset: Double
         if offset <= revealThreshold {
@@ -109,10 +112,10 @@ public struct ChromeRules: Sendable, Hashable {
             heightOffset = 0
         } else if state.behavior == .exitUntilCollapsed {
             // Follows the position: collapsed by how far the content is scrolled.
-            heightOffset = -min(offset, height)
+            heightOffset = -offset.atMost(height)
         } else if let last = state.lastOffset {
             // Tracks the finger: moves by the delta, within the chrome's height.
-            heightOffset = min(max(Double(state.trackedHeightOffset) - (offset - last), -height), 0)
+            heightOffset = (Double(state.trackedHeightOffset) - (offset - last)).atLeast(-height).atMost(0)
         } else {
             // The first report after a change of screen or behaviour only sets where deltas start.
             heightOffset = Double(state.trackedHeightOffset)
@@ -131,6 +134,17 @@ public struct ChromeRules: Sendable, Hashable {
     public func apply(_ inputs: some Sequence<ChromeInput>, to state: ChromeState) -> ChromeState {
         inputs.reduce(state) { apply($1, to: $0) }
     }
+}
+
+extension BinaryFloatingPoint {
+    /// `min`, spelled so that the function library computes it alike: of
+    /// two equal values (0 and −0) it keeps `self`, which `Swift.min` does not promise.
+    @inline(__always)
+    func atMost(_ bound: Self) -> Self { self > bound ? bound : self }
+
+    /// `max`, likewise.
+    @inline(__always)
+    func atLeast(_ bound: Self) -> Self { self < bound ? bound : self }
 }
 
 extension ChromeState {

@@ -43,7 +43,7 @@ public struct ChromeState: Sendable, Hashable {
         self.init(inset: inset, isRevealed: true, version: 1, lastAppliedSeq: nil)
         behavior = settings.behavior
         snap = settings.snap
-        chosenCollapsibleHeight = settings.collapsibleHeight.map { min($0, Float(inset)) }
+        chosenCollapsibleHeight = settings.collapsibleHeight.map { $0.atMost(Self.heightWithin(Float(inset))) }
     }
 
     /// A state exactly as stored, e.g. read back from another store.
@@ -61,9 +61,16 @@ public struct ChromeState: Sendable, Hashable {
         self.lastOffset = lastOffset
     }
 
-    /// How far the chrome collapses, in points: the chosen height, or the whole inset.
+    /// How far the chrome collapses, in points: the chosen height, or the
+    /// whole inset; within the heights a client may choose, whatever inset a
+    /// state file or another store holds.
     public var collapsibleHeight: Float {
-        chosenCollapsibleHeight ?? Float(inset)
+        Self.heightWithin(chosenCollapsibleHeight ?? Float(inset))
+    }
+
+    /// `height` within the heights a client may choose.
+    static func heightWithin(_ height: Float) -> Float {
+        height > 0 ? height.atMost(RevealSettings.allowedCollapsibleHeights.upperBound) : 0
     }
 
     /// How far the chrome is moved up, from `-collapsibleHeight` (hidden)

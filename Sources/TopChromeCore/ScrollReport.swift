@@ -51,6 +51,6 @@ public struct ScrollReport: Sendable, Hashable {
     public var scrollableOffset: Double {
         let offset = effectiveOffset
         guard let contentHeight, let viewportHeight else { return offset }
-        return min(max(offset, 0), max(contentHeight - viewportHeight, 0))
+        return offset.atLeast(0).atMost((contentHeight - viewportHeight).atLeast(0))
     }
 }

@@ -163,16 +163,31 @@ struct Exact: Hashable, CustomStringConvertible {
     let isRevealed: Bool
     let version: UInt64
     let seq: UInt64?
+    let behavior: RevealBehavior
+    let snap: Bool
+    let chosenHeightBits: UInt32?
+    let trackedBits: UInt32
+    let lastOffsetBits: UInt64?
 
     init(_ state: ChromeState) {
         insetBits = state.inset.bitPattern
         isRevealed = state.isRevealed
         version = state.version
         seq = state.lastAppliedSeq
+        behavior = state.behavior
+        snap = state.snap
+        chosenHeightBits = state.chosenCollapsibleHeight?.bitPattern
+        trackedBits = state.trackedHeightOffset.bitPattern
+        lastOffsetBits = state.lastOffset?.bitPattern
     }
 
     var description: String {
-        "(inset \(Double(bitPattern: insetBits)), \(isRevealed ? "revealed" : "hidden"), v\(version), seq \(seq.map(String.init) ?? "none"))"
+        var text = "(inset \(Double(bitPattern: insetBits)), \(isRevealed ? "revealed" : "hidden"), v\(version), seq \(seq.map(String.init) ?? "none")"
+        if behavior != .revealAtTop || snap || chosenHeightBits != nil || trackedBits != 0 || lastOffsetBits != nil {
+            text += ", \(behavior)\(snap ? " snapping" : ""), height \(chosenHeightBits.map { "\(Float(bitPattern: $0))" } ?? "inset")"
+                + ", tracked \(Float(bitPattern: trackedBits)), last \(lastOffsetBits.map { "\(Double(bitPattern: $0))" } ?? "none")"
+        }
+        return text + ")"
     }
 }
 
