@@ -154,7 +154,7 @@ let package = Package(
         ),
         .testTarget(
             name: "TopChromeClientTests",
-            dependencies: ["TopChromeClient", "TopChromeApp", "topchrome", "topchrome-watch"]
+            dependencies: ["TopChromeClient", "TopChromeCore", "TopChromeApp", "topchrome", "topchrome-watch"]
         ),
     ],
     swiftLanguageModes: [.v6]
