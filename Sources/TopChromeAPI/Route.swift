@@ -10,6 +10,7 @@ public enum Route: Equatable, Sendable {
     case inset(SessionID?)
     case scroll(SessionID?)
     case disappear(SessionID?)
+    case behavior(SessionID?)
     case events(SessionID?)
     case health
     case readiness
@@ -72,6 +73,8 @@ public enum Route: Equatable, Sendable {
             self = .disappear(id)
         } else if suffix.equals("events") {
             self = .events(id)
+        } else if suffix.equals("behavior") {
+            self = .behavior(id)
         } else {
             return nil
         }
@@ -82,7 +85,7 @@ public enum Route: Equatable, Sendable {
         switch self {
         case .sessions, .scroll, .disappear: ["POST"]
         case .session: ["GET", "HEAD", "DELETE"]
-        case .inset: ["PUT"]
+        case .inset, .behavior: ["PUT"]
         case .events, .health, .readiness, .openAPI, .metrics, .demo: ["GET", "HEAD"]
         }
     }
@@ -92,7 +95,7 @@ public enum Route: Equatable, Sendable {
         switch self {
         case .sessions, .scroll, .disappear: method == "POST"
         case .session: method == "GET" || method == "HEAD" || method == "DELETE"
-        case .inset: method == "PUT"
+        case .inset, .behavior: method == "PUT"
         case .events, .health, .readiness, .openAPI, .metrics, .demo: method == "GET" || method == "HEAD"
         }
     }
@@ -101,6 +104,7 @@ public enum Route: Equatable, Sendable {
     /// The API hands it to the server with each response (``ExchangeEndpoint``).
     public enum Template: Int, CaseIterable, Sendable {
         case sessions, session, inset, scroll, disappear, events, health, readiness, openAPI, metrics, demo, unmatched
+        case behavior
 
         public var name: StaticString {
             switch self {
@@ -116,6 +120,7 @@ public enum Route: Equatable, Sendable {
             case .metrics: "/metrics"
             case .demo: "/"
             case .unmatched: "unmatched"
+            case .behavior: "/v1/sessions/{id}/behavior"
             }
         }
     }
@@ -133,12 +138,13 @@ public enum Route: Equatable, Sendable {
         case .openAPI: .openAPI
         case .metrics: .metrics
         case .demo: .demo
+        case .behavior: .behavior
         }
     }
 
     var sessionID: SessionID? {
         switch self {
-        case let .session(id), let .inset(id), let .scroll(id), let .disappear(id), let .events(id): id
+        case let .session(id), let .inset(id), let .scroll(id), let .disappear(id), let .events(id), let .behavior(id): id
         default: nil
         }
     }

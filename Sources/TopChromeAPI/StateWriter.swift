@@ -6,8 +6,10 @@ import TopChromeCore
 enum StateWriter {
     /// Longest possible output: the fixed text (with `lastSeq`), 32 id
     /// digits, the longest `Double` description (24 bytes) and two of the
-    /// longest `UInt64` (20 each): 7 + 32 + 10 + 24 + 30 + 20 + 11 + 20 + 1 = 155.
-    private static let capacity = 160
+    /// longest `UInt64` (20 each): 7 + 32 + 10 + 24 + 30 + 20 + 11 + 20 + 1 = 155;
+    /// and the behaviour's members: 32 + 21 + 15 + 13 + 21 + 4 + 16 + 15 = 137
+    /// (a `Float` description is 15 bytes at most).
+    private static let capacity = 300
 
     static func json(_ session: Session) -> [UInt8] {
         var json: [UInt8] = []
@@ -38,11 +40,40 @@ enum StateWriter {
                 end = write(#","lastSeq":"#, into: bytes, at: end)
                 end = decimal(lastSeq, into: bytes, at: end)
             }
+            // A session that never named a behaviour reads as every session did before there were others.
+            if !session.state.hasDefaultBehavior { end = writeBehavior(of: session.state, into: bytes, at: end) }
             end = write("}", into: bytes, at: end)
             assert(end <= capacity, "the longest state fits")
             json.reserveCapacity(json.count + end)
             json.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[..<end]))
         }
+    }
+
+    /// `behavior`, `collapsibleHeight`, `snap`, `collapsedFraction` and `heightOffset`, each after a comma.
+    @inline(never)
+    private static func writeBehavior(of state: ChromeState, into bytes: UnsafeMutableBufferPointer<UInt8>, at start: Int) -> Int {
+        var end = write(#","behavior":""#, into: bytes, at: start)
+        for byte in state.behavior.rawValue.utf8 {
+            bytes[end] = byte
+            end += 1
+        }
+        end = write(#"","collapsibleHeight":"#, into: bytes, at: end)
+        end = number(state.collapsibleHeight, into: bytes, at: end)
+        end = write(state.snap ? #","snap":true,"collapsedFraction":"# : #","snap":false,"collapsedFraction":"#, into: bytes, at: end)
+        end = number(state.collapsedFraction, into: bytes, at: end)
+        end = write(#","heightOffset":"#, into: bytes, at: end)
+        return number(state.heightOffset, into: bytes, at: end)
+    }
+
+    /// A float as its own shortest text (`56.3`, not the double it widens to), whole numbers without a fraction.
+    private static func number(_ value: Float, into bytes: UnsafeMutableBufferPointer<UInt8>, at start: Int) -> Int {
+        if value == value.rounded() { return number(Double(value), into: bytes, at: start) }
+        var end = start
+        for byte in value.description.utf8 {
+            bytes[end] = byte
+            end += 1
+        }
+        return end
     }
 
     /// `value` in decimal at `start`; returns the index after the last digit.

@@ -89,6 +89,12 @@ public struct ChromeState: Sendable, Hashable {
         Double(collapsedPercent) / 100
     }
 
+    /// Whether the session was left with the behaviour every session had
+    /// before there were others: its answers then read as they always did.
+    public var hasDefaultBehavior: Bool {
+        behavior == .revealAtTop && !snap && chosenCollapsibleHeight == nil
+    }
+
     /// `collapsedFraction` in hundredths. A chrome that cannot collapse is shown.
     var collapsedPercent: Int {
         switch behavior {
