@@ -35,10 +35,10 @@ let demoPage = #"""
            border-radius: 14px; background: rgba(255, 255, 255, .96); box-shadow: 0 4px 18px rgba(0, 0, 0, .18);
            font: 13px/1.4 system-ui, sans-serif; }
   #panel label { display: flex; gap: 8px; align-items: center; margin-bottom: 6px; }
-  #panel select { flex: 1; font: inherit; }
+  #panel select { flex: 1; min-width: 0; font: inherit; }
   #meter { height: 8px; border-radius: 4px; background: #dbe1ee; overflow: hidden; margin: 4px 0 8px; }
   #meter div { height: 100%; width: 0; background: #3b5bdb; }
-  #events { margin: 0; padding-left: 18px; max-height: 150px; overflow: hidden;
+  #events { margin: 0; padding: 0; list-style: none; max-height: 150px; overflow: hidden;
             font: 11px/1.45 ui-monospace, monospace; color: #4a5368; }
   #island span { opacity: .75; }
   main { padding-top: var(--inset); }
@@ -67,7 +67,7 @@ let demoPage = #"""
   <label><input type="checkbox" id="snap"> snap when a gesture ends</label>
   <div>collapsedFraction <b id="fraction">0</b></div>
   <div id="meter"><div></div></div>
-  <ol id="events" reversed></ol>
+  <ol id="events"></ol>
 </aside>
 <main>
   <header class="hero">
@@ -151,13 +151,16 @@ function show(state) {
   say(`v${state.version} · isRevealed ${state.isRevealed} · inset ${state.inset}`);
 }
 
-// The picker changes the session's behaviour; the island follows from the next event.
+// The picker changes the session's behaviour; the island follows from the next
+// event. A new behaviour takes deltas from the next report, so the page says
+// at once where it stands, or the first scroll after the choice would not count.
 async function choose() {
   if (!session) return;
   const response = await fetch(`/v1/sessions/${session}/behavior`, {
     method: "PUT", headers: { "Content-Type": "application/json" },
     body: JSON.stringify({ behavior: picker.value, snap: snap.checked }) });
   if (!response.ok) say(`PUT behavior answered ${response.status}`);
+  reportVertical();
 }
 picker.addEventListener("change", choose);
 snap.addEventListener("change", choose);
