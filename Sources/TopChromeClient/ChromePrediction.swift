@@ -29,6 +29,7 @@ struct ChromePrediction {
     private var base: State?
     private var unanswered: [Unanswered] = []
     private var lastTicket: UInt64 = 0
+    var unansweredCount: Int { unanswered.count }
     /// What to show: `base` with `unanswered` applied. Nil until the
     /// service's first state: the behaviour is not known before it.
     private(set) var predicted: State?
@@ -44,6 +45,12 @@ struct ChromePrediction {
         report.seq = nil
         unanswered.append(Unanswered(ticket: lastTicket, seq: nil, report: report))
         self.predicted = rules.apply(.scroll(report), to: predicted)
+        // Offline, reports pile up with no state to answer them: past what
+        // one request carries, the oldest is taken as done, so memory and
+        // the work of a reconciliation stay bounded.
+        if unanswered.count > ScrollBatch.limit, let base {
+            self.base = rules.apply(.scroll(unanswered.removeFirst().report), to: base)
+        }
         return lastTicket
     }
 
@@ -60,8 +67,9 @@ struct ChromePrediction {
 
     /// The service's state, from the event stream (in order, each version once).
     mutating func reconcile(with state: ChromeState) {
-        let included = unanswered.filter { entry in entry.seq.map { $0 <= state.lastSeq ?? 0 } ?? false }
-        unanswered.removeAll { entry in included.contains { $0.ticket == entry.ticket } }
+        let isIncluded = { (entry: Unanswered) in entry.seq.map { $0 <= state.lastSeq ?? 0 } ?? false }
+        let included = unanswered.filter(isIncluded)
+        unanswered.removeAll(where: isIncluded)
         // The offset `enterAlways` takes the next delta from is not in the
         // state: it is the last report the service applied, which is known
         // here when that report was made here (or none came since).

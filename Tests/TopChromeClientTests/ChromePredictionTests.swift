@@ -103,4 +103,25 @@ import struct TopChromeCore.ScrollReport
         _ = prediction.predict(Self.report(120))
         #expect(prediction.predicted?.heightOffset == -20)
     }
+
+    /// Offline, reports pile up unanswered: what is kept stays bounded, the
+    /// prediction still counts every report, and a state that then comes
+    /// has the kept ones applied on top.
+    @Test func unansweredReportsStayBounded() throws {
+        let reports = (0...5_000).map { Self.report(Double($0 % 3) * 20 + 2) }
+        var prediction = ChromePrediction()
+        prediction.reconcile(with: Self.served(version: 1))
+        let start = try #require(prediction.predicted)
+        for report in reports { _ = prediction.predict(report) }
+        #expect(prediction.unansweredCount == ScrollBatch.limit)
+        #expect(prediction.predicted == ChromeRules().apply(reports.map { .scroll($0) }, to: start))
+
+        prediction.reconcile(with: Self.served(version: 2, inset: 47))
+        var fresh = ChromePrediction()
+        fresh.reconcile(with: Self.served(version: 2, inset: 47))
+        for report in reports.suffix(ScrollBatch.limit) { _ = fresh.predict(report) }
+        #expect(prediction.predicted?.heightOffset == fresh.predicted?.heightOffset)
+        #expect(prediction.predicted?.isRevealed == fresh.predicted?.isRevealed)
+        #expect(prediction.predicted?.inset == 47)
+    }
 }
