@@ -66,7 +66,7 @@ let package = Package(
         .target(
             name: "RedisSessionStore",
             dependencies: ["TopChromeCore", "Redis", "Locking"],
-            exclude: ["topchrome.lua"],
+            exclude: ["topchrome.lua", "topchrome-rules.lua"],
             plugins: ["EmbedFunctionLibrary"]
         ),
 

@@ -18,6 +18,8 @@
 #   speaks the v1 API can be counted the same way, e.g. a reference build.
 # Settings (environment): WORKLOADS="scroll get mixed" SESSIONS=1000
 #   WRK_CONNS=8 WARMUP=2s COUNTED=6s
+#   BEHAVIOR= (revealAtTop, pinned, enterAlways, exitUntilCollapsed: the
+#   sessions are created with it; unset, with no body, as before behaviours)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 : "${WORKLOADS:=scroll get mixed}" "${SESSIONS:=1000}" "${WRK_CONNS:=8}" "${WARMUP:=2s}" "${COUNTED:=6s}"
@@ -53,11 +55,11 @@ for _ in $(seq 600); do  # valgrind takes seconds to start the server
   kill -0 "$pid" 2>/dev/null || { cat "$work/server.log" >&2; exit 1; }
   sleep 0.1
 done
-create_sessions "$base" "$SESSIONS" "$work/ids"
+create_sessions "$base" "$SESSIONS" "$work/ids" ${BEHAVIOR:-}
 export BENCH_LUA_DIR="$PWD/Benchmarks/wrk" IDS_FILE="$work/ids"
 
 echo "# $(date -u +%Y-%m-%dT%H:%MZ) ${command[*]}"
-echo "# wrk -t1 -c$WRK_CONNS, $COUNTED counted after $WARMUP; instructions per request"
+echo "# wrk -t1 -c$WRK_CONNS, $COUNTED counted after $WARMUP; instructions per request${BEHAVIOR:+; sessions $BEHAVIOR}"
 printf '%-8s %9s %12s %10s %10s\n' workload requests all memset rest
 for workload in $WORKLOADS; do
   wrk -t1 -c"$WRK_CONNS" -d"$WARMUP" -s "$BENCH_LUA_DIR/$workload.lua" "$base" >/dev/null

@@ -13,7 +13,7 @@ import TopChromeCore
 /// every state; in Redis the starting state's until a version is made, then
 /// one fresh tag for the call's new versions.
 struct RuleVectorTests {
-    @Test(arguments: ruleVectors)
+    @Test(arguments: ruleVectors + behaviorRuleVectors)
     func everyStoreAgrees(_ vector: RuleVector) async throws {
         checkRules(vector)
         try checkMemoryStore(vector)
@@ -92,6 +92,11 @@ struct RuleVectorTests {
             var fields = ["HSET", key, "i", "\(start.inset)", "r", start.isRevealed ? "1" : "0", "v", "\(start.version)",
                           "e", "\(start.version).\(tag)"]
             if let seq = start.lastAppliedSeq { fields += ["s", "\(seq)"] }
+            if start.behavior != .revealAtTop { fields += ["b", start.behavior.rawValue] }
+            if start.snap { fields += ["n", "1"] }
+            if let height = start.chosenCollapsibleHeight { fields += ["c", Double(height).description] }
+            if start.trackedHeightOffset.bitPattern != 0 { fields += ["o", Double(start.trackedHeightOffset).description] }
+            if let last = start.lastOffset { fields += ["l", last.description] }
             _ = try await backend.client.send(fields)
             #expect(try await backend.client.send(["PEXPIRE", key, "100000"]) == .integer(1))
         }
