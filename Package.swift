@@ -77,7 +77,7 @@ let package = Package(
         .target(
             name: "RedisSessionStore",
             dependencies: ["TopChromeCore", "StoreParts", "Redis", "Locking"],
-            exclude: ["topchrome.lua"],
+            exclude: ["topchrome.lua", "topchrome-rules.lua"],
             plugins: ["EmbedFunctionLibrary"]
         ),
 
@@ -123,12 +123,13 @@ let package = Package(
             providers: [.apt(["libcurl4-openssl-dev"])]
         ),
 
-        // The client library for apps: ordered, coalesced reports with retries,
-        // and the event stream with its reconnections. Foundation (and libcurl
-        // on Linux) only: no server code.
+        // The client library for apps: ordered, batched reports with retries,
+        // the event stream with its reconnections, and the chrome predicted
+        // by the core's rules until the service answers. Foundation (and
+        // libcurl on Linux) and the core only: no server code.
         .target(
             name: "TopChromeClient",
-            dependencies: [.target(name: "CCurl", condition: .when(platforms: [.linux]))]
+            dependencies: ["TopChromeCore", .target(name: "CCurl", condition: .when(platforms: [.linux]))]
         ),
 
         // `topchrome watch URL ID`, run by `topchrome` as a separate program so
@@ -165,7 +166,7 @@ let package = Package(
         ),
         .testTarget(
             name: "TopChromeClientTests",
-            dependencies: ["TopChromeClient", "TopChromeApp", "topchrome", "topchrome-watch"]
+            dependencies: ["TopChromeClient", "TopChromeCore", "TopChromeApp", "topchrome", "topchrome-watch"]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -23,6 +23,8 @@
 #   work is not counted, only the server's, I/O threads included)
 #   KEEP=DIR keeps each callgrind dump there (STORE-WORKLOAD.callgrind), for
 #   callgrind_annotate --inclusive=yes
+#   BEHAVIOR= (revealAtTop, pinned, enterAlways, exitUntilCollapsed: the
+#   sessions are created with it; unset, with no body, as before behaviours)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 : "${WORKLOADS:=scroll get mixed}" "${SESSIONS:=1000}" "${WRK_CONNS:=8}" "${WARMUP:=2s}" "${COUNTED:=6s}"
@@ -73,11 +75,11 @@ count() {
     kill -0 "$pid" 2>/dev/null || { cat "$work/server.log" >&2; exit 1; }
     sleep 0.1
   done
-  create_sessions "$base" "$SESSIONS" "$work/ids"
+  create_sessions "$base" "$SESSIONS" "$work/ids" ${BEHAVIOR:-}
   export BENCH_LUA_DIR="$PWD/Benchmarks/wrk" IDS_FILE="$work/ids"
 
   echo "# $(date -u +%Y-%m-%dT%H:%MZ) ${command[*]}"
-  echo "# wrk -t1 -c$WRK_CONNS, $COUNTED counted after $WARMUP; instructions per request"
+  echo "# wrk -t1 -c$WRK_CONNS, $COUNTED counted after $WARMUP; instructions per request${BEHAVIOR:+; sessions $BEHAVIOR}"
   printf '%-8s %-8s %9s %12s %10s %10s\n' store workload requests all memset rest
   for workload in $WORKLOADS; do
     wrk -t1 -c"$WRK_CONNS" -d"$WARMUP" -s "$BENCH_LUA_DIR/$workload.lua" "$base" >/dev/null

@@ -40,7 +40,8 @@ binary=.build/release/topchrome
 work=$(mktemp -d)
 gcc -O2 -std=gnu11 -Wall -Wextra -Werror -o "$work/fanout" Benchmarks/fanout/fanout.c
 export BENCH_LUA_DIR="$PWD/Benchmarks/wrk"
-library=Sources/RedisSessionStore/topchrome.lua
+library="$work/topchrome.lua"  # the library is its two files, one after the other
+cat Sources/RedisSessionStore/topchrome.lua Sources/RedisSessionStore/topchrome-rules.lua >"$library"
 
 pids=()  # everything started here, stopped on exit
 cleanup() {

@@ -9,6 +9,8 @@
 # Settings (environment): WRK_THREADS=1 WRK_CONNS=32 WRK_DURATION=5s
 # SESSIONS=1000 MEMORY_SESSIONS=1000000 THREADS= (server --threads; default: cores)
 # WORKLOADS="scroll get mixed" SKIP_MEMORY=0
+# BEHAVIORS="revealAtTop pinned enterAlways exitUntilCollapsed": the scroll
+# workload again on sessions created with each (at --log-level warn); "" skips it.
 # LOG_LEVELS="warn info": the HTTP workloads run once per server --log-level;
 # `info` is the default, an access-log line per request, written to a file.
 set -euo pipefail
@@ -16,6 +18,7 @@ cd "$(dirname "$0")/.."
 : "${WRK_THREADS:=1}" "${WRK_CONNS:=32}" "${WRK_DURATION:=5s}" "${SESSIONS:=1000}"
 : "${MEMORY_SESSIONS:=1000000}" "${THREADS:=}" "${WORKLOADS:=scroll get mixed}" "${SKIP_MEMORY:=0}"
 : "${LOG_LEVELS:=warn info}"
+: "${BEHAVIORS=revealAtTop pinned enterAlways exitUntilCollapsed}"
 
 command -v wrk >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >/dev/null; }
 scripts/install-deps.sh
@@ -95,6 +98,40 @@ for level in levels[1:]:
     ratios = [f"{w} {cpu[(w, level)] / cpu[(w, levels[0])]:.3f}" for w, l in cpu if l == levels[0] and (w, level) in cpu]
     print(f"CPU per request, --log-level {level} / {levels[0]}: " + ", ".join(ratios))
 PY
+
+# --- the scroll path for each reveal behaviour --------------------------------
+# Sessions created with the behaviour (inset 100); scroll.lua's reports swing
+# between 379.5 and 0.5, so every behaviour's chrome moves on every report.
+if [ -n "$BEHAVIORS" ]; then
+  printf '%-26s %10s %9s %9s %13s %7s\n' "scroll, behaviour" "req/s" "p50 µs" "p99 µs" "CPU µs/req" non2xx
+  for behavior in $BEHAVIORS; do
+    start_server warn
+    create_sessions "$base" "$SESSIONS" "$work/ids" "$behavior"
+    IDS_FILE="$work/ids" wrk -t1 -c"$WRK_CONNS" -d2s -s "$BENCH_LUA_DIR/scroll.lua" "$base" >/dev/null  # warm-up
+    ticks_before=$(cpu_ticks "$server_pid")
+    IDS_FILE="$work/ids" wrk -t"$WRK_THREADS" -c"$WRK_CONNS" -d"$WRK_DURATION" --latency \
+      -s "$BENCH_LUA_DIR/scroll.lua" "$base" >"$work/behavior.txt"
+    ticks=$(( $(cpu_ticks "$server_pid") - ticks_before ))
+    python3 - "$behavior" "$work/behavior.txt" "$ticks" "$(getconf CLK_TCK)" <<'PY' || failed=1
+import re, sys
+name, text = sys.argv[1], open(sys.argv[2]).read()
+ticks, ticks_per_second = int(sys.argv[3]), int(sys.argv[4])
+def micros(label):
+    match = re.search(rf"^\s*{label}%\s+([\d.]+)(us|ms|s)\s*$", text, re.M)
+    value, unit = float(match.group(1)), match.group(2)
+    return value * {"us": 1, "ms": 1000, "s": 1e6}[unit]
+rate = float(re.search(r"Requests/sec:\s+([\d.]+)", text).group(1))
+errors = re.search(r"Non-2xx or 3xx responses: (\d+)", text)
+non2xx = int(errors.group(1)) if errors else 0
+requests = int(re.search(r"(\d+) requests in", text).group(1))
+cpu = ticks / ticks_per_second * 1e6 / max(requests, 1)
+print(f"{'scroll ' + name:<26} {rate:>10.0f} {micros(50):>9.0f} {micros(99):>9.0f} {cpu:>13.2f} {non2xx:>7}")
+sys.exit(1 if non2xx else 0)
+PY
+    stop_server
+    rm -f "$work/server.log"
+  done
+fi
 
 # --- time from exec to ready -------------------------------------------------
 awk -v s="$(stat -c %s "$image_binary")" 'BEGIN { printf "image binary: %.1f MB (%d bytes; static Swift stdlib, stripped)\n", s/1e6, s }'

@@ -9,8 +9,11 @@ would (wheel input): down, so the service says hidden and the island hides;
 the horizontal row sideways, so the service gets horizontal reports and the
 island stays hidden; back to the top, so it returns. Then the service alone
 hides the island while the page stands at the top (the page must not decide
-from its own scroll position), and leaving the page reveals it again
-(`/disappear` on pagehide). Screenshots of each step go to
+from its own scroll position). The behaviour picker then makes the session
+enterAlways: a short scroll collapses the island part way, a scroll back up far
+down the page brings it back part way, snapping settles it when the gesture
+ends, and the panel shows the service's collapsedFraction and its events.
+Leaving the page reveals the island again (`/disappear` on pagehide). Screenshots of each step go to
 test-results/demo/NN-step.png. Installs Chromium, chromedriver and selenium
 when missing (scripts/install-browser.sh).
 """
@@ -51,6 +54,7 @@ from selenium.webdriver.chrome.service import Service  # noqa: E402
 from selenium.webdriver.common.action_chains import ActionChains  # noqa: E402
 from selenium.webdriver.common.actions.wheel_input import ScrollOrigin  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.support.ui import Select  # noqa: E402
 
 
 class Failed(Exception):
@@ -85,6 +89,7 @@ class Check:
     def island(self):
         element = self.driver.find_element(By.ID, "island")
         return {"revealed": element.get_attribute("data-revealed"), "version": element.get_attribute("data-version"),
+                "behavior": element.get_attribute("data-behavior"), "fraction": element.get_attribute("data-fraction"),
                 "displayed": element.is_displayed()}
 
     def js(self, script, *args):
@@ -131,6 +136,62 @@ class Check:
                   and island["displayed"] == revealed and island["version"] == str(state["version"]))
             return ok, f"service {state}, island {island}"
         return probe
+
+    def island_follows(self, behavior, fraction_ok):
+        """A probe: the service has `behavior` and a collapsedFraction that
+        fraction_ok accepts, and the page's island (hidden only when fully
+        collapsed), its panel and its last event show that state."""
+        def probe():
+            state, island = self.service(), self.island()
+            fraction = state.get("collapsedFraction", 0 if state["isRevealed"] else 1)
+            panel = self.js("return document.getElementById('fraction').textContent")
+            event = self.js("return document.querySelector('#events li')?.textContent ?? ''")
+            ok = (state.get("behavior", "revealAtTop") == behavior and fraction_ok(fraction)
+                  and island["behavior"] == behavior and island["fraction"] is not None
+                  and float(island["fraction"]) == fraction and float(panel) == fraction
+                  and island["version"] == str(state["version"]) and event.startswith(f"v{state['version']} ")
+                  and island["displayed"] == (fraction < 1))
+            return ok, f"service {state}, island {island}, panel {panel}, last event {event!r}"
+        return probe
+
+    def scroll(self, dy):
+        before = self.js("return window.scrollY")
+        ActionChains(self.driver).scroll_by_amount(0, dy).perform()
+        self.wait(f"page scrolled by {dy}", lambda: (self.js("return window.scrollY") != before,
+                                                     f"{before} -> {self.js('return window.scrollY')}"))
+
+    def behaviors(self):
+        """The picker: enterAlways tracks the finger anywhere on the page; snap settles it."""
+        Select(self.driver.find_element(By.ID, "behavior")).select_by_value("enterAlways")
+        self.wait("picker: the service's behaviour is enterAlways, the island shown",
+                  self.island_follows("enterAlways", lambda f: f == 0))
+        self.check("page at the top", self.js("return window.scrollY") == 0)
+        self.scroll(40)
+        self.wait("a short scroll: collapsed part way, island still shown",
+                  self.island_follows("enterAlways", lambda f: 0 < f < 1))
+        self.screenshot("enter-always-part-way")
+        self.scroll(1200)
+        self.wait("far down: fully collapsed, island hidden", self.island_follows("enterAlways", lambda f: f == 1))
+        self.scroll(-30)
+        self.wait("pulled down far from the top: the island comes back part way",
+                  self.island_follows("enterAlways", lambda f: 0 < f < 1))
+        self.check("page is still far down", self.js("return window.scrollY") > 200)
+        self.screenshot("enter-always-back-far-down")
+        events = self.js("return document.querySelectorAll('#events li').length")
+        self.check("the panel lists the events", events >= 4, f"{events} events")
+
+        self.driver.find_element(By.ID, "snap").click()
+        self.wait("snap on: the service snaps", lambda: (self.service().get("snap") is True, self.service()))
+        self.scroll(-20)
+        self.wait("the gesture ended: snapped fully shown or hidden", self.island_follows("enterAlways", lambda f: f in (0, 1)))
+        self.screenshot("enter-always-snapped")
+
+        self.driver.find_element(By.ID, "snap").click()
+        Select(self.driver.find_element(By.ID, "behavior")).select_by_value("revealAtTop")
+        self.wait("picker: back to revealAtTop", lambda: (self.service().get("behavior", "revealAtTop") == "revealAtTop"
+                                                          and self.service().get("snap", False) is False, self.service()))
+        self.scroll(-(self.js("return window.scrollY") + 500))
+        self.wait("revealAtTop at the top: island shown", self.island_is(True))
 
     def run(self):
         driver = self.driver
@@ -183,6 +244,8 @@ class Check:
         self.screenshot("top-hidden-by-service")
         self.fetch(f"/v1/sessions/{self.session}/scroll", "POST", {"contentOffsetY": 0})
         self.wait("service reveals it again: island shown", self.island_is(True))
+
+        self.behaviors()
 
         # Leaving the page (pagehide) posts /disappear, which reveals.
         ActionChains(driver).scroll_by_amount(0, 1200).perform()

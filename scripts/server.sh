@@ -22,17 +22,22 @@ start_topchrome() {
   return 1
 }
 
-# create_sessions BASE N FILE: creates N sessions over one keep-alive
+# create_sessions BASE N FILE [BEHAVIOR]: creates N sessions over one keep-alive
 # connection and writes their ids to FILE, one a line (the wrk scripts' IDS_FILE).
+# With BEHAVIOR (revealAtTop, pinned, enterAlways, exitUntilCollapsed) the
+# sessions are created with it and an inset of 100; without, with no body.
 create_sessions() {
   python3 - "$@" <<'PY'
 import http.client, json, sys, urllib.parse
 base, count, path = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+behavior = sys.argv[4] if len(sys.argv) > 4 else ""
+body = json.dumps({"inset": 100, "behavior": behavior}) if behavior else None
+headers = {"Content-Type": "application/json"} if behavior else {}
 url = urllib.parse.urlsplit(base)
 connection = http.client.HTTPConnection(url.hostname, url.port)
 with open(path, "w") as out:
     for _ in range(count):
-        connection.request("POST", "/v1/sessions")
+        connection.request("POST", "/v1/sessions", body=body, headers=headers)
         response = connection.getresponse()
         assert response.status == 201, response.status
         out.write(json.loads(response.read())["id"] + "\n")

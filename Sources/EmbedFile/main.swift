@@ -1,17 +1,22 @@
 import Foundation
 
-// Usage: EmbedFile INPUT OUTPUT NAME
-// Writes a Swift file declaring `let NAME: String` with INPUT's exact text.
+// Usage: EmbedFile INPUT... OUTPUT NAME
+// Writes a Swift file declaring `let NAME: String` with the INPUTs' exact
+// text, one after the other.
 let arguments = CommandLine.arguments
-guard arguments.count == 4 else {
-    FileHandle.standardError.write(Data("usage: EmbedFile INPUT OUTPUT NAME\n".utf8))
+guard arguments.count >= 4 else {
+    FileHandle.standardError.write(Data("usage: EmbedFile INPUT... OUTPUT NAME\n".utf8))
     exit(2)
 }
-guard let data = FileManager.default.contents(atPath: arguments[1]),
-      let text = String(data: data, encoding: .utf8)
-else {
-    FileHandle.standardError.write(Data("EmbedFile: cannot read \(arguments[1]) as UTF-8\n".utf8))
-    exit(1)
+let inputs = arguments[1..<(arguments.count - 2)]
+let output = arguments[arguments.count - 2], name = arguments[arguments.count - 1]
+var text = ""
+for input in inputs {
+    guard let data = FileManager.default.contents(atPath: input), let part = String(data: data, encoding: .utf8) else {
+        FileHandle.standardError.write(Data("EmbedFile: cannot read \(input) as UTF-8\n".utf8))
+        exit(1)
+    }
+    text += part
 }
 
 var literal = ""
@@ -24,13 +29,13 @@ for scalar in text.unicodeScalars {
     }
 }
 let source = """
-// Generated from \(URL(fileURLWithPath: arguments[1]).lastPathComponent) at build time; do not edit.
-let \(arguments[3]): String = "\(literal)"
+// Generated from \(inputs.map { URL(fileURLWithPath: $0).lastPathComponent }.joined(separator: " and ")) at build time; do not edit.
+let \(name): String = "\(literal)"
 
 """
 do {
-    try Data(source.utf8).write(to: URL(fileURLWithPath: arguments[2]), options: .atomic)
+    try Data(source.utf8).write(to: URL(fileURLWithPath: output), options: .atomic)
 } catch {
-    FileHandle.standardError.write(Data("EmbedFile: cannot write \(arguments[2]): \(error)\n".utf8))
+    FileHandle.standardError.write(Data("EmbedFile: cannot write \(output): \(error)\n".utf8))
     exit(1)
 }

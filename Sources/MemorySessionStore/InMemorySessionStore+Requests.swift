@@ -7,9 +7,9 @@ extension InMemorySessionStore {
 
     public var sessionCount: Int? { count }
 
-    public func requestCreate(inset: Double) -> StoreAnswer<Session> {
+    public func requestCreate(inset: Double, settings: RevealSettings) -> StoreAnswer<Session> {
         do {
-            return .now(.success(try create(inset: inset)))
+            return .now(.success(try create(inset: inset, settings: settings)))
         } catch {
             switch error {
             case let .full(capacity): return .now(.failure(.full(capacity: capacity)))

@@ -11,8 +11,8 @@ import TopChromeCore
 /// of different sessions rarely wait for one another while all changes to
 /// one session stay strictly ordered.
 ///
-/// Each shard keeps its sessions in a `SessionTable` of 40-byte slots (about
-/// 84 bytes per session at a million), with the last use packed beside the
+/// Each shard keeps its sessions in a `SessionTable` of 56-byte slots (about
+/// 118 bytes per session at a million), with the last use packed beside the
 /// version (see `IdleClock` for what that implies for `removeExpired()`).
 /// States a slot cannot hold — a version of 2^40 or more, a seq of
 /// `UInt64.max`, the id 0/0 — are kept aside in a dictionary; only restored
@@ -96,12 +96,12 @@ public final class InMemorySessionStore: SessionStore, SessionChangeFeed {
         held.load(ordering: .relaxed)
     }
 
-    public func create(inset: Double) throws(SessionStoreError) -> Session {
+    public func create(inset: Double, settings: RevealSettings = RevealSettings()) throws(SessionStoreError) -> Session {
         guard held.add(1, ordering: .relaxed).newValue <= capacity else {
             held.subtract(1, ordering: .relaxed)
             throw .full(capacity: capacity)
         }
-        let state = ChromeState(inset: inset)
+        let state = ChromeState(inset: inset, settings: settings)
         let tick = currentTick()
         while true {
             let id = SessionID.random()

@@ -1,6 +1,6 @@
 import TopChromeCore
 
-/// One session as a shard keeps it: 40 bytes and no references, so a
+/// One session as a shard keeps it: 56 bytes and no references, so a
 /// million sessions cost about as much as the same table in C would and
 /// the allocator and reference counting stay out of the way.
 struct SessionSlot: Equatable {
@@ -11,46 +11,89 @@ struct SessionSlot: Equatable {
     /// `version` in bits 0–39, `isRevealed` in bit 40, the last use in
     /// bits 41–63 (see ``IdleClock``): one word for what changes on every report.
     var packed: UInt64
-    /// `lastAppliedSeq + 1`; 0 for none.
-    var seqPlusOne: UInt64
+    /// `lastAppliedSeq + 1` in bits 0–53 (0 for none), the behaviour in
+    /// bits 54–55, `snap` in bit 56, whether a height was chosen in bit 57
+    /// and whether `lastOffset` holds one in bit 58.
+    var seqAndBehavior: UInt64
+    /// The chosen collapsible height's bits above the tracked height offset's.
+    var heights: UInt64
+    /// `lastOffset`, when bit 58 of `seqAndBehavior` says there is one.
+    var lastOffset: Double
 
-    static let empty = SessionSlot(high: 0, low: 0, inset: 0, packed: 0, seqPlusOne: 0)
+    static let empty = SessionSlot(high: 0, low: 0, inset: 0, packed: 0, seqAndBehavior: 0, heights: 0, lastOffset: 0)
 
     static let versionBits = 40
     static let versionMask: UInt64 = (1 << versionBits) - 1
     static let revealedBit: UInt64 = 1 << versionBits
     static let lastUsedShift: UInt64 = UInt64(versionBits + 1)
 
+    static let seqMask: UInt64 = (1 << 54) - 1
+    static let behaviorShift: UInt64 = 54
+    static let snapBit: UInt64 = 1 << 56
+    static let chosenHeightBit: UInt64 = 1 << 57
+    static let lastOffsetBit: UInt64 = 1 << 58
+
     var isEmpty: Bool { high | low == 0 }
 
     /// Whether a slot can hold `state`: versions up to 2^40 − 1 (10^12 changes)
-    /// and any seq but the largest. Anything else is kept aside by the store.
+    /// and seqs below 2^54 − 1 (clients send at most 2^53 − 1). Anything
+    /// else is kept aside by the store.
     static func fits(_ state: ChromeState) -> Bool {
-        state.version <= versionMask && (state.lastAppliedSeq ?? 0) < .max
+        state.version <= versionMask && (state.lastAppliedSeq ?? 0) < seqMask
     }
 
     /// A slot for `state`, which must ``fits(_:)``, last used at `tick` (23 bits).
     init(id: SessionID, state: ChromeState, lastUsed tick: UInt64) {
-        self.init(high: id.high, low: id.low, inset: 0, packed: 0, seqPlusOne: 0)
+        self.init(high: id.high, low: id.low, inset: 0, packed: 0, seqAndBehavior: 0, heights: 0, lastOffset: 0)
         set(state, lastUsed: tick)
     }
 
-    init(high: UInt64, low: UInt64, inset: Double, packed: UInt64, seqPlusOne: UInt64) {
+    init(high: UInt64, low: UInt64, inset: Double, packed: UInt64, seqAndBehavior: UInt64, heights: UInt64, lastOffset: Double) {
         self.high = high
         self.low = low
         self.inset = inset
         self.packed = packed
-        self.seqPlusOne = seqPlusOne
+        self.seqAndBehavior = seqAndBehavior
+        self.heights = heights
+        self.lastOffset = lastOffset
     }
 
     var id: SessionID { SessionID(high: high, low: low) }
 
     var state: ChromeState {
-        ChromeState(
+        let seq = seqAndBehavior & Self.seqMask
+        return ChromeState(
             inset: inset,
             isRevealed: packed & Self.revealedBit != 0,
             version: packed & Self.versionMask,
-            lastAppliedSeq: seqPlusOne == 0 ? nil : seqPlusOne &- 1)
+            lastAppliedSeq: seq == 0 ? nil : seq &- 1,
+            behavior: Self.behavior(seqAndBehavior >> Self.behaviorShift & 3),
+            snap: seqAndBehavior & Self.snapBit != 0,
+            chosenCollapsibleHeight: seqAndBehavior & Self.chosenHeightBit != 0
+                ? Float(bitPattern: UInt32(truncatingIfNeeded: heights >> 32)) : nil,
+            trackedHeightOffset: Float(bitPattern: UInt32(truncatingIfNeeded: heights)),
+            lastOffset: seqAndBehavior & Self.lastOffsetBit != 0 ? lastOffset : nil)
+    }
+
+    /// A behaviour's two bits.
+    @inline(__always)
+    static func bits(_ behavior: RevealBehavior) -> UInt64 {
+        switch behavior {
+        case .revealAtTop: 0
+        case .pinned: 1
+        case .enterAlways: 2
+        case .exitUntilCollapsed: 3
+        }
+    }
+
+    @inline(__always)
+    static func behavior(_ bits: UInt64) -> RevealBehavior {
+        switch bits {
+        case 1: .pinned
+        case 2: .enterAlways
+        case 3: .exitUntilCollapsed
+        default: .revealAtTop
+        }
     }
 
     /// The last use, in the store's idle-clock ticks (23 bits).
@@ -60,7 +103,14 @@ struct SessionSlot: Equatable {
     mutating func set(_ state: ChromeState, lastUsed tick: UInt64) {
         inset = state.inset
         packed = state.version | (state.isRevealed ? Self.revealedBit : 0) | tick << Self.lastUsedShift
-        seqPlusOne = state.lastAppliedSeq.map { $0 &+ 1 } ?? 0
+        var word = state.lastAppliedSeq.map { $0 &+ 1 } ?? 0
+        word |= Self.bits(state.behavior) << Self.behaviorShift
+        if state.snap { word |= Self.snapBit }
+        if state.chosenCollapsibleHeight != nil { word |= Self.chosenHeightBit }
+        if state.lastOffset != nil { word |= Self.lastOffsetBit }
+        seqAndBehavior = word
+        heights = UInt64(state.chosenCollapsibleHeight?.bitPattern ?? 0) << 32 | UInt64(state.trackedHeightOffset.bitPattern)
+        lastOffset = state.lastOffset ?? 0
     }
 }
 
@@ -74,7 +124,7 @@ struct SessionSlot: Equatable {
 struct SessionTable: ~Copyable {
     /// Grows past this load: linear probing stays short (at this load 2.5
     /// probes expected for a hit, 8.5 for a miss) while a session costs
-    /// 53–107 bytes of slots.
+    /// 75–150 bytes of slots.
     static let maximumLoad = (numerator: 3, denominator: 4)
     static let minimumCapacity = 16
 

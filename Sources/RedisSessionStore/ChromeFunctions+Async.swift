@@ -3,8 +3,8 @@ import TopChromeCore
 /// The calls for async code (tests and tools): the store itself uses the
 /// completion forms, which hold no thread while Redis answers.
 extension ChromeFunctions {
-    public func create(_ id: SessionID, inset: Double) async throws(ChromeFunctionError) -> Session? {
-        try await Self.awaiting { create(id, inset: inset, completion: $0) }
+    public func create(_ id: SessionID, inset: Double, settings: RevealSettings = RevealSettings()) async throws(ChromeFunctionError) -> Session? {
+        try await Self.awaiting { create(id, inset: inset, settings: settings, completion: $0) }
     }
 
     public func session(_ id: SessionID) async throws(ChromeFunctionError) -> Session? {

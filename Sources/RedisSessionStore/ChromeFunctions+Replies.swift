@@ -9,7 +9,7 @@ extension ChromeFunctions {
     package static func applied(_ id: SessionID, from reply: RESPValue) throws -> AppliedInputs {
         guard let outcome = try outcome(id, from: reply) else { return AppliedInputs(outcome: .notFound, reports: []) }
         guard case let .done(session, _) = outcome else { return AppliedInputs(outcome: outcome, reports: []) }
-        guard case let .array(values) = reply, values.count == 8, case let .bulk(letters) = values[6] else {
+        guard case let .array(values) = reply, values.count == 8 || values.count == 9, case let .bulk(letters) = values[6] else {
             throw ChromeFunctionError.unexpectedReply(reply)
         }
         let reports = try letters.map { letter -> ReportOutcome in
@@ -50,7 +50,14 @@ extension ChromeFunctions {
     /// be named to a client: the read fails as if refused, and any call that
     /// may write names it.
     private static func session(_ id: SessionID, _ values: [RESPValue], _ reply: RESPValue) throws -> Session {
-        guard let state = state(values[1...4]) else { throw ChromeFunctionError.unexpectedReply(reply) }
+        guard var state = state(values[1...4]) else { throw ChromeFunctionError.unexpectedReply(reply) }
+        // The ninth element, when there is one, holds the session's behaviour (see ChromeFunctions+Behavior).
+        if values.count > 8, values[8] != .null {
+            guard let words = values[8].string, let withBehavior = withBehavior(words, state) else {
+                throw ChromeFunctionError.unexpectedReply(reply)
+            }
+            state = withBehavior
+        }
         switch values[5] {
         case .null: throw ChromeFunctionError.refused(untagged)
         case let .bulk(hex): if let tag = StateTag(hex: hex) { return Session(id: id, state: state, tag: tag) }

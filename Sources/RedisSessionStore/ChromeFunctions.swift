@@ -131,10 +131,12 @@ public struct ChromeFunctions: Sendable {
     public typealias Completion<Value> = @Sendable (Result<Value, ChromeFunctionError>) -> Void
 
     /// Creates the session `id`, revealed at version 1; nil if the id is taken.
-    public func create(_ id: SessionID, inset: Double, completion: @escaping Completion<Session?>) {
+    public func create(_ id: SessionID, inset: Double, settings: RevealSettings = RevealSettings(),
+                       completion: @escaping Completion<Session?>) {
         call(Self.createFunction, id, completion, changed: { $0 != .null && !Self.isLate($0) }, arguments: { [ttlArgument] in
             $0.append(ttlArgument)
             $0.append(inset)
+            Self.append(.setBehavior(settings), to: &$0)
         }) { reply in
             try Self.session(id, from: reply, status: "done")
         }
@@ -235,7 +237,9 @@ public struct ChromeFunctions: Sendable {
     static func message(_ session: Session) -> [UInt8] {
         let state = session.state
         var text = "\(EntityTag(version: state.version, tag: session.tag)) \(state.inset) \(state.isRevealed ? "1" : "0")"
-        if let seq = state.lastAppliedSeq { text += " \(seq)" }
+        let behavior = behaviorWords(state)
+        if let seq = state.lastAppliedSeq { text += " \(seq)" } else if behavior != nil { text += " -" }
+        if let behavior { text += " " + behavior }
         return Array(text.utf8)
     }
 
@@ -245,15 +249,16 @@ public struct ChromeFunctions: Sendable {
         if message == Array("gone".utf8) { return .removed(id) }
         let words = message.split(separator: UInt8(ascii: " "), omittingEmptySubsequences: false)
         let fields = words.map { String(decoding: $0, as: UTF8.self) }
-        guard fields.count == 3 || fields.count == 4, let etag = EntityTag(words[0]),
+        guard fields.count == 3 || fields.count == 4 || fields.count == 9, let etag = EntityTag(words[0]),
               let inset = Double(fields[1]), inset.isFinite, let revealed = revealed(fields[2])
         else { return nil }
         var seq: UInt64?
-        if fields.count == 4 {
+        if fields.count > 3, !(fields.count == 9 && fields[3] == "-") {
             guard let number = UInt64(fields[3]) else { return nil }
             seq = number
         }
-        let state = ChromeState(inset: inset, isRevealed: revealed, version: etag.version, lastAppliedSeq: seq)
+        let plain = ChromeState(inset: inset, isRevealed: revealed, version: etag.version, lastAppliedSeq: seq)
+        guard let state = fields.count == 9 ? withBehavior(fields[4...].joined(separator: " "), plain) : plain else { return nil }
         return .changed(Session(id: id, state: state, tag: etag.tag))
     }
 
@@ -313,25 +318,5 @@ public struct ChromeFunctions: Sendable {
             return
         }
         for word in words(condition) { command.append(word) }
-    }
-
-    private static let scrollWithoutSeq = [UInt8(ascii: "r")], scrollWithSeq = [UInt8(ascii: "q")]
-    private static let vertical = [UInt8(ascii: "v")], horizontal = [UInt8(ascii: "h")]
-    private static let setInset = [UInt8(ascii: "i")], disappear = [UInt8(ascii: "d")]
-
-    static func append(_ input: ChromeInput, to command: inout RESPRequestBuilder) {
-        switch input {
-        case let .scroll(report):
-            command.append(report.seq == nil ? scrollWithoutSeq : scrollWithSeq)
-            command.append(report.contentOffsetY)
-            command.append(report.contentInsetTop)
-            command.append(report.axis == .vertical ? vertical : horizontal)
-            if let seq = report.seq { command.append(seq) }
-        case let .setInset(inset):
-            command.append(setInset)
-            command.append(inset)
-        case .disappear:
-            command.append(disappear)
-        }
     }
 }

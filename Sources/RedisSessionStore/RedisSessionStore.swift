@@ -43,17 +43,17 @@ public final class RedisSessionStore: SessionStore, SessionChangeFeed {
 
     /// Ids are drawn here, so a replica never needs another's consent; a
     /// taken id (a one-in-2^128 event) is drawn again.
-    public func create(inset: Double, reply: @escaping StoreReply<Session>) {
-        create(inset: inset, attemptsLeft: 3, reply: reply)
+    public func create(inset: Double, settings: RevealSettings = RevealSettings(), reply: @escaping StoreReply<Session>) {
+        create(inset: inset, settings: settings, attemptsLeft: 3, reply: reply)
     }
 
-    private func create(inset: Double, attemptsLeft: Int, reply: @escaping StoreReply<Session>) {
-        functions.create(SessionID.random(), inset: inset) { [self] result in
+    private func create(inset: Double, settings: RevealSettings, attemptsLeft: Int, reply: @escaping StoreReply<Session>) {
+        functions.create(SessionID.random(), inset: inset, settings: settings) { [self] result in
             switch result {
             case let .success(session?):
                 reply(.success(session))
             case .success(nil) where attemptsLeft > 1:
-                create(inset: inset, attemptsLeft: attemptsLeft - 1, reply: reply)
+                create(inset: inset, settings: settings, attemptsLeft: attemptsLeft - 1, reply: reply)
             case .success(nil):
                 reply(.failure(.unavailable(reason: "no fresh session id could be drawn", mayHaveApplied: false)))
             case let .failure(error):
@@ -90,8 +90,8 @@ public final class RedisSessionStore: SessionStore, SessionChangeFeed {
     /// Redis's count is not known without asking it.
     public var sessionCount: Int? { nil }
 
-    public func requestCreate(inset: Double) -> StoreAnswer<Session> {
-        later { create(inset: inset, reply: $0) }
+    public func requestCreate(inset: Double, settings: RevealSettings) -> StoreAnswer<Session> {
+        later { create(inset: inset, settings: settings, reply: $0) }
     }
 
     public func requestSession(_ id: SessionID) -> StoreAnswer<Session?> {

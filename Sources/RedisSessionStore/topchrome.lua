@@ -4,9 +4,17 @@
 -- round trip. Held equal to the Swift rules by the shared vectors in
 -- Tests/RedisSessionStoreTests, not by review: change both together.
 --
+-- The library is this file and topchrome-rules.lua, one after the other
+-- (the build embeds them so; `cat` them for `redis-cli FUNCTION LOAD`):
+-- this one reads arguments and keeps sessions in Redis, that one holds the
+-- behaviours and the functions Redis calls.
+--
 -- A session is one hash, KEYS[1] = <prefix>{<id>}:
 --   i  inset            r  1 revealed, 0 hidden
 --   v  version          s  highest seq applied (absent until a report has one)
+--   b  behaviour (absent: revealAtTop)      n  '1' when it snaps (absent: not)
+--   c  chosen collapsible height (absent: the whole inset)
+--   o  tracked height offset (absent: 0)    l  last offset (absent: none)
 --   e  entity tag "<version>.<tag>": the state's name for clients (ETag,
 --      event id). A failover or an older backup can lose a version that
 --      clients saw, and the next change reuses it for another state; the
@@ -14,7 +22,9 @@
 --      that may make a version, keeps the two names apart. Valid only while
 --      its version is v (an older library leaves it behind when it writes).
 -- Changes are SPUBLISHed on <key>:changes (same hash tag, so the same shard):
--- "<version>.<tag> <inset> <r>[ <seq>]" for a new version, "gone" for a removal.
+-- "<version>.<tag> <inset> <r>[ <seq>]" for a new version, "gone" for a removal;
+-- a session with another behaviour than revealAtTop's defaults adds its seq
+-- ('-' for none) and its five behaviour words (see `words`).
 --
 -- Numbers travel as text. Lua numbers are doubles, as Swift's are, and the
 -- text written here is the shortest of 15 to 17 significant digits that reads
@@ -122,11 +132,39 @@ local function fresh(text)
   return text
 end
 
+-- A finite number, or nil for 'none'.
+local function optional(text, what)
+  if text == 'none' then return nil end
+  return finite(text, what)
+end
+
+local BEHAVIORS = {revealAtTop = true, pinned = true, enterAlways = true, exitUntilCollapsed = true}
+
+-- A double rounded to a float, as Swift's Float(x) rounds it (to nearest, ties to even).
+local function f32(x)
+  return (struct.unpack('f', struct.pack('f', x)))
+end
+
+-- setBehavior's words from argv[at]: behaviour, height ('none' or a number), snap.
+local function settings(argv, at)
+  local behavior = argv[at]
+  if not BEHAVIORS[behavior] then fail('unknown behaviour ' .. tostring(behavior)) end
+  local height = optional(argv[at + 1], 'collapsibleHeight')
+  if height then height = f32(height) end
+  local snap = argv[at + 2]
+  if snap ~= '1' and snap ~= '0' then fail('snap must be 1 or 0') end
+  return {op = 'b', behavior = behavior, height = height, snap = snap == '1'}
+end
+
 -- Inputs, from argv[at] to the end:
 --   'r' offsetY insetTop axis       a scroll report without seq (axis 'v' or 'h')
 --   'q' offsetY insetTop axis seq   a scroll report with seq
+--   'p' offsetY insetTop axis seq ended contentHeight viewportHeight
+--                                   a scroll report in full: seq and heights
+--                                   'none' when absent, ended '1' or '0'
 --   'i' inset                       setInset
 --   'd'                             disappear
+--   'b' behaviour height snap       setBehavior (height 'none': the inset)
 -- All are read before anything is applied: an error part way through a
 -- function would leave the writes made before it.
 local function inputs(argv, at)
@@ -145,6 +183,22 @@ local function inputs(argv, at)
       local seq = nil
       if op == 'q' then seq = whole(argv[word + 4], 'seq'); word = word + 5 else word = word + 4 end
       list[#list + 1] = {op = 'r', effective = effective, vertical = axis == 'v', seq = seq}
+    elseif op == 'p' then
+      local offset = finite(argv[word + 1], 'offsetY')
+      local top = finite(argv[word + 2], 'insetTop')
+      local axis = argv[word + 3]
+      if axis ~= 'v' and axis ~= 'h' then fail('axis must be v or h') end
+      local seq = nil
+      if argv[word + 4] ~= 'none' then seq = whole(argv[word + 4], 'seq') end
+      local ended = argv[word + 5]
+      if ended ~= '1' and ended ~= '0' then fail('ended must be 1 or 0') end
+      local content, viewport = optional(argv[word + 6], 'contentHeight'), optional(argv[word + 7], 'viewportHeight')
+      list[#list + 1] = {op = 'r', effective = offset + top, vertical = axis == 'v', seq = seq, ended = ended == '1',
+        content = content, viewport = viewport}
+      word = word + 8
+    elseif op == 'b' then
+      list[#list + 1] = settings(argv, word + 1)
+      word = word + 4
     elseif op == 'i' then
       list[#list + 1] = {op = 'i', inset = finite(argv[word + 1], 'inset')}
       word = word + 2
@@ -161,9 +215,11 @@ end
 -- The session, or nil. Its etag is nil when the hash has none for its
 -- version (written by an older library).
 local function load(key)
-  local f = redis.call('HMGET', key, 'i', 'r', 'v', 's', 'e')
+  local f = redis.call('HMGET', key, 'i', 'r', 'v', 's', 'e', 'b', 'n', 'c', 'o', 'l')
   if not f[1] then return nil end
-  local state = {inset = tonumber(f[1]), revealed = f[2] == '1', version = tonumber(f[3]), seq = f[4] and tonumber(f[4]) or nil}
+  local state = {inset = tonumber(f[1]), revealed = f[2] == '1', version = tonumber(f[3]), seq = f[4] and tonumber(f[4]) or nil,
+    behavior = f[6] or 'revealAtTop', snap = f[7] == '1', chosen = f[8] and tonumber(f[8]) or nil,
+    tracked = f[9] and tonumber(f[9]) or 0, last = f[10] and tonumber(f[10]) or nil}
   local prefix = integer(state.version) .. '.'
   if f[5] and string.sub(f[5], 1, #prefix) == prefix then state.etag = f[5] end
   return state
@@ -177,17 +233,42 @@ local function named(key, state, tag)
   redis.call('HSET', key, 'e', state.etag)
 end
 
+-- Equal, and of one sign when zero: states are compared to the bit.
+local function same(a, b)
+  if a == nil or b == nil then return a == b end
+  return a == b and (a ~= 0 or 1 / a == 1 / b)
+end
+
+-- The behaviour's words, as ChromeFunctions.behaviorWords writes them:
+-- behaviour, snap, chosen height, tracked height offset, last offset ('-'
+-- for none); nil for revealAtTop's defaults.
+local function words(state)
+  if state.behavior == 'revealAtTop' and not state.snap and not state.chosen and same(state.tracked, 0)
+    and not state.last then return nil end
+  return state.behavior .. ' ' .. (state.snap and '1' or '0') .. ' ' .. (state.chosen and exact(state.chosen) or '-')
+    .. ' ' .. exact(state.tracked) .. ' ' .. (state.last and exact(state.last) or '-')
+end
+
 -- status, inset, revealed, version, seq (nil when none), tag (nil when the
--- state has none) [, outcomes, changed]
+-- state has none) [, outcomes, changed] [, behaviour words]
 local function reply(status, state, outcomes, changed)
   local tag = state.etag and string.sub(state.etag, #integer(state.version) + 2) or false
-  return {status, exact(state.inset), state.revealed and '1' or '0', integer(state.version),
-    state.seq and integer(state.seq) or false, tag, outcomes, changed}
+  local result = {status, exact(state.inset), state.revealed and '1' or '0', integer(state.version),
+    state.seq and integer(state.seq) or false, tag, outcomes or false, changed or false}
+  local behavior = words(state)
+  if behavior then
+    result[9] = behavior
+  elseif not outcomes then
+    result[7], result[8] = nil, nil
+  end
+  return result
 end
 
 local function message(state)
   local text = state.etag .. ' ' .. exact(state.inset) .. ' ' .. (state.revealed and '1' or '0')
-  if state.seq then text = text .. ' ' .. integer(state.seq) end
+  local behavior = words(state)
+  if state.seq then text = text .. ' ' .. integer(state.seq) elseif behavior then text = text .. ' -' end
+  if behavior then text = text .. ' ' .. behavior end
   return text
 end
 
@@ -201,161 +282,3 @@ local function set(state, inset, revealed, tag)
   state.etag = integer(state.version) .. '.' .. tag
   return true
 end
-
--- FCALL <library>_create 1 key tag deadline ttl inset: a new session,
--- revealed at version 1; nil if the key exists (the caller draws another
--- id); 'late' past the deadline.
-local function create(keys, argv)
-  local tag = fresh(argv[1])
-  local late = overdue(argv[2])
-  local ttl = lifetime(argv[3])
-  local inset = finite(argv[4], 'inset')
-  if late then return LATE end
-  if redis.call('EXISTS', keys[1]) == 1 then return false end
-  local state = {inset = inset, revealed = true, version = 1, etag = '1.' .. tag}
-  redis.call('HSET', keys[1], 'i', exact(inset), 'r', '1', 'v', '1', 'e', state.etag)
-  touch(keys[1], ttl)
-  return reply('done', state)
-end
-
--- FCALL <library>_get 1 key tag ttl: the session, as a use of it (its TTL
--- slides); nil if none. Runs when memory is full: a read frees nothing but
--- must not fail for it, and sliding a TTL takes no memory.
-local function get(keys, argv)
-  local tag = fresh(argv[1])
-  local ttl = lifetime(argv[2])
-  local state = load(keys[1])
-  if not state then return false end
-  named(keys[1], state, tag)
-  touch(keys[1], ttl)
-  return reply('done', state)
-end
-
--- FCALL_RO <library>_read 1 key: the session, writing nothing (its TTL
--- stays), for when Redis takes no writes at all (a failed save, too few
--- replicas, a read-only node): reads still work. A state without a tag
--- comes back with none; the caller cannot name it.
-local function read(keys)
-  local state = load(keys[1])
-  if not state then return false end
-  return reply('done', state)
-end
-
--- FCALL <library>_apply 1 key tag deadline ttl threshold n condition...
--- input...: the inputs in order as one unit if the condition holds; 'late',
--- changing nothing, past the deadline. nil if no session;
--- 'failed' and the state, untouched, if the condition does not hold; else
--- 'done', the state, one letter per scroll report: a(pplied),
--- h(orizontal), s(tale), and '1' if the session changed (a new version or
--- seq), '0' if not: only a change waits for replicas (WAIT).
-local function apply(keys, argv)
-  local key = keys[1]
-  local tag = fresh(argv[1])
-  local late = overdue(argv[2])
-  local ttl = lifetime(argv[3])
-  local threshold = finite(argv[4], 'threshold')
-  local clauses, at = condition(argv, 5)
-  local list = inputs(argv, at)
-  if late then return LATE end
-  local state = load(key)
-  if not state then return false end
-  named(key, state, tag)
-  if not holds(clauses, state.etag) then return reply('failed', state) end
-  local before = {inset = state.inset, revealed = state.revealed, version = state.version, seq = state.seq}
-  local outcomes = {}
-  local channel = key .. ':changes'
-  for _, input in ipairs(list) do
-    local changed = false
-    if input.op == 'r' then
-      if input.seq and state.seq and input.seq <= state.seq then
-        outcomes[#outcomes + 1] = 's'
-      else
-        if input.seq then state.seq = input.seq end
-        if input.vertical then
-          changed = set(state, state.inset, input.effective <= threshold, tag)
-          outcomes[#outcomes + 1] = 'a'
-        else
-          outcomes[#outcomes + 1] = 'h'
-        end
-      end
-    elseif input.op == 'i' then
-      changed = set(state, input.inset, state.revealed, tag)
-    else
-      -- Leaving a screen brings the island back.
-      changed = set(state, state.inset, true, tag)
-    end
-    if changed then redis.call('SPUBLISH', channel, message(state)) end
-  end
-  local changed = '0'
-  if state.version ~= before.version then
-    redis.call('HSET', key, 'i', exact(state.inset), 'r', state.revealed and '1' or '0', 'v', integer(state.version),
-      'e', state.etag)
-    changed = '1'
-  end
-  if state.seq ~= before.seq then
-    redis.call('HSET', key, 's', integer(state.seq))
-    changed = '1'
-  end
-  touch(key, ttl)
-  return reply('done', state, table.concat(outcomes), changed)
-end
-
--- FCALL <library>_delete 1 key tag deadline n condition...: removes the
--- session if the condition holds. nil if none; 'failed' or 'done' and the
--- state it had; 'late' past the deadline. Runs when memory is full: a
--- removal is what frees it.
-local function delete(keys, argv)
-  local tag = fresh(argv[1])
-  local late = overdue(argv[2])
-  local clauses = condition(argv, 3)
-  if late then return LATE end
-  local state = load(keys[1])
-  if not state then return false end
-  named(keys[1], state, tag)
-  if not holds(clauses, state.etag) then return reply('failed', state) end
-  redis.call('DEL', keys[1])
-  redis.call('SPUBLISH', keys[1] .. ':changes', 'gone')
-  return reply('done', state)
-end
-
--- FCALL <library>_watched n key... ttl: for each session watched through
--- the replica, its entity tag ('' for a state without one) after sliding
--- its expiry (a watched session is in use), or nil if it is gone. One call
--- for many sessions (of one slot, in a cluster) instead of a command each;
--- the replica reads again only those whose tag is not the one its
--- watchers were told, i.e. a change whose message it missed. Runs when
--- memory is full, as a read does.
-local function watched(keys, argv)
-  local ttl = lifetime(argv[1])
-  local tags = {}
-  for index, key in ipairs(keys) do
-    local f = redis.call('HMGET', key, 'v', 'e')
-    if f[1] then
-      touch(key, ttl)
-      local prefix = f[1] .. '.'
-      tags[index] = (f[2] and string.sub(f[2], 1, #prefix) == prefix) and f[2] or ''
-    else
-      tags[index] = false
-    end
-  end
-  return tags
-end
-
--- The service loads this text under a name made of a digest of it
--- (ChromeFunctions.libraryName replaces 'topchrome_source' on the first line
--- and here), and so its functions' names change with any change to it.
--- Replicas of two builds then share a Redis during a rolling upgrade, each
--- loading and calling its own library; under one name, each replica's load
--- would replace the other's.
---
--- Without flags Redis takes every function for a write and refuses it when
--- memory is full ('OOM command not allowed'), reads and removals too. A
--- read and a removal need no memory: they run anyway ('allow-oom'). A
--- read that writes nothing ('no-writes') runs whenever Redis takes no writes.
-local LIBRARY = 'topchrome_source'
-redis.register_function(LIBRARY .. '_create', create)
-redis.register_function{function_name = LIBRARY .. '_get', callback = get, flags = {'allow-oom'}}
-redis.register_function{function_name = LIBRARY .. '_read', callback = read, flags = {'no-writes'}}
-redis.register_function(LIBRARY .. '_apply', apply)
-redis.register_function{function_name = LIBRARY .. '_delete', callback = delete, flags = {'allow-oom'}}
-redis.register_function{function_name = LIBRARY .. '_watched', callback = watched, flags = {'allow-oom'}}

@@ -45,6 +45,13 @@ public struct SnapshotFile: Sendable {
         if !ChromeState.allowedInsets.contains(state.inset) { return "no valid inset" }
         if !ChromeState.allowedVersions.contains(state.version) { return "no valid version" }
         if let seq = state.lastAppliedSeq, !ScrollReport.allowedSeqs.contains(seq) { return "no valid lastSeq" }
+        if let height = state.chosenCollapsibleHeight, !RevealSettings.allowedCollapsibleHeights.contains(height) {
+            return "no valid collapsibleHeight"
+        }
+        if !(-RevealSettings.allowedCollapsibleHeights.upperBound...0).contains(state.trackedHeightOffset) {
+            return "no valid heightOffset"
+        }
+        if let offset = state.lastOffset, !offset.isFinite { return "no valid lastOffset" }
         return nil
     }
 
@@ -91,6 +98,7 @@ public struct SnapshotFile: Sendable {
                 object.member("isRevealed") { $0.bool(session.state.isRevealed) }
                 object.member("version") { $0.number(session.state.version) }
                 if let seq = session.state.lastAppliedSeq { object.member("lastSeq") { $0.number(seq) } }
+                Self.writeBehavior(of: session.state, to: &object)
             }
             writer.raw("\n")
         }
@@ -119,7 +127,7 @@ public struct SnapshotFile: Sendable {
         }
     }
 
-    private func corrupt(_ line: Int, _ reason: String) -> Failure {
+    func corrupt(_ line: Int, _ reason: String) -> Failure {
         .corrupt(path: path, line: line, reason: reason)
     }
 
@@ -153,7 +161,7 @@ public struct SnapshotFile: Sendable {
     }
 
     private func readSession(_ bytes: [UInt8], line: Int, tag: StateTag) throws(Failure) -> Session {
-        let members = try object(bytes, line: line, allowed: ["id", "inset", "isRevealed", "version", "lastSeq"])
+        let members = try object(bytes, line: line, allowed: Self.sessionMembers)
         guard case let .string(text) = members["id"], let id = SessionID(text) else { throw corrupt(line, "no valid id") }
         guard case let .number(inset, _) = members["inset"] else { throw corrupt(line, "no valid inset") }
         guard case let .bool(isRevealed) = members["isRevealed"] else { throw corrupt(line, "no valid isRevealed") }
@@ -165,7 +173,8 @@ public struct SnapshotFile: Sendable {
             guard case let .number(_, literal) = seq, let exact = UInt64(literal) else { throw corrupt(line, "no valid lastSeq") }
             lastSeq = exact
         }
-        let state = ChromeState(inset: inset, isRevealed: isRevealed, version: version, lastAppliedSeq: lastSeq)
+        let state = try readBehavior(members, line: line,
+                                     into: ChromeState(inset: inset, isRevealed: isRevealed, version: version, lastAppliedSeq: lastSeq))
         if let problem = Self.problem(with: state) { throw corrupt(line, problem) }
         return Session(id: id, state: state, tag: tag)
     }

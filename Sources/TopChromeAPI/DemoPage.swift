@@ -5,8 +5,11 @@
 /// for a remote app. The page reports its vertical scrolling, and a horizontal
 /// row reports too, which must not bring the island back. Reports go one
 /// request at a time, batched, with increasing `seq`, so they never overtake
-/// each other. Self-contained (no external assets); `data-session` on `<html>`
-/// and `data-revealed` / `data-version` on the island expose what it shows.
+/// each other. A picker chooses the session's behaviour (`PUT …/behavior`);
+/// the island moves by the state's `heightOffset`, and a panel shows its
+/// `collapsedFraction` and the last events. Self-contained (no external
+/// assets); `data-session` on `<html>` and `data-revealed`, `data-version`,
+/// `data-behavior` and `data-fraction` on the island expose what it shows.
 let demoPage = #"""
 <!doctype html>
 <html lang="en">
@@ -28,6 +31,15 @@ let demoPage = #"""
             transition: transform .25s, opacity .25s, visibility .25s; }
   #island.hidden { transform: translateY(-130%); opacity: 0; visibility: hidden; }
   #island b { margin-right: auto; }
+  #panel { position: fixed; right: 12px; bottom: 12px; z-index: 20; width: 300px; padding: 12px 14px;
+           border-radius: 14px; background: rgba(255, 255, 255, .96); box-shadow: 0 4px 18px rgba(0, 0, 0, .18);
+           font: 13px/1.4 system-ui, sans-serif; }
+  #panel label { display: flex; gap: 8px; align-items: center; margin-bottom: 6px; }
+  #panel select { flex: 1; min-width: 0; font: inherit; }
+  #meter { height: 8px; border-radius: 4px; background: #dbe1ee; overflow: hidden; margin: 4px 0 8px; }
+  #meter div { height: 100%; width: 0; background: #3b5bdb; }
+  #events { margin: 0; padding: 0; list-style: none; max-height: 150px; overflow: hidden;
+            font: 11px/1.45 ui-monospace, monospace; color: #4a5368; }
   #island span { opacity: .75; }
   main { padding-top: var(--inset); }
   .hero { margin-top: calc(-1 * var(--inset)); padding: calc(var(--inset) + 48px) 32px 64px; color: #fff;
@@ -45,6 +57,18 @@ let demoPage = #"""
   <div id="status"><span id="sid">session …</span><span id="line">connecting…</span></div>
   <nav id="island"><b>TopChrome</b><span>Home</span><span>Search</span><span>Profile</span></nav>
 </div>
+<aside id="panel">
+  <label>Behaviour <select id="behavior">
+    <option value="revealAtTop">revealAtTop: shown at the top only</option>
+    <option value="pinned">pinned: always shown</option>
+    <option value="enterAlways">enterAlways: follows the finger</option>
+    <option value="exitUntilCollapsed">exitUntilCollapsed: follows the position</option>
+  </select></label>
+  <label><input type="checkbox" id="snap"> snap when a gesture ends</label>
+  <div>collapsedFraction <b id="fraction">0</b></div>
+  <div id="meter"><div></div></div>
+  <ol id="events"></ol>
+</aside>
 <main>
   <header class="hero">
     <h1>The island follows the service</h1>
@@ -59,6 +83,7 @@ let demoPage = #"""
 <script>
 "use strict";
 const island = document.getElementById("island"), row = document.getElementById("row");
+const picker = document.getElementById("behavior"), snap = document.getElementById("snap");
 for (const [id, count] of [["blocks-before", 3], ["blocks-after", 4]])
   for (let i = 0; i < count; i++)
     document.getElementById(id).insertAdjacentHTML("beforeend", `<div class="block">Block ${id === "blocks-before" ? i + 1 : i + 4}</div>`);
@@ -93,19 +118,52 @@ function reporter(makeReport) {
     requestAnimationFrame(() => { scheduled = false; pending.push({ ...makeReport(), seq: ++seq }); flush(); });
   };
 }
-const reportVertical = reporter(() => ({ contentOffsetY: window.scrollY, contentInsetTop: 0, axis: "vertical" }));
+// Both heights, so that the rubber band at the bottom does not count as scrolling up.
+const vertical = () => ({ contentOffsetY: window.scrollY, contentInsetTop: 0, axis: "vertical",
+  contentHeight: document.documentElement.scrollHeight, viewportHeight: window.innerHeight });
+const reportVertical = reporter(vertical);
 window.addEventListener("scroll", reportVertical, { passive: true });
+// The gesture's end, for snapping: the chrome settles fully shown or hidden.
+window.addEventListener("scrollend", () => { pending.push({ ...vertical(), phase: "ended", seq: ++seq }); flush(); });
 row.addEventListener("scroll", reporter(() =>
   ({ contentOffsetY: 0, axis: "horizontal" })), { passive: true });
 
-// The island shows or hides from the service's state only.
+// The island shows, hides or moves from the service's state only. A session
+// that never chose a behaviour is revealAtTop, and its state names none.
 function show(state) {
-  island.classList.toggle("hidden", !state.isRevealed);
+  const behavior = state.behavior ?? "revealAtTop";
+  const fraction = state.collapsedFraction ?? (state.isRevealed ? 0 : 1);
+  island.classList.toggle("hidden", fraction === 1);
+  island.style.transform = fraction > 0 && fraction < 1 ? `translateY(${state.heightOffset}px)` : "";
   island.dataset.revealed = String(state.isRevealed);
   island.dataset.version = String(state.version);
+  island.dataset.behavior = behavior;
+  island.dataset.fraction = String(fraction);
   document.documentElement.style.setProperty("--inset", `${state.inset}px`);
+  picker.value = behavior;
+  snap.checked = state.snap ?? false;
+  document.getElementById("fraction").textContent = String(fraction);
+  document.querySelector("#meter div").style.width = `${fraction * 100}%`;
+  const events = document.getElementById("events");
+  events.insertAdjacentHTML("afterbegin",
+    `<li>v${state.version} ${behavior} · fraction ${fraction} · ${state.isRevealed ? "revealed" : "hidden"}</li>`);
+  while (events.children.length > 8) events.lastElementChild.remove();
   say(`v${state.version} · isRevealed ${state.isRevealed} · inset ${state.inset}`);
 }
+
+// The picker changes the session's behaviour; the island follows from the next
+// event. A new behaviour takes deltas from the next report, so the page says
+// at once where it stands, or the first scroll after the choice would not count.
+async function choose() {
+  if (!session) return;
+  const response = await fetch(`/v1/sessions/${session}/behavior`, {
+    method: "PUT", headers: { "Content-Type": "application/json" },
+    body: JSON.stringify({ behavior: picker.value, snap: snap.checked }) });
+  if (!response.ok) say(`PUT behavior answered ${response.status}`);
+  reportVertical();
+}
+picker.addEventListener("change", choose);
+snap.addEventListener("change", choose);
 
 async function start() {
   const inset = Math.ceil(island.getBoundingClientRect().bottom);

@@ -256,6 +256,8 @@ extension Route {
             self = .disappear(id)
         } else if suffix.equals("events") {
             self = .events(id)
+        } else if suffix.equals("behavior") {
+            self = .behavior(id)
         } else {
             return nil
         }

@@ -21,12 +21,47 @@ enum RequestBodies {
         return try inset(value)
     }
 
-    /// Nothing, `{}` or `{"inset": n}`.
-    static func newSession(_ body: [UInt8]) throws(BodyError) -> Double {
-        guard let value = try parse(body) else { return 0 }
+    /// Nothing, `{}`, or any of `inset`, `behavior`, `collapsibleHeight` and `snap`.
+    static func newSession(_ body: [UInt8]) throws(BodyError) -> (inset: Double, settings: RevealSettings) {
+        guard let value = try parse(body) else { return (0, RevealSettings()) }
         let members = try object(value, context: "the body")
-        try rejectUnknown(members, allowed: insetFields, context: "the body")
-        return try members["inset"].map { v throws(BodyError) in try inset(v) } ?? 0
+        try rejectUnknown(members, allowed: newSessionFields, context: "the body")
+        let given = try members["inset"].map { v throws(BodyError) in try inset(v) } ?? 0
+        return (given, try settings(members, behaviorRequired: false))
+    }
+
+    /// `{"behavior": "…", "collapsibleHeight": n, "snap": b}`, the behaviour required:
+    /// a PUT names the whole choice, and what it leaves out takes its default.
+    static func behavior(_ body: [UInt8]) throws(BodyError) -> RevealSettings {
+        let members = try object(try required(body), context: "the body")
+        try rejectUnknown(members, allowed: behaviorFields, context: "the body")
+        return try settings(members, behaviorRequired: true)
+    }
+
+    private static func settings(_ members: [String: JSONValue], behaviorRequired: Bool) throws(BodyError) -> RevealSettings {
+        var settings = RevealSettings()
+        if let behavior = members["behavior"] {
+            guard case let .string(name) = behavior, let parsed = RevealBehavior(rawValue: name) else {
+                let names = RevealBehavior.allCases.map { "\"\($0.rawValue)\"" }.joined(separator: ", ")
+                throw BodyError(detail: "\"behavior\" must be one of \(names)")
+            }
+            settings.behavior = parsed
+        } else if behaviorRequired {
+            throw BodyError(detail: "\"behavior\" is required")
+        }
+        if let height = members["collapsibleHeight"] {
+            let range = RevealSettings.allowedCollapsibleHeights
+            guard case let .number(number, _) = height, number.isFinite,
+                  (Double(range.lowerBound)...Double(range.upperBound)).contains(number) else {
+                throw BodyError(detail: "\"collapsibleHeight\" must be a number from \(Int(range.lowerBound)) to \(Int(range.upperBound))")
+            }
+            settings.collapsibleHeight = Float(number)
+        }
+        if let snap = members["snap"] {
+            guard case let .bool(value) = snap else { throw BodyError(detail: "\"snap\" must be true or false") }
+            settings.snap = value
+        }
+        return settings
     }
 
     /// Nothing or `{}`.
@@ -60,8 +95,12 @@ enum RequestBodies {
         return reports
     }
 
-    private static let reportFields: Set<String> = ["contentOffsetY", "contentInsetTop", "axis", "seq"]
+    private static let reportFields: Set<String> = [
+        "contentOffsetY", "contentInsetTop", "axis", "seq", "phase", "contentHeight", "viewportHeight",
+    ]
     private static let insetFields: Set<String> = ["inset"]
+    private static let behaviorFields: Set<String> = ["behavior", "collapsibleHeight", "snap"]
+    private static let newSessionFields = insetFields.union(behaviorFields)
 
     /// - Parameter index: the report's place in a batch, for error messages.
     private static func scrollReport(_ value: JSONValue, index: Int?) throws(BodyError) -> ScrollReport {
@@ -87,6 +126,14 @@ enum RequestBodies {
         if let seq = members["seq"] {
             report.seq = try sequenceNumber(seq, context)
         }
+        if let phase = members["phase"] {
+            guard case let .string(name) = phase, let parsed = ScrollReport.Phase(rawValue: name) else {
+                throw BodyError(detail: "\(context): \"phase\" must be \"began\", \"changed\" or \"ended\"")
+            }
+            report.phase = parsed
+        }
+        if let height = members["contentHeight"] { report.contentHeight = try length(height, "contentHeight", context) }
+        if let height = members["viewportHeight"] { report.viewportHeight = try length(height, "viewportHeight", context) }
         return report
     }
 
@@ -103,6 +150,13 @@ enum RequestBodies {
             throw BodyError(detail: "\(context): \"\(name)\" must be a number, not \(value.typeName)")
         }
         guard number.isFinite else { throw BodyError(detail: "\(context): \"\(name)\" must be finite") }
+        return number
+    }
+
+    /// A height in points: finite and not negative.
+    private static func length(_ value: JSONValue, _ name: String, _ context: String) throws(BodyError) -> Double {
+        let number = try finite(value, name, context)
+        guard number >= 0 else { throw BodyError(detail: "\(context): \"\(name)\" must not be negative") }
         return number
     }
 

@@ -7,6 +7,7 @@ public enum Route: Equatable, Sendable {
     case inset(SessionID?)
     case scroll(SessionID?)
     case disappear(SessionID?)
+    case behavior(SessionID?)
     case events(SessionID?)
     case health
     case readiness
@@ -25,7 +26,7 @@ public enum Route: Equatable, Sendable {
         switch self {
         case .sessions, .scroll, .disappear: ["POST"]
         case .session: ["GET", "HEAD", "DELETE"]
-        case .inset: ["PUT"]
+        case .inset, .behavior: ["PUT"]
         case .events, .health, .readiness, .openAPI, .metrics, .demo: ["GET", "HEAD"]
         }
     }
@@ -35,7 +36,7 @@ public enum Route: Equatable, Sendable {
         switch self {
         case .sessions, .scroll, .disappear: method == "POST"
         case .session: method == "GET" || method == "HEAD" || method == "DELETE"
-        case .inset: method == "PUT"
+        case .inset, .behavior: method == "PUT"
         case .events, .health, .readiness, .openAPI, .metrics, .demo: method == "GET" || method == "HEAD"
         }
     }
@@ -44,6 +45,7 @@ public enum Route: Equatable, Sendable {
     /// The API hands it to the server with each response (``ExchangeEndpoint``).
     public enum Template: Int, CaseIterable, Sendable {
         case sessions, session, inset, scroll, disappear, events, health, readiness, openAPI, metrics, demo, unmatched
+        case behavior
 
         public var name: StaticString {
             switch self {
@@ -59,6 +61,7 @@ public enum Route: Equatable, Sendable {
             case .metrics: "/metrics"
             case .demo: "/"
             case .unmatched: "unmatched"
+            case .behavior: "/v1/sessions/{id}/behavior"
             }
         }
     }
@@ -76,12 +79,13 @@ public enum Route: Equatable, Sendable {
         case .openAPI: .openAPI
         case .metrics: .metrics
         case .demo: .demo
+        case .behavior: .behavior
         }
     }
 
     var sessionID: SessionID? {
         switch self {
-        case let .session(id), let .inset(id), let .scroll(id), let .disappear(id), let .events(id): id
+        case let .session(id), let .inset(id), let .scroll(id), let .disappear(id), let .events(id), let .behavior(id): id
         default: nil
         }
     }

@@ -48,10 +48,12 @@ enum ScrollReportFastPath {
 
 /// The grammar of a scroll report, over the bytes ``ByteReader`` reads.
 extension ByteReader {
-    /// `{"contentOffsetY": n, "contentInsetTop": n, "axis": "…", "seq": n}` in any order.
+    /// `{"contentOffsetY": n, "contentInsetTop": n, "axis": "…", "seq": n}` in any order, and
+    /// `phase`, `contentHeight`, `viewportHeight`, which reveal behaviours use.
     fileprivate mutating func report() -> ScrollReport? {
         guard take(UInt8(ascii: "{")) else { return nil }
         var offset: Double?, insetTop = 0.0, axis = ScrollReport.Axis.vertical, seq: UInt64?
+        var phase: ScrollReport.Phase?, contentHeight: Double?, viewportHeight: Double?
         var seen: UInt8 = 0
         skipWhitespace()
         guard peek != UInt8(ascii: "}") else { return nil }
@@ -67,22 +69,29 @@ extension ByteReader {
             case .contentInsetTop: guard let value = number() else { return nil }; insetTop = value
             case .axis: guard let value = axisName() else { return nil }; axis = value
             case .seq: guard let value = sequenceNumber() else { return nil }; seq = value
+            case .phase: guard let value = phaseName() else { return nil }; phase = value
+            case .contentHeight: guard let value = number(), value >= 0 else { return nil }; contentHeight = value
+            case .viewportHeight: guard let value = number(), value >= 0 else { return nil }; viewportHeight = value
             }
             skipWhitespace()
             if take(UInt8(ascii: ",")) { continue }
             guard take(UInt8(ascii: "}")), let offset else { return nil }
-            return ScrollReport(contentOffsetY: offset, contentInsetTop: insetTop, axis: axis, seq: seq)
+            return ScrollReport(contentOffsetY: offset, contentInsetTop: insetTop, axis: axis, seq: seq, phase: phase,
+                                contentHeight: contentHeight, viewportHeight: viewportHeight)
         }
     }
 
     fileprivate enum Field {
-        case contentOffsetY, contentInsetTop, axis, seq
+        case contentOffsetY, contentInsetTop, axis, seq, phase, contentHeight, viewportHeight
         var bit: UInt8 {
             switch self {
             case .contentOffsetY: 1
             case .contentInsetTop: 2
             case .axis: 4
             case .seq: 8
+            case .phase: 16
+            case .contentHeight: 32
+            case .viewportHeight: 64
             }
         }
     }
@@ -93,6 +102,17 @@ extension ByteReader {
         if equals(text, "contentInsetTop") { return .contentInsetTop }
         if equals(text, "axis") { return .axis }
         if equals(text, "seq") { return .seq }
+        if equals(text, "phase") { return .phase }
+        if equals(text, "contentHeight") { return .contentHeight }
+        if equals(text, "viewportHeight") { return .viewportHeight }
+        return nil
+    }
+
+    fileprivate mutating func phaseName() -> ScrollReport.Phase? {
+        guard let text = plainString() else { return nil }
+        if equals(text, "began") { return .began }
+        if equals(text, "changed") { return .changed }
+        if equals(text, "ended") { return .ended }
         return nil
     }
 

@@ -148,10 +148,10 @@ public final class SessionAPI: HTTPResponder {
                                                                    ("Cache-Control", "no-cache")]),
                                 body: Array(demoPage.utf8))
         case .sessions:
-            let inset = try body(of: request, RequestBodies.newSession)
-            return try Self.respond(to: store.requestCreate(inset: inset), Created(), endpoint: endpoint,
+            let (inset, settings) = try body(of: request, RequestBodies.newSession)
+            return try Self.respond(to: store.requestCreate(inset: inset, settings: settings), Created(), endpoint: endpoint,
                                     ifUnsure: Self.createMayHaveHappened, reusing: &buffers)
-        case .session(nil), .events(nil), .inset(nil), .scroll(nil), .disappear(nil):
+        case .session(nil), .events(nil), .inset(nil), .scroll(nil), .disappear(nil), .behavior(nil):
             // A malformed id names no session: the store is not asked.
             throw Self.notASessionID
         case let .session(id?):
@@ -189,6 +189,9 @@ public final class SessionAPI: HTTPResponder {
         case let .disappear(id?):
             try body(of: request, RequestBodies.disappear)
             return try apply(.disappear, to: id, request, endpoint, &buffers)
+        case let .behavior(id?):
+            let settings = try body(of: request, RequestBodies.behavior)
+            return try apply(.setBehavior(settings), to: id, request, endpoint, &buffers)
         }
     }
 

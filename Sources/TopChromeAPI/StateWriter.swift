@@ -6,8 +6,10 @@ import TopChromeCore
 enum StateWriter {
     /// Longest possible output: the fixed text (with `lastSeq`), 32 id
     /// digits, the longest `Double` description (24 bytes) and two of the
-    /// longest `UInt64` (20 each): 7 + 32 + 10 + 24 + 30 + 20 + 11 + 20 + 1 = 155.
-    private static let capacity = 160
+    /// longest `UInt64` (20 each): 7 + 32 + 10 + 24 + 30 + 20 + 11 + 20 + 1 = 155;
+    /// and the behaviour's members: 32 + 21 + 15 + 13 + 21 + 4 + 16 + 15 = 137
+    /// (a `Float` description is 15 bytes at most).
+    private static let capacity = 300
 
     static func json(_ session: Session) -> [UInt8] {
         var json: [UInt8] = []
@@ -31,8 +33,29 @@ enum StateWriter {
                 writer.write(#","lastSeq":"#)
                 writer.writeDecimal(lastSeq)
             }
+            // A session that never named a behaviour reads as every session did before there were others.
+            if !session.state.hasDefaultBehavior { writeBehavior(of: session.state, to: &writer) }
             writer.write("}")
         }
+    }
+
+    /// `behavior`, `collapsibleHeight`, `snap`, `collapsedFraction` and `heightOffset`, each after a comma.
+    @inline(never)
+    private static func writeBehavior(of state: ChromeState, to writer: inout ByteWriter) {
+        writer.write(#","behavior":""#)
+        writer.write(utf8Of: state.behavior.rawValue)
+        writer.write(#"","collapsibleHeight":"#)
+        number(state.collapsibleHeight, to: &writer)
+        writer.write(state.snap ? #","snap":true,"collapsedFraction":"# : #","snap":false,"collapsedFraction":"#)
+        number(state.collapsedFraction, to: &writer)
+        writer.write(#","heightOffset":"#)
+        number(state.heightOffset, to: &writer)
+    }
+
+    /// A float as its own shortest text (`56.3`, not the double it widens to), whole numbers without a fraction.
+    private static func number(_ value: Float, to writer: inout ByteWriter) {
+        if value == value.rounded() { return number(Double(value), to: &writer) }
+        writer.write(utf8Of: value.description)
     }
 
     /// Whole numbers without a fraction (`59`, not `59.0`), as `JSONWriter` writes them.

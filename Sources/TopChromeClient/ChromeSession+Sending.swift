@@ -3,9 +3,9 @@ import Foundation
 import FoundationNetworking
 #endif
 
-/// How a session's queue goes out: one request at a time, paced, a report
-/// retried (with the newest report instead, if one arrived) while the
-/// service is unreachable.
+/// How a session's queue goes out: one request at a time, paced; the
+/// reports that waited go as one batch, retried (with those that arrived
+/// meanwhile) while the service is unreachable.
 extension ChromeSession {
     func sendIfIdle() {
         guard !isSending else { return }
@@ -22,8 +22,8 @@ extension ChromeSession {
             let operation = queue.removeFirst()
             lastSendStart = ContinuousClock.now
             switch operation.kind {
-            case let .scroll(offset, inset):
-                await sendReport(contentOffsetY: offset, contentInsetTop: inset)
+            case let .scroll(batch):
+                await sendReport(batch)
             case let .command(command, waiter):
                 await sendCommand(command, waiter: waiter)
             }
@@ -98,24 +98,21 @@ extension ChromeSession {
         return state
     }
 
-    /// Sends one report, retrying while the service is unreachable; a retry
-    /// carries the newest report that arrived meanwhile instead. A report
-    /// the service calls stale (its seq not above one it applied: another
-    /// life of this session numbered higher) is numbered above that and
-    /// sent once more.
-    func sendReport(contentOffsetY: Double, contentInsetTop: Double) async {
-        var report = (offset: contentOffsetY, inset: contentInsetTop)
-        // A retry keeps its seq: if the first try did arrive, the service
+    /// Sends one batch, retrying while the service is unreachable; a retry
+    /// also carries the reports that arrived meanwhile. A batch the service
+    /// calls stale (its seqs not above one it applied: another life of this
+    /// session numbered higher) is numbered above that and sent once more.
+    func sendReport(_ batch: ScrollBatch) async {
+        var batch = batch
+        // A retry keeps its seqs: if the first try did arrive, the service
         // ignores the second as stale instead of applying it twice.
-        var seq = nextSeq()
         var isRepeat = false
         var renumbered = false
         var retry = 0
         while ending == nil {
             let outcome: TopChromeClient.Outcome
             do {
-                let body = try TopChromeClient.encode(
-                    ScrollReportBody(contentOffsetY: report.offset, contentInsetTop: report.inset, seq: seq))
+                let body = try batch.body()
                 outcome = try await client.attempt(client.request("POST", "v1/sessions/\(id)/scroll", body: body), sessionID: id)
             } catch {
                 failReport(error)
@@ -125,17 +122,20 @@ extension ChromeSession {
             case let .success(data, _, staleReports):
                 let state = try? TopChromeClient.decodeState(data)
                 if let state { learn(state) }
-                guard staleReports > 0, !isRepeat else { return }
+                // Only a batch stale as a whole is sent again: one partly
+                // applied would be applied twice.
+                guard staleReports == batch.count, !isRepeat else { return }
                 // Numbered below what the service applied: renumber and send
                 // once more (only once: a second stale answer means another
                 // client is numbering this session, and its reports win).
+                let seq = batch.lastSeq.map(String.init) ?? "?"
                 client.log("session \(id): report \(seq) was stale (the service applied \(state?.lastSeq.map(String.init) ?? "?")); sending it above that")
                 guard !renumbered else {
                     failReport(TopChromeError.malformedResponse("report \(seq) ignored as stale twice"))
                     return
                 }
                 renumbered = true
-                seq = nextSeq()
+                batch.renumber(nextSeq)
             case let .failure(error):
                 if case .sessionGone = error { end(with: error) } else { failReport(error) }
                 return
@@ -153,12 +153,10 @@ extension ChromeSession {
                 }
                 retry += 1
                 isRepeat = true
-                if case let .scroll(offset, inset) = queue.first?.kind {
+                if case let .scroll(later) = queue.first?.kind {
                     let newer = queue.removeFirst()
                     doneThrough = max(doneThrough, newer.ticket - 1)
-                    report = (offset, inset)
-                    seq = nextSeq()
-                    isRepeat = false
+                    batch.append(later)
                 }
             }
         }

@@ -2,11 +2,12 @@ import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
+import TopChromeCore
 
 /// One session of the service, seen from an app: changes go out in order,
 /// one request at a time and at most one per `minimumSendInterval`, and
-/// scroll reports that piled up meanwhile are reduced to the one that
-/// matters (the newest: a run of reports leaves the state the last one sets).
+/// scroll reports that piled up meanwhile go together as one batch
+/// (`ScrollBatch` says why all of them).
 ///
 /// Every method that waits stops waiting, and stops its request, when its
 /// task is cancelled.
@@ -24,7 +25,7 @@ public actor ChromeSession {
     }
 
     enum Kind {
-        case scroll(contentOffsetY: Double, contentInsetTop: Double)
+        case scroll(ScrollBatch)
         /// `waiter` names the continuation in `waiters`, if anyone waits.
         case command(Command, waiter: UInt64?)
     }
@@ -69,19 +70,30 @@ public actor ChromeSession {
 
     // MARK: Changes
 
-    /// Queues a scroll report and returns at once. Reports from a horizontal
-    /// scroll view never change the state, so they are not sent; of the
-    /// vertical reports that wait for their turn, only the newest is sent.
-    public func report(contentOffsetY: Double, contentInsetTop: Double = 0, axis: ScrollAxis = .vertical) {
-        guard axis == .vertical, ending == nil else { return }
+    /// Queues a scroll report and returns its `seq` at once (a state whose
+    /// `lastSeq` reaches it includes it). Reports from a horizontal scroll
+    /// view never change the state, so they are not sent (nil); vertical
+    /// reports that wait for their turn go together in one request.
+    /// `phase` marks a gesture's end for snapping; `contentHeight` and
+    /// `viewportHeight` let the service ignore the rubber band at the bottom.
+    @discardableResult
+    public func report(contentOffsetY: Double, contentInsetTop: Double = 0, axis: ScrollAxis = .vertical,
+                       phase: ScrollReport.Phase? = nil, contentHeight: Double? = nil,
+                       viewportHeight: Double? = nil) -> UInt64? {
+        guard axis == .vertical, ending == nil else { return nil }
+        let seq = nextSeq()
+        let batch = ScrollBatch(ScrollReportBody(contentOffsetY: contentOffsetY, contentInsetTop: contentInsetTop, seq: seq,
+                                                 phase: phase?.rawValue, contentHeight: contentHeight,
+                                                 viewportHeight: viewportHeight))
         lastTicket += 1
-        let report = Operation(ticket: lastTicket, kind: .scroll(contentOffsetY: contentOffsetY, contentInsetTop: contentInsetTop))
-        if case .scroll = queue.last?.kind {
-            queue[queue.count - 1] = report
+        if case var .scroll(waiting) = queue.last?.kind {
+            waiting.append(batch)
+            queue[queue.count - 1] = Operation(ticket: lastTicket, kind: .scroll(waiting))
         } else {
-            queue.append(report)
+            queue.append(Operation(ticket: lastTicket, kind: .scroll(batch)))
         }
         sendIfIdle()
+        return seq
     }
 
     /// Sets the inset, after everything queued before it.

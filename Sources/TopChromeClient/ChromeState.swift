@@ -1,27 +1,90 @@
 import Foundation
+import TopChromeCore
 
 /// A session's top chrome as the service holds it.
 ///
-/// `version` grows by one on every change of `inset` or `isRevealed`, so a
-/// client can tell a newer state from an older one that arrived late.
+/// `version` grows by one on every change a watcher sees, so a client can
+/// tell a newer state from an older one that arrived late.
 public struct ChromeState: Codable, Sendable, Hashable {
     public var id: String
     /// How tall status bar and island are together; content starts this far down.
     public var inset: Double
-    /// Whether the island shows: at the top it does, scrolled down it hides.
+    /// Whether the island shows: at the top it does; below, as `behavior` says.
     public var isRevealed: Bool
     public var version: Int
     /// The highest report `seq` the session applied, `nil` while none
     /// carried one. A `ChromeSession` numbers its reports above it, so a
     /// session attached again (an app relaunched) is never taken as stale.
     public var lastSeq: UInt64?
+    /// How the island answers scrolling; `revealAtTop` from a service that names none.
+    public var behavior: RevealBehavior
+    /// How far the chrome collapses, in points.
+    public var collapsibleHeight: Double
+    /// Whether a gesture's end settles the chrome fully shown or fully hidden.
+    public var snap: Bool
+    /// 0 shown … 1 hidden, in hundredths: what an animated bar follows.
+    public var collapsedFraction: Double
+    /// How far the chrome is moved up, from `-collapsibleHeight` (hidden) to 0 (shown).
+    public var heightOffset: Double
 
-    public init(id: String, inset: Double, isRevealed: Bool, version: Int, lastSeq: UInt64? = nil) {
+    /// A state with the original behaviour (`revealAtTop`, the whole inset
+    /// collapsing), unless told otherwise.
+    public init(id: String, inset: Double, isRevealed: Bool, version: Int, lastSeq: UInt64? = nil,
+                behavior: RevealBehavior = .revealAtTop, collapsibleHeight: Double? = nil, snap: Bool = false,
+                collapsedFraction: Double? = nil, heightOffset: Double? = nil) {
         self.id = id
         self.inset = inset
         self.isRevealed = isRevealed
         self.version = version
         self.lastSeq = lastSeq
+        self.behavior = behavior
+        let height = collapsibleHeight ?? inset
+        self.collapsibleHeight = height
+        self.snap = snap
+        self.collapsedFraction = collapsedFraction ?? (isRevealed ? 0 : 1)
+        self.heightOffset = heightOffset ?? (isRevealed ? 0 : -height)
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case id, inset, isRevealed, version, lastSeq, behavior, collapsibleHeight, snap, collapsedFraction, heightOffset
+    }
+
+    /// A service from before behaviours sends none of their members: its
+    /// sessions are `revealAtTop`, and read as such.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        let behaviorName = try container.decodeIfPresent(String.self, forKey: .behavior)
+        guard let behavior = RevealBehavior(rawValue: behaviorName ?? RevealBehavior.revealAtTop.rawValue) else {
+            throw DecodingError.dataCorruptedError(forKey: .behavior, in: container,
+                                                   debugDescription: "unknown behaviour \(behaviorName ?? "")")
+        }
+        self.init(id: try container.decode(String.self, forKey: .id),
+                  inset: try container.decode(Double.self, forKey: .inset),
+                  isRevealed: try container.decode(Bool.self, forKey: .isRevealed),
+                  version: try container.decode(Int.self, forKey: .version),
+                  lastSeq: try container.decodeIfPresent(UInt64.self, forKey: .lastSeq),
+                  behavior: behavior,
+                  collapsibleHeight: try container.decodeIfPresent(Double.self, forKey: .collapsibleHeight),
+                  snap: try container.decodeIfPresent(Bool.self, forKey: .snap) ?? false,
+                  collapsedFraction: try container.decodeIfPresent(Double.self, forKey: .collapsedFraction),
+                  heightOffset: try container.decodeIfPresent(Double.self, forKey: .heightOffset))
+    }
+
+    /// The behaviour's members only where a behaviour was chosen, so a
+    /// session that never named one is written as it always was.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(id, forKey: .id)
+        try container.encode(inset, forKey: .inset)
+        try container.encode(isRevealed, forKey: .isRevealed)
+        try container.encode(version, forKey: .version)
+        try container.encodeIfPresent(lastSeq, forKey: .lastSeq)
+        guard self != ChromeState(id: id, inset: inset, isRevealed: isRevealed, version: version, lastSeq: lastSeq) else { return }
+        try container.encode(behavior.rawValue, forKey: .behavior)
+        try container.encode(collapsibleHeight, forKey: .collapsibleHeight)
+        try container.encode(snap, forKey: .snap)
+        try container.encode(collapsedFraction, forKey: .collapsedFraction)
+        try container.encode(heightOffset, forKey: .heightOffset)
     }
 }
 

@@ -1,10 +1,17 @@
 import Observation
+import TopChromeCore
 
 /// The top chrome of one screen, kept by the service: put it next to the
-/// outer vertical scroll view, report its geometry, read `inset` and
-/// `isRevealed` anywhere, and `connection` and `lastError` to show when the
-/// mirror is not live. Properties change on the main actor, and only when
-/// their value does, so a view reading `isRevealed` redraws on flips only.
+/// outer vertical scroll view, report its geometry, read `inset`,
+/// `isRevealed` and `collapsedFraction` anywhere, and `connection` and
+/// `lastError` to show when the mirror is not live. Properties change on
+/// the main actor, and only when their value does, so a view reading
+/// `isRevealed` redraws on flips only.
+///
+/// A report moves the chrome at once, in the same frame: the session's
+/// behaviour is applied here by the service's own rules, and the service's
+/// states reconcile it as they come (`ChromePrediction` says how; the
+/// service wins).
 ///
 /// SwiftUI: `.task { await chrome.follow() }`. UIKit: `start()` in
 /// `viewWillAppear`, `stop()` in `viewDidDisappear`, and `report(…)` from
@@ -14,6 +21,10 @@ import Observation
     public private(set) var inset: Double
     /// Whether the island shows.
     public private(set) var isRevealed: Bool
+    /// 0 shown … 1 hidden, in hundredths: what an animated bar follows.
+    public private(set) var collapsedFraction: Double = 0
+    /// How far the chrome is moved up, from minus its collapsible height (hidden) to 0 (shown).
+    public private(set) var heightOffset: Double = 0
     /// Whether `inset` and `isRevealed` are live, being retried, or stopped.
     public private(set) var connection: ConnectionState = .stopped
     /// Why the mirror is not live, or why a report failed: `.sessionGone`
@@ -30,9 +41,9 @@ import Observation
     @ObservationIgnored public var onSessionGone: (@MainActor () async -> ChromeSession?)?
 
     @ObservationIgnored private var following: Task<Void, Never>?
-    /// Reports and disappearances in the order the view made them, reduced
-    /// (a run of reports to the newest); one task hands them to the session.
-    @ObservationIgnored private let outbox: Outbox
+    /// Reports and disappearances in the order the view made them, and the
+    /// prediction; one task hands them to the session.
+    @ObservationIgnored private let outbox: ReportOutbox
     /// Where the sessions' failures wait for this object (see `FailureRelay`).
     @ObservationIgnored private let failures = FailureRelay()
 
@@ -41,7 +52,7 @@ import Observation
         self.session = session
         inset = 0
         isRevealed = true
-        outbox = Outbox(session: session)
+        outbox = ReportOutbox(session: session)
         observeFailures(of: session)
     }
 
@@ -132,16 +143,25 @@ import Observation
         following = nil
     }
 
-    /// The outer vertical scroll view's geometry; queued, returns at once.
-    /// Call it from every `scrollViewDidScroll`: what waits is reduced to
-    /// the newest, and requests go out at most one per `minimumSendInterval`.
-    public func report(contentOffsetY: Double, contentInsetTop: Double) {
-        outbox.add(.report(contentOffsetY: contentOffsetY, contentInsetTop: contentInsetTop))
+    /// The outer vertical scroll view's geometry; applied at once (once the
+    /// first state told the behaviour) and queued, returns at once. Call it
+    /// from every `scrollViewDidScroll`, with `phase: .ended` when the finger
+    /// lifts (for `snap`) and both heights where the bottom rubber-bands:
+    /// requests go out at most one per `minimumSendInterval`.
+    public func report(contentOffsetY: Double, contentInsetTop: Double, phase: ScrollReport.Phase? = nil,
+                       contentHeight: Double? = nil, viewportHeight: Double? = nil) {
+        let report = ScrollReport(contentOffsetY: contentOffsetY, contentInsetTop: contentInsetTop, phase: phase,
+                                  contentHeight: contentHeight, viewportHeight: viewportHeight)
+        let ticket = outbox.prediction.predict(report)
+        showPrediction()
+        outbox.add(.report(report, ticket: ticket))
     }
 
     /// The screen went away: the island shows at once, for the next screen,
     /// and the service is told.
     public func disappear() {
+        outbox.prediction.disappear()
+        showPrediction()
         if !isRevealed { isRevealed = true }
         outbox.add(.disappear)
     }
@@ -157,6 +177,7 @@ import Observation
     private func switchTo(_ fresh: ChromeSession) {
         session = fresh
         outbox.session = fresh
+        outbox.prediction.reset()
         lastError = nil
         observeFailures(of: fresh)
     }
@@ -182,63 +203,17 @@ import Observation
     }
 
     private func apply(_ state: ChromeState) {
+        outbox.prediction.reconcile(with: state)
+        showPrediction()
+    }
+
+    private func showPrediction() {
+        guard let state = outbox.prediction.predicted else { return }
         if inset != state.inset { inset = state.inset }
         if isRevealed != state.isRevealed { isRevealed = state.isRevealed }
-    }
-}
-
-/// What a `RemoteTopChrome` has to tell its session, bounded: consecutive
-/// reports are reduced to the newest, consecutive disappearances to one.
-@MainActor private final class Outbox {
-    enum Change {
-        case report(contentOffsetY: Double, contentInsetTop: Double)
-        case disappear
-    }
-
-    var session: ChromeSession
-    private var pending: [Change] = []
-    /// Wakes the task that drains `pending`; one wake-up is as good as many.
-    private nonisolated let wake: AsyncStream<Void>.Continuation
-    private var draining = false
-
-    init(session: ChromeSession) {
-        self.session = session
-        let (wakes, wake) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
-        self.wake = wake
-        Task { [self] in
-            for await _ in wakes { await drain() }
-        }
-    }
-
-    func add(_ change: Change) {
-        switch (pending.last, change) {
-        case (.report?, .report), (.disappear?, .disappear):
-            pending[pending.count - 1] = change
-        default:
-            pending.append(change)
-        }
-        wake.yield()
-    }
-
-    /// Hands what is pending to the session, in order.
-    func drain() async {
-        // One drain at a time, or two could hand changes over out of order.
-        while draining { try? await Task.sleep(nanoseconds: 1_000_000) }
-        draining = true
-        defer { draining = false }
-        while !pending.isEmpty {
-            let change = pending.removeFirst()
-            switch change {
-            case let .report(offset, inset):
-                await session.report(contentOffsetY: offset, contentInsetTop: inset)
-            case .disappear:
-                await session.enqueue(.disappear)
-            }
-        }
-    }
-
-    nonisolated func close() {
-        wake.finish()
+        if collapsedFraction != state.collapsedFraction { collapsedFraction = state.collapsedFraction }
+        let offset = Double(state.heightOffset)
+        if heightOffset != offset { heightOffset = offset }
     }
 }
 

@@ -2,6 +2,7 @@ import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
+import TopChromeCore
 
 /// The TopChrome service as an app sees it: sessions to create or attach
 /// to, each with its own ordered queue of changes and its event stream.
@@ -88,11 +89,16 @@ public final class TopChromeClient: Sendable {
         configuration.log?(message())
     }
 
-    /// Creates a session on the service. A 503 when the service is full is
-    /// retried; if a retry follows a request that did arrive, the extra
-    /// session is never used and expires with the service's session TTL.
-    public func createSession(inset: Double? = nil) async throws -> ChromeSession {
-        let body = try inset.map { try Self.encode(InsetBody(inset: $0)) }
+    /// Creates a session on the service, with the service's defaults for
+    /// what is not given (`revealAtTop`, the whole inset collapsing, no
+    /// snapping). A 503 when the service is full is retried; if a retry
+    /// follows a request that did arrive, the extra session is never used
+    /// and expires with the service's session TTL.
+    public func createSession(inset: Double? = nil, behavior: RevealBehavior? = nil, collapsibleHeight: Double? = nil,
+                              snap: Bool? = nil) async throws -> ChromeSession {
+        let settings = NewSessionBody(inset: inset, behavior: behavior?.rawValue, collapsibleHeight: collapsibleHeight, snap: snap)
+        // No body at all when nothing is chosen, as before behaviours.
+        let body = settings == NewSessionBody() ? nil : try Self.encode(settings)
         let data = try await send(request("POST", "v1/sessions", body: body), sessionID: nil)
         let state = try Self.decodeState(data)
         return ChromeSession(id: state.id, client: self, known: state)
@@ -213,10 +219,11 @@ struct InsetBody: Encodable {
     var inset: Double
 }
 
-struct ScrollReportBody: Encodable {
-    var contentOffsetY: Double
-    var contentInsetTop: Double
-    var seq: UInt64
+struct NewSessionBody: Encodable, Equatable {
+    var inset: Double?
+    var behavior: RevealBehavior.RawValue?
+    var collapsibleHeight: Double?
+    var snap: Bool?
 }
 
 extension TopChromeClient {

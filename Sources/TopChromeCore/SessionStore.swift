@@ -84,8 +84,8 @@ public protocol SessionStore: Sendable {
     /// Sessions held now, for a store that knows without asking anyone.
     var sessionCount: Int? { get }
 
-    /// Creates a session with a fresh id and the given inset.
-    func requestCreate(inset: Double) -> StoreAnswer<Session>
+    /// Creates a session with a fresh id, the given inset and behaviour.
+    func requestCreate(inset: Double, settings: RevealSettings) -> StoreAnswer<Session>
 
     /// The session, or nil if it does not exist (or has expired). A read is
     /// a use: it keeps the session from expiring.
@@ -105,6 +105,11 @@ public protocol SessionStore: Sendable {
 }
 
 extension SessionStore {
+    /// Creates a session that reveals at the top.
+    public func requestCreate(inset: Double) -> StoreAnswer<Session> {
+        requestCreate(inset: inset, settings: RevealSettings())
+    }
+
     public func requestApply(_ input: ChromeInput, to id: SessionID, if condition: VersionCondition) -> StoreAnswer<StoreOutcome> {
         requestApply([input], to: id, if: condition)
     }

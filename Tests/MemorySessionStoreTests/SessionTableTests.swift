@@ -25,26 +25,34 @@ private func find(_ slot: SessionSlot, in table: borrowing SessionTable) -> Int?
 }
 
 @Suite struct SessionTableTests {
-    @Test func slotIsFortyBytes() {
-        #expect(MemoryLayout<SessionSlot>.stride == 40)
+    @Test func slotIsFiftySixBytes() {
+        #expect(MemoryLayout<SessionSlot>.stride == 56)
     }
 
     @Test func slotKeepsWhatItIsGiven() {
         let states = [
             ChromeState(inset: 59.5, isRevealed: false, version: 7, lastAppliedSeq: 0),
-            ChromeState(inset: -0.0, isRevealed: true, version: SessionSlot.versionMask, lastAppliedSeq: .max - 1),
+            ChromeState(inset: -0.0, isRevealed: true, version: SessionSlot.versionMask, lastAppliedSeq: SessionSlot.seqMask - 1),
             ChromeState(inset: .infinity, isRevealed: false, version: 0, lastAppliedSeq: nil),
+            ChromeState(inset: 80, isRevealed: false, version: 9, lastAppliedSeq: (1 << 53) - 1, behavior: .exitUntilCollapsed,
+                        snap: true, chosenCollapsibleHeight: 56.3, trackedHeightOffset: -0.0, lastOffset: -1e300),
+            ChromeState(inset: 80, isRevealed: true, version: 9, lastAppliedSeq: nil, behavior: .enterAlways,
+                        chosenCollapsibleHeight: 0, trackedHeightOffset: -12.5, lastOffset: 0),
+            ChromeState(inset: 80, isRevealed: true, version: 9, lastAppliedSeq: 3, behavior: .pinned),
         ]
         for state in states {
             #expect(SessionSlot.fits(state))
             let slot = SessionSlot(id: SessionID(high: 1, low: 2), state: state, lastUsed: IdleClock.mask)
             #expect(slot.state == state)
             #expect(slot.state.inset.sign == state.inset.sign)
+            #expect(slot.state.trackedHeightOffset.sign == state.trackedHeightOffset.sign)
             #expect(slot.lastUsed == IdleClock.mask)
             #expect(slot.id == SessionID(high: 1, low: 2))
         }
         #expect(!SessionSlot.fits(ChromeState(inset: 0, isRevealed: true, version: SessionSlot.versionMask + 1, lastAppliedSeq: nil)))
         #expect(!SessionSlot.fits(ChromeState(inset: 0, isRevealed: true, version: 1, lastAppliedSeq: .max)))
+        #expect(!SessionSlot.fits(ChromeState(inset: 0, isRevealed: true, version: 1, lastAppliedSeq: SessionSlot.seqMask)),
+                "a seq past the slot's 54 bits is kept aside")
     }
 
     @Test func insertFindRemove() {

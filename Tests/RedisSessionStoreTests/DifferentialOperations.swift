@@ -3,7 +3,7 @@ import TopChromeCore
 
 /// One operation of the differential run, on one session.
 enum DifferentialOperation: Sendable, CustomStringConvertible {
-    case create(inset: Double)
+    case create(inset: Double, settings: RevealSettings)
     /// Puts a state in place, as a state file or a backup would: reaches the
     /// version cap, and versions past the memory store's 40-bit slots.
     case restore(ChromeState)
@@ -13,7 +13,7 @@ enum DifferentialOperation: Sendable, CustomStringConvertible {
 
     var description: String {
         switch self {
-        case let .create(inset): "create(inset: \(inset))"
+        case let .create(inset, settings): "create(inset: \(inset), \(Self.describe(settings)))"
         case let .restore(state): "restore \(Exact(state))"
         case .read: "read"
         case let .apply(inputs, condition): "apply [\(inputs.map(Self.describe).joined(separator: ", "))] if \(condition)"
@@ -25,10 +25,16 @@ enum DifferentialOperation: Sendable, CustomStringConvertible {
         switch input {
         case let .scroll(report):
             "scroll(y \(report.contentOffsetY), top \(report.contentInsetTop)\(report.axis == .horizontal ? ", horizontal" : "")"
-                + "\(report.seq.map { ", seq \($0)" } ?? ""))"
+                + "\(report.seq.map { ", seq \($0)" } ?? "")\(report.phase.map { ", \($0)" } ?? "")"
+                + "\(report.contentHeight.map { ", content \($0)" } ?? "")\(report.viewportHeight.map { ", viewport \($0)" } ?? ""))"
         case let .setInset(inset): "setInset(\(inset))"
         case .disappear: "disappear"
+        case let .setBehavior(settings): "setBehavior(\(describe(settings)))"
         }
+    }
+
+    private static func describe(_ settings: RevealSettings) -> String {
+        "\(settings.behavior), height \(settings.collapsibleHeight.map { "\($0)" } ?? "inset"), snap \(settings.snap)"
     }
 }
 
@@ -101,7 +107,7 @@ struct DifferentialGenerator {
 
     mutating func operation() -> DifferentialOperation {
         switch Int.random(in: 0..<100, using: &rng) {
-        case 0..<4: .create(inset: inset())
+        case 0..<4: .create(inset: inset(), settings: Bool.random(using: &rng) ? RevealSettings() : settings())
         case 4..<7: .restore(state())
         case 7..<15: .read
         case 15..<92: .apply((0..<Int.random(in: 0...4, using: &rng)).map { _ in input() }, if: condition())
@@ -124,10 +130,22 @@ struct DifferentialGenerator {
         }
     }
 
+    /// Every behaviour, heights within, at and past the inset, snapping or not.
+    mutating func settings() -> RevealSettings {
+        let height: Float? = switch Int.random(in: 0..<5, using: &rng) {
+        case 0: nil
+        case 1: [0, -0.0, 56.3, 0.1, 10_000].randomElement(using: &rng)!
+        default: Float(Int.random(in: 0...8, using: &rng)) * 10 + [0, 0.5, 1.0 / 3].randomElement(using: &rng)!
+        }
+        return RevealSettings(behavior: RevealBehavior.allCases.randomElement(using: &rng)!, collapsibleHeight: height,
+                              snap: Int.random(in: 0..<3, using: &rng) == 0)
+    }
+
     mutating func input() -> ChromeInput {
-        switch Int.random(in: 0..<10, using: &rng) {
+        switch Int.random(in: 0..<12, using: &rng) {
         case 0: return .setInset(inset())
         case 1: return .disappear
+        case 2: return .setBehavior(settings())
         default:
             let top = [0, 0, 0, 44, -44, 0.2, 20.5].randomElement(using: &rng)!
             let near = [threshold, threshold.nextUp, threshold.nextDown, threshold + 0.1, threshold - 0.1].randomElement(using: &rng)!
@@ -138,8 +156,18 @@ struct DifferentialGenerator {
             default: near
             }
             let horizontal = Int.random(in: 0..<8, using: &rng) == 0
-            return .scroll(ScrollReport(contentOffsetY: offset, contentInsetTop: top,
-                                        axis: horizontal ? .horizontal : .vertical, seq: seq()))
+            // Offsets that move by a little, by a lot, past the bottom; gestures that end.
+            let moved = Int.random(in: 0..<3, using: &rng) == 0 ? offset : Double(Int.random(in: -20...400, using: &rng)) + [0, 0.25, 0.1].randomElement(using: &rng)!
+            let phase = [nil, nil, ScrollReport.Phase.changed, .ended].randomElement(using: &rng)!
+            let heights: (Double?, Double?) = switch Int.random(in: 0..<4, using: &rng) {
+            case 0: (1000, 700)
+            case 1: ([0, 300.5, 2e300].randomElement(using: &rng)!, [0, 500, 1e300].randomElement(using: &rng)!)
+            case 2: (Bool.random(using: &rng) ? 900 : nil, nil)
+            default: (nil, nil)
+            }
+            return .scroll(ScrollReport(contentOffsetY: moved, contentInsetTop: top,
+                                        axis: horizontal ? .horizontal : .vertical, seq: seq(), phase: phase,
+                                        contentHeight: heights.0, viewportHeight: heights.1))
         }
     }
 
@@ -175,6 +203,13 @@ struct DifferentialGenerator {
         default: Self.maxWhole - UInt64.random(in: 0...3, using: &rng)
         }
         let seq: UInt64? = Bool.random(using: &rng) ? nil : [UInt64.random(in: 0...40, using: &rng), Self.maxWhole - 1].randomElement(using: &rng)!
-        return ChromeState(inset: inset(), isRevealed: Bool.random(using: &rng), version: version, lastAppliedSeq: seq)
+        guard Bool.random(using: &rng) else {
+            return ChromeState(inset: inset(), isRevealed: Bool.random(using: &rng), version: version, lastAppliedSeq: seq)
+        }
+        let settings = settings()
+        return ChromeState(inset: inset(), isRevealed: Bool.random(using: &rng), version: version, lastAppliedSeq: seq,
+                           behavior: settings.behavior, snap: settings.snap, chosenCollapsibleHeight: settings.collapsibleHeight,
+                           trackedHeightOffset: -(settings.collapsibleHeight ?? 30) * Float(Int.random(in: 0...4, using: &rng)) / 4,
+                           lastOffset: [nil, 0, 250.5, -1e300].randomElement(using: &rng)!)
     }
 }

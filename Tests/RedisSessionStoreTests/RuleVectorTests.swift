@@ -14,7 +14,7 @@ import TopChromeCore
 /// every state; in Redis the starting state's until a version is made, then
 /// one fresh tag for the call's new versions.
 struct RuleVectorTests {
-    @Test(arguments: ruleVectors)
+    @Test(arguments: ruleVectors + behaviorRuleVectors)
     func everyStoreAgrees(_ vector: RuleVector) async throws {
         checkRules(vector)
         try checkMemoryStore(vector)
@@ -93,6 +93,11 @@ struct RuleVectorTests {
             var fields = ["HSET", key, "i", "\(start.inset)", "r", start.isRevealed ? "1" : "0", "v", "\(start.version)",
                           "e", "\(start.version).\(tag)"]
             if let seq = start.lastAppliedSeq { fields += ["s", "\(seq)"] }
+            if start.behavior != .revealAtTop { fields += ["b", start.behavior.rawValue] }
+            if start.snap { fields += ["n", "1"] }
+            if let height = start.chosenCollapsibleHeight { fields += ["c", Double(height).description] }
+            if start.trackedHeightOffset.bitPattern != 0 { fields += ["o", Double(start.trackedHeightOffset).description] }
+            if let last = start.lastOffset { fields += ["l", last.description] }
             _ = try await backend.client.send(fields)
             #expect(try await backend.client.send(["PEXPIRE", key, "100000"]) == .integer(1))
         }
@@ -164,16 +169,31 @@ struct Exact: Hashable, CustomStringConvertible {
     let isRevealed: Bool
     let version: UInt64
     let seq: UInt64?
+    let behavior: RevealBehavior
+    let snap: Bool
+    let chosenHeightBits: UInt32?
+    let trackedBits: UInt32
+    let lastOffsetBits: UInt64?
 
     init(_ state: ChromeState) {
         insetBits = state.inset.bitPattern
         isRevealed = state.isRevealed
         version = state.version
         seq = state.lastAppliedSeq
+        behavior = state.behavior
+        snap = state.snap
+        chosenHeightBits = state.chosenCollapsibleHeight?.bitPattern
+        trackedBits = state.trackedHeightOffset.bitPattern
+        lastOffsetBits = state.lastOffset?.bitPattern
     }
 
     var description: String {
-        "(inset \(Double(bitPattern: insetBits)), \(isRevealed ? "revealed" : "hidden"), v\(version), seq \(seq.map(String.init) ?? "none"))"
+        var text = "(inset \(Double(bitPattern: insetBits)), \(isRevealed ? "revealed" : "hidden"), v\(version), seq \(seq.map(String.init) ?? "none")"
+        if behavior != .revealAtTop || snap || chosenHeightBits != nil || trackedBits != 0 || lastOffsetBits != nil {
+            text += ", \(behavior)\(snap ? " snapping" : ""), height \(chosenHeightBits.map { "\(Float(bitPattern: $0))" } ?? "inset")"
+                + ", tracked \(Float(bitPattern: trackedBits)), last \(lastOffsetBits.map { "\(Double(bitPattern: $0))" } ?? "none")"
+        }
+        return text + ")"
     }
 }
 

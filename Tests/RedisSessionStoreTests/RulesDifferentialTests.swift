@@ -48,7 +48,11 @@ private enum RedisAnswer: Sendable {
 
 /// A few sessions, each in both stores, and what the run knows of them.
 struct DifferentialRun {
-    enum Seen: CaseIterable { case done, conditionFailed, notFound, stale, horizontal, newVersion, atVersionCap, removed }
+    enum Seen: CaseIterable {
+        case done, conditionFailed, notFound, stale, horizontal, newVersion, atVersionCap, removed
+        /// A fraction-driven chrome half way, and a behaviour changed.
+        case partlyCollapsed, behaviorChanged
+    }
 
     /// One session as both stores hold it.
     private struct Tracked {
@@ -142,8 +146,8 @@ struct DifferentialRun {
     private mutating func perform(_ operation: DifferentialOperation, slot: Int) throws -> MemoryAnswer {
         let id = tracked[slot].id
         switch operation {
-        case let .create(inset):
-            return MemoryAnswer(outcome: .done(try memory.create(inset: inset)))
+        case let .create(inset, settings):
+            return MemoryAnswer(outcome: .done(try memory.create(inset: inset, settings: settings)))
         case let .restore(state):
             try memory.restore([Session(id: id, state: state, tag: memory.epoch)])
             return MemoryAnswer(outcome: memory.session(id).map { .done($0) } ?? .notFound)
@@ -192,14 +196,19 @@ struct DifferentialRun {
     private static func perform(_ operation: DifferentialOperation, on id: SessionID, if condition: VersionCondition,
                                 _ functions: ChromeFunctions, _ client: RedisClient) async throws -> RedisAnswer {
         switch operation {
-        case let .create(inset):
-            return .session(try await functions.create(id, inset: inset))
+        case let .create(inset, settings):
+            return .session(try await functions.create(id, inset: inset, settings: settings))
         case let .restore(state):
             let key = String(decoding: functions.key(for: id), as: UTF8.self)
             let etag = EntityTag(version: state.version, tag: .random())
             var fields = ["HSET", key, "i", state.inset.description, "r", state.isRevealed ? "1" : "0",
                           "v", "\(state.version)", "e", etag.description]
             if let seq = state.lastAppliedSeq { fields += ["s", "\(seq)"] }
+            if state.behavior != .revealAtTop { fields += ["b", state.behavior.rawValue] }
+            if state.snap { fields += ["n", "1"] }
+            if let height = state.chosenCollapsibleHeight { fields += ["c", Double(height).description] }
+            if state.trackedHeightOffset.bitPattern != 0 { fields += ["o", Double(state.trackedHeightOffset).description] }
+            if let last = state.lastOffset { fields += ["l", last.description] }
             _ = try await client.send(["DEL", key])
             _ = try await client.send(fields)
             return .session(try await functions.session(id))
@@ -288,6 +297,11 @@ struct DifferentialRun {
             seen.insert(.horizontal)
         }
         if memory.session?.state.version == ChromeState.allowedVersions.upperBound { seen.insert(.atVersionCap) }
+        if let fraction = memory.session?.state.collapsedFraction, fraction > 0, fraction < 1 { seen.insert(.partlyCollapsed) }
+        if case let .apply(inputs, _) = operation, case .done = memory,
+           inputs.contains(where: { if case .setBehavior = $0 { true } else { false } }) {
+            seen.insert(.behaviorChanged)
+        }
     }
 
     private static func hex(_ tag: StateTag) -> String { String(decoding: tag.hex, as: UTF8.self) }

@@ -29,6 +29,25 @@ import TopChromeCore
         #expect(try folderContents() == ["state.jsonl"], "the temp file was renamed into place")
     }
 
+    /// A session's behaviour survives a restart; a session without one is written as before.
+    @Test func behavioursRoundTrip() throws {
+        let behaving = [
+            Session(id: .random(), state: ChromeState(inset: 80, isRevealed: false, version: 4, lastAppliedSeq: 3, behavior: .enterAlways,
+                                                      snap: true, chosenCollapsibleHeight: 56.3, trackedHeightOffset: -56.3,
+                                                      lastOffset: 1234.5), tag: Self.tag),
+            Session(id: .random(), state: ChromeState(inset: 80, isRevealed: true, version: 2, lastAppliedSeq: nil, behavior: .pinned),
+                    tag: Self.tag),
+        ]
+        try file.write(behaving + [sessions[0]])
+        #expect(try file.read(taggedWith: Self.tag) == behaving + [sessions[0]])
+        let text = try String(contentsOfFile: file.path, encoding: .utf8)
+        #expect(text.contains(#""behavior":"enterAlways""#) && text.contains(#""collapsibleHeight":56.29999923706055"#))
+        #expect(text.hasSuffix(#""inset":0,"isRevealed":true,"version":1}"# + "\n"), "no behaviour members for the default")
+        let bad = "{\"format\":\"topchrome-sessions\",\"version\":1,\"count\":1}\n"
+            + "{\"id\":\"00000000000000000000000000000001\",\"inset\":0,\"isRevealed\":true,\"version\":1,\"collapsibleHeight\":0.1}\n"
+        try expectRefused(bad)
+    }
+
     @Test func missingFileIsAFirstStart() throws {
         #expect(try file.read(taggedWith: Self.tag) == [])
     }

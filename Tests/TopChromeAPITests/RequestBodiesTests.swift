@@ -99,7 +99,7 @@ import TopChromeCore
     }
 
     @Test func badBatchNamesTheReport() {
-        #expect(throws: BodyError(detail: #"report [1]: unknown field "x" (it takes only "axis", "contentInsetTop", "contentOffsetY", "seq")"#)) {
+        #expect(throws: BodyError(detail: #"report [1]: unknown field "x" (it takes only "axis", "contentHeight", "contentInsetTop", "contentOffsetY", "phase", "seq", "viewportHeight")"#)) {
             try scrollReports(bytes(#"[{"contentOffsetY":0},{"contentOffsetY":0,"x":1}]"#))
         }
     }
@@ -115,12 +115,47 @@ import TopChromeCore
     }
 
     @Test func newSessionBodies() throws {
-        #expect(try RequestBodies.newSession([]) == 0)
+        #expect(try RequestBodies.newSession([]).inset == 0)
         #expect(throws: BodyError.self, "white space is not an empty body") { try RequestBodies.newSession(bytes("  \n")) }
-        #expect(try RequestBodies.newSession(bytes("{}")) == 0)
-        #expect(try RequestBodies.newSession(bytes(#"{"inset":47.5}"#)) == 47.5)
+        #expect(try RequestBodies.newSession(bytes("{}")).inset == 0)
+        #expect(try RequestBodies.newSession(bytes(#"{"inset":47.5}"#)).inset == 47.5)
         #expect(throws: BodyError.self) { try RequestBodies.newSession(bytes(#"{"inset":20000}"#)) }
         #expect(throws: BodyError.self) { try RequestBodies.newSession(bytes(#"{"isRevealed":false}"#)) }
+    }
+
+    @Test func behaviorBodies() throws {
+        #expect(try RequestBodies.newSession([]).settings == RevealSettings(), "revealAtTop unless named")
+        #expect(try RequestBodies.newSession(bytes(#"{"inset":80,"behavior":"enterAlways","collapsibleHeight":56.5,"snap":true}"#)).settings
+                == RevealSettings(behavior: .enterAlways, collapsibleHeight: 56.5, snap: true))
+        #expect(try RequestBodies.behavior(bytes(#"{"behavior":"pinned"}"#)) == RevealSettings(behavior: .pinned))
+        let refusals = [
+            (#"{"snap":true}"#, "\"behavior\" is required"),
+            (#"{"behavior":"sticky"}"#, "\"behavior\" must be one of"),
+            (#"{"behavior":null}"#, "\"behavior\" must be one of"),
+            (#"{"behavior":"pinned","collapsibleHeight":-1}"#, "\"collapsibleHeight\" must be"),
+            (#"{"behavior":"pinned","collapsibleHeight":10001}"#, "\"collapsibleHeight\" must be"),
+            (#"{"behavior":"pinned","snap":1}"#, "\"snap\" must be true or false"),
+            (#"{"behavior":"pinned","inset":5}"#, "unknown field \"inset\""),
+        ]
+        for (body, detail) in refusals {
+            #expect(throws: BodyError.self, "\(body)") { try RequestBodies.behavior(bytes(body)) }
+            do { _ = try RequestBodies.behavior(bytes(body)) } catch { #expect(error.detail.contains(detail), "\(error.detail)") }
+        }
+        #expect(throws: BodyError.self) { try RequestBodies.newSession(bytes(#"{"behavior":"hidesOnSwipe"}"#)) }
+    }
+
+    @Test func scrollReportsWithPhaseAndHeights() throws {
+        let report = try RequestBodies.strictScrollReports(
+            bytes(#"{"contentOffsetY":1080,"phase":"ended","contentHeight":2000,"viewportHeight":1000}"#))
+        #expect(report == [ScrollReport(contentOffsetY: 1080, phase: .ended, contentHeight: 2000, viewportHeight: 1000)])
+        for (bad, detail) in [(#"{"contentOffsetY":0,"phase":"lifted"}"#, "\"phase\" must be"),
+                              (#"{"contentOffsetY":0,"contentHeight":-1}"#, "\"contentHeight\" must not be negative"),
+                              (#"{"contentOffsetY":0,"viewportHeight":"tall"}"#, "\"viewportHeight\" must be a number")] {
+            do {
+                _ = try RequestBodies.strictScrollReports(bytes(bad))
+                Issue.record("\(bad) was accepted")
+            } catch { #expect(error.detail.contains(detail), "\(error.detail)") }
+        }
     }
 
     @Test func disappearBodies() throws {

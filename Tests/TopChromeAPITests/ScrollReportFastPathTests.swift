@@ -30,6 +30,24 @@ import TopChromeCore
         #expect(ScrollReportFastPath.reports(bytes(body)) == nil)
     }
 
+    /// The members reveal behaviours read come the fast way too, read as the strict reader reads them.
+    @Test(arguments: [
+        #"{"contentOffsetY": 300, "phase": "ended", "contentHeight": 2400, "viewportHeight": 800, "seq": 5}"#,
+        #"{"phase": "began", "contentOffsetY": 0}"#, #"{"contentOffsetY": 1, "phase": "changed", "contentHeight": -0}"#,
+    ])
+    func answersBehaviourMembers(_ body: String) throws {
+        let fast = try #require(ScrollReportFastPath.reports(bytes(body)))
+        #expect(fast == (try RequestBodies.strictScrollReports(bytes(body))))
+    }
+
+    @Test(arguments: [
+        #"{"contentOffsetY": 1, "phase": "lifted"}"#, #"{"contentOffsetY": 1, "contentHeight": -1}"#,
+        #"{"contentOffsetY": 1, "viewportHeight": "tall"}"#, #"{"contentOffsetY": 1, "phase": "ended", "phase": "ended"}"#,
+    ])
+    func leavesBadBehaviourMembersToTheStrictReader(_ body: String) {
+        #expect(ScrollReportFastPath.reports(bytes(body)) == nil)
+    }
+
     @Test func batchLimitGoesToTheStrictReader() {
         let one = #"{"contentOffsetY":1}"#
         #expect(ScrollReportFastPath.reports(bytes("[" + Array(repeating: one, count: 1024).joined(separator: ",") + "]"))?.count == 1024)

@@ -44,6 +44,25 @@ import TopChromeCore
         #expect(EntityTag(Array("\(version).00abcdef0123".utf8)) == (version == 0 ? nil : session.entityTag), "read back as written")
     }
 
+    /// A session that chose a behaviour carries its five members after the
+    /// others; floats as their own shortest text, whole numbers without a fraction.
+    @Test func behaviourMembers() {
+        let id = SessionID(high: 1, low: 2)
+        let state = ChromeState(inset: 100, isRevealed: false, version: 9, lastAppliedSeq: 4, behavior: .exitUntilCollapsed,
+                                snap: true, chosenCollapsibleHeight: 56.3, trackedHeightOffset: -56.3, lastOffset: nil)
+        #expect(String(decoding: StateWriter.json(Session(id: id, state: state, tag: StateTag(bits: 1))), as: UTF8.self)
+                == #"{"id":"\#(id)","inset":100,"isRevealed":false,"version":9,"lastSeq":4,"behavior":"exitUntilCollapsed","#
+                + #""collapsibleHeight":56.3,"snap":true,"collapsedFraction":1,"heightOffset":-56.3}"#)
+        let pinned = ChromeState(inset: 59, isRevealed: true, version: 2, lastAppliedSeq: nil, behavior: .pinned)
+        #expect(String(decoding: StateWriter.json(Session(id: id, state: pinned, tag: StateTag(bits: 1))), as: UTF8.self)
+                == #"{"id":"\#(id)","inset":59,"isRevealed":true,"version":2,"behavior":"pinned","#
+                + #""collapsibleHeight":59,"snap":false,"collapsedFraction":0,"heightOffset":0}"#)
+        let longest = ChromeState(inset: -2.2250738585072014e-308, isRevealed: false, version: .max, lastAppliedSeq: .max,
+                                  behavior: .exitUntilCollapsed, snap: false, chosenCollapsibleHeight: Float.leastNormalMagnitude.nextUp,
+                                  trackedHeightOffset: -Float.leastNormalMagnitude.nextUp, lastOffset: nil)
+        #expect(StateWriter.json(Session(id: SessionID(high: .max, low: .max), state: longest, tag: StateTag(bits: .max))).count <= 300)
+    }
+
     @Test func theLongestEntityTagFits() {
         let session = Session(id: .random(), state: ChromeState(inset: 0, isRevealed: true, version: .max, lastAppliedSeq: nil),
                               tag: StateTag(bits: .max))
