@@ -12,7 +12,7 @@ import TopChromeCore
 /// one session stay strictly ordered.
 ///
 /// Each shard keeps its sessions in a `SessionTable` of 56-byte slots (about
-/// 118 bytes per session at a million), with the last use packed beside the
+/// 120 bytes per session at a million), with the last use packed beside the
 /// version (see `IdleClock` for what that implies for `removeExpired()`).
 /// States a slot cannot hold — a version of 2^40 or more, a seq of
 /// `UInt64.max`, the id 0/0 — are kept aside in a dictionary; only restored
