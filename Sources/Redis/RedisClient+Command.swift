@@ -11,6 +11,10 @@ extension RedisClient {
         var idempotent = false
         /// Times it was sent again after a node could not serve for a moment.
         var retries = 0
+        /// Why it was last sent again (`TRYAGAIN`, `CLUSTERDOWN`): what the
+        /// caller of a read learns if the deadline passes while it is out
+        /// once more, for that says more than a bare timeout.
+        var lastRefusal: RedisError?
         /// Sent again after its connection dropped with it in flight: not a
         /// second time, but its node's reconnection is waited for.
         var resentAfterLoss = false

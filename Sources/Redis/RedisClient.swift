@@ -195,8 +195,9 @@ public final class RedisClient: @unchecked Sendable {
         dispatch(command, to: nil, asking: false, redirects: 0)
     }
 
-    public func send(_ arguments: [String], deadline: ContinuousClock.Instant? = nil, completion: @escaping RedisCompletion) {
-        send(arguments.map { Array($0.utf8) }, deadline: deadline, completion: completion)
+    public func send(_ arguments: [String], deadline: ContinuousClock.Instant? = nil, idempotent: Bool = false,
+                     completion: @escaping RedisCompletion) {
+        send(arguments.map { Array($0.utf8) }, deadline: deadline, idempotent: idempotent, completion: completion)
     }
 
     public func send(_ arguments: [String], deadline: ContinuousClock.Instant? = nil) async throws(RedisError) -> RESPValue {
@@ -271,10 +272,14 @@ public final class RedisClient: @unchecked Sendable {
                 }
                 dispatch(command, to: redirect.node, asking: redirect.asking, redirects: redirects + 1)
             } else if message.hasPrefix("TRYAGAIN") {
-                retry(command, node) { fail(command, .tryAgain(message), node) }
+                var again = command
+                again.lastRefusal = .tryAgain(message)
+                retry(again, node) { fail(command, .tryAgain(message), node) }
             } else if message.hasPrefix("CLUSTERDOWN") {
                 refreshSlots()
-                retry(command, node) { fail(command, .clusterDown(message), node) }
+                var again = command
+                again.lastRefusal = .clusterDown(message)
+                retry(again, node) { fail(command, .clusterDown(message), node) }
             } else if message.hasPrefix("LOADING") {
                 retry(command, node) { command.finish(result) }
             } else if message.hasPrefix("READONLY"), sentinel != nil {
@@ -294,6 +299,11 @@ public final class RedisClient: @unchecked Sendable {
                 // Not sent: its node is reconnecting (or its slot's primary
                 // is being found again).
                 retry(command, node) { command.finish(result) }
+            } else if error == .timeout, command.idempotent, let refusal = command.lastRefusal {
+                // A read that ran out of time while sent again: nothing to
+                // have applied, and why it went again tells the caller more.
+                // A change that times out may have been made, and says so.
+                fail(command, refusal, node)
             } else {
                 command.finish(result)
             }

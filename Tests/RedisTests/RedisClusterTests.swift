@@ -134,7 +134,11 @@ struct RedisClusterDownTests {
         let lone = RedisClient(seeds: [node.node])
         defer { lone.close() }
         #expect(await eventually { lone.topology == .cluster })
-        let result = await withCheckedContinuation { done in lone.send(["GET", "anything"]) { done.resume(returning: $0) } }
+        // A read: were its last try still out when the deadline passes, the
+        // refusal that sent it again is the answer, not a bare timeout.
+        let result = await withCheckedContinuation { done in
+            lone.send(["GET", "anything"], idempotent: true) { done.resume(returning: $0) }
+        }
         guard case .failure(.clusterDown(let message)) = result else {
             Issue.record("expected CLUSTERDOWN, got \(result)")
             return
