@@ -130,30 +130,36 @@ let package = Package(
         .executableTarget(
             name: "TopChromeFuzz",
             dependencies: ["TopChromeApp", "TopChromeAPI", "TopChromeCore", "MicroHTTPD", "StrictJSON", "SessionSnapshots", "TopChromeClient",
-                           "Redis", "RedisSessionStore"]
+                           "Redis", "RedisSessionStore", "TopChromeTesting"]
         ),
 
-        .testTarget(name: "TopChromeCoreTests", dependencies: ["TopChromeCore"]),
+        // What tests (and the fuzz harness) share: a loopback listener, a seeded
+        // generator, the API asked in this process, a store that answers later.
+        // No test framework in it, so the fuzz binary can link it.
+        .target(name: "TopChromeTesting", dependencies: ["MicroHTTPD", "TopChromeCore"]),
+        .testTarget(name: "TopChromeTestingTests", dependencies: ["TopChromeTesting", "TopChromeCore", "TopChromeAPI"]),
+
+        .testTarget(name: "TopChromeCoreTests", dependencies: ["TopChromeCore", "TopChromeTesting"]),
         .testTarget(name: "StrictJSONTests", dependencies: ["StrictJSON"]),
         .testTarget(name: "SessionSnapshotsTests", dependencies: ["SessionSnapshots"]),
         .testTarget(name: "LockingTests", dependencies: ["Locking"]),
         .testTarget(name: "MicroHTTPDTests", dependencies: ["MicroHTTPD"]),
         // Real redis-server instances and clusters for tests, started and stopped by them.
-        .target(name: "RedisTestSupport", dependencies: ["Redis"], path: "Tests/RedisTestSupport"),
-        .testTarget(name: "RedisTests", dependencies: ["Redis", "RedisTestSupport"]),
+        .target(name: "RedisTestSupport", dependencies: ["Redis", "TopChromeTesting"], path: "Tests/RedisTestSupport"),
+        .testTarget(name: "RedisTests", dependencies: ["Redis", "RedisTestSupport", "TopChromeTesting"]),
         .testTarget(
             name: "RedisSessionStoreTests",
-            dependencies: ["RedisSessionStore", "TopChromeCore", "Redis", "RedisTestSupport"]
+            dependencies: ["RedisSessionStore", "TopChromeCore", "Redis", "RedisTestSupport", "TopChromeTesting"]
         ),
-        .testTarget(name: "TopChromeAPITests", dependencies: ["TopChromeAPI", "StrictJSON"]),
-        .testTarget(name: "TopChromeAppTests", dependencies: ["TopChromeApp", "TopChromeAPI", "StrictJSON"]),
+        .testTarget(name: "TopChromeAPITests", dependencies: ["TopChromeAPI", "StrictJSON", "TopChromeCore", "TopChromeTesting"]),
+        .testTarget(name: "TopChromeAppTests", dependencies: ["TopChromeApp", "TopChromeAPI", "StrictJSON", "TopChromeTesting"]),
         .testTarget(
             name: "LiveServerTests",
-            dependencies: ["TopChromeApp", "MicroHTTPD", "topchrome", "Redis", "RedisTestSupport"]
+            dependencies: ["TopChromeApp", "MicroHTTPD", "topchrome", "Redis", "RedisTestSupport", "TopChromeTesting"]
         ),
         .testTarget(
             name: "TopChromeClientTests",
-            dependencies: ["TopChromeClient", "TopChromeApp", "topchrome", "topchrome-watch"]
+            dependencies: ["TopChromeClient", "TopChromeApp", "topchrome", "topchrome-watch", "TopChromeTesting"]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -3,6 +3,7 @@ import StrictJSON
 import Testing
 import TopChromeCore
 @testable import TopChromeAPI
+import TopChromeTesting
 
 /// The hand-written state body must be byte for byte what the general JSON
 /// writer makes of the same state.
