@@ -21,7 +21,7 @@ public final class LoopbackListener: Sendable {
     /// backlog takes it) and its read waits.
     public init(backlog: Int32 = 8, serve: (@Sendable (Int32) -> Void)?) throws {
         let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard listener >= 0 else { throw LoopbackListenerError(call: "socket", errno: errno) }
+        guard listener >= 0 else { throw LoopbackSocketError(call: "socket", errno: errno) }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
@@ -33,7 +33,7 @@ public final class LoopbackListener: Sendable {
             }
         }
         guard bound else {
-            let error = LoopbackListenerError(call: "bind", errno: errno)
+            let error = LoopbackSocketError(call: "bind", errno: errno)
             close(listener)
             throw error
         }
@@ -136,17 +136,4 @@ public final class LoopbackListener: Sendable {
             }
         }
     }
-}
-
-/// A loopback socket could not be set up; `call` names the system call that failed.
-public struct LoopbackListenerError: Error, CustomStringConvertible {
-    public let call: String
-    public let errno: Int32
-
-    public init(call: String, errno: Int32) {
-        self.call = call
-        self.errno = errno
-    }
-
-    public var description: String { "\(call) failed on a loopback socket: \(String(cString: strerror(errno)))" }
 }

@@ -21,22 +21,8 @@ final class TestHTTPClient {
     /// first and closed on failure would be closed twice, and the second
     /// close would take whatever descriptor another test opened meanwhile.
     init(port: Int, host: String = "127.0.0.1") throws {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw TestClientError.connect(errno) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        inet_pton(AF_INET, host, &address.sin_addr)
-        let result = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-        guard result == 0 else {
-            let failure = errno
-            close(fd)
-            throw TestClientError.connect(failure)
-        }
+        let fd: Int32
+        do { fd = try connectedSocket(port: port, host: host) } catch { throw TestClientError.connect(error.errno) }
         var timeout = timeval(tv_sec: 10, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         self.fd = fd

@@ -36,6 +36,17 @@ import TopChromeTesting
         #expect(head.header("ETag") == got.header("ETag"))
     }
 
+    /// HEAD of an event stream: its headers, and no watcher opened.
+    @Test(arguments: StoreUnderTest.allCases)
+    func headOfEventsOpensNoWatcher(_ store: StoreUnderTest) throws {
+        let api = ContractFixture(store)
+        let id = try api.createSession()
+        let head = try api.client.request("HEAD", "/v1/sessions/\(id)/events")
+        #expect(head.status == 200)
+        #expect(head.header("Content-Type") == "text/event-stream")
+        #expect(api.api.watcherCount == 0)
+    }
+
     @Test(arguments: StoreUnderTest.allCases)
     func conditionalGet(_ store: StoreUnderTest) throws {
         let api = ContractFixture(store)

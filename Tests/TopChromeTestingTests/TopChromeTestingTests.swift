@@ -58,7 +58,7 @@ import Glibc
             LoopbackListener.send(Array("hello".utf8), on: connection)
         }
         for _ in 0..<2 {
-            let socket = try connect(to: listener.port)
+            let socket = try connectedSocket(port: listener.port)
             defer { close(socket) }
             var buffer = [UInt8](repeating: 0, count: 16)
             let count = recv(socket, &buffer, buffer.count, Int32(MSG_WAITALL))
@@ -68,23 +68,7 @@ import Glibc
     }
 
     @Test func nothingListensOnAFreePort() throws {
-        #expect(throws: (any Error).self) { try connect(to: try LoopbackListener.freePort()) }
-    }
-
-    private func connect(to port: Int) throws -> Int32 {
-        let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard connected == 0 else {
-            close(socket)
-            throw LoopbackListenerError(call: "connect", errno: errno)
-        }
-        return socket
+        #expect(throws: (any Error).self) { try connectedSocket(port: try LoopbackListener.freePort()) }
     }
 }
 
