@@ -2,6 +2,8 @@ import Foundation
 @testable import Redis
 import RedisTestSupport
 import Testing
+// The listener alone: the module's synchronous `eventually` would be chosen
+// over this target's asynchronous one.
 import class TopChromeTesting.LoopbackListener
 
 /// One connection against a real `redis-server` started by the test.

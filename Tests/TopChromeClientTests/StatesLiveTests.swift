@@ -1,5 +1,7 @@
 import Foundation
 import Testing
+// The listener alone: the module's synchronous `eventually` would be chosen
+// over this target's asynchronous one.
 import class TopChromeTesting.LoopbackListener
 import TopChromeClient
 
