@@ -1,8 +1,8 @@
 import Foundation
 #if canImport(Glibc)
 import Glibc
-import TopChromeTesting
 #endif
+import TopChromeTesting
 
 enum TestClientError: Error {
     case connect(Int32)

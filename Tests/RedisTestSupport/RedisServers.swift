@@ -3,8 +3,8 @@ import Redis
 
 #if canImport(Glibc)
 import Glibc
-import TopChromeTesting
 #endif
+import TopChromeTesting
 
 /// Why a test could not start its Redis.
 public struct RedisTestSetupError: Error, CustomStringConvertible {
