@@ -7,7 +7,7 @@ import TopChromeTesting
 import Glibc
 #endif
 
-/// The shared test helpers do what the tests that use them take for granted.
+/// What TopChromeTesting gives the tests does what they take for granted.
 @Suite struct TopChromeTestingTests {
     /// The reference sequence of SplitMix64 from seed 0, so a seed printed
     /// by a failing test replays the same run.
