@@ -21,9 +21,10 @@ test:
 	SWIFT="$(SWIFT)" scripts/swift-test.sh --skip-build
 	$(MAKE) test-live-redis test-live-rediss test-tsan test-asan check-spec check-readme check-metrics check-conformance fuzz check-demo check-cors check-binary test-container test-deploy
 
-## The fast loop: core and API unit tests, no sockets.
+## The fast loop: core and API unit tests, and the API's contract asked in
+## process (no server, no Redis) on a store that answers at once and one that answers later.
 test-quick:
-	$(SWIFT) test --filter 'TopChromeCoreTests|MemorySessionStoreTests|MicroHTTPDTests|TopChromeAPITests|TopChromeAppTests'
+	$(SWIFT) test --filter 'TopChromeCoreTests|MemorySessionStoreTests|MicroHTTPDTests|TopChromeAPITests|TopChromeAppTests|TopChromeTestingTests'
 
 ## The v1 live tests once more, every server keeping its sessions in a Redis
 ## the tests start (tests that need the memory store use it still).

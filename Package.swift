@@ -142,31 +142,40 @@ let package = Package(
         .executableTarget(
             name: "TopChromeFuzz",
             dependencies: ["TopChromeApp", "TopChromeAPI", "TopChromeCore", "StoreParts", "MemorySessionStore", "MicroHTTPD",
-                           "StrictJSON", "SessionSnapshots", "TopChromeClient", "Redis", "RedisSessionStore"]
+                           "StrictJSON", "SessionSnapshots", "TopChromeClient", "Redis", "RedisSessionStore", "TopChromeTesting"]
         ),
 
-        .testTarget(name: "TopChromeCoreTests", dependencies: ["TopChromeCore"]),
-        .testTarget(name: "MemorySessionStoreTests", dependencies: ["MemorySessionStore", "StoreParts", "TopChromeCore"]),
+        // What tests (and the fuzz harness) share: a loopback listener, a seeded
+        // generator, the API asked in this process, a store that answers later.
+        // No test framework in it, so the fuzz binary can link it.
+        .target(name: "TopChromeTesting", dependencies: ["MicroHTTPD", "TopChromeCore", "StoreParts"]),
+        .testTarget(name: "TopChromeTestingTests",
+                    dependencies: ["TopChromeTesting", "TopChromeCore", "TopChromeAPI", "StoreParts", "MemorySessionStore"]),
+
+        .testTarget(name: "TopChromeCoreTests", dependencies: ["TopChromeCore", "TopChromeTesting"]),
+        .testTarget(name: "MemorySessionStoreTests", dependencies: ["MemorySessionStore", "StoreParts", "TopChromeCore", "TopChromeTesting"]),
         .testTarget(name: "StrictJSONTests", dependencies: ["StrictJSON"]),
         .testTarget(name: "SessionSnapshotsTests", dependencies: ["SessionSnapshots", "MemorySessionStore"]),
         .testTarget(name: "LockingTests", dependencies: ["Locking"]),
-        .testTarget(name: "MicroHTTPDTests", dependencies: ["MicroHTTPD"]),
+        .testTarget(name: "MicroHTTPDTests", dependencies: ["MicroHTTPD", "TopChromeTesting"]),
         // Real redis-server instances and clusters for tests, started and stopped by them.
-        .target(name: "RedisTestSupport", dependencies: ["Redis"], path: "Tests/RedisTestSupport"),
-        .testTarget(name: "RedisTests", dependencies: ["Redis", "RedisTestSupport"]),
+        .target(name: "RedisTestSupport", dependencies: ["Redis", "TopChromeTesting"], path: "Tests/RedisTestSupport"),
+        .testTarget(name: "RedisTests", dependencies: ["Redis", "RedisTestSupport", "TopChromeTesting"]),
         .testTarget(
             name: "RedisSessionStoreTests",
-            dependencies: ["RedisSessionStore", "TopChromeCore", "StoreParts", "MemorySessionStore", "Redis", "RedisTestSupport"]
+            dependencies: ["RedisSessionStore", "TopChromeCore", "StoreParts", "MemorySessionStore", "Redis", "RedisTestSupport",
+                           "TopChromeTesting"]
         ),
-        .testTarget(name: "TopChromeAPITests", dependencies: ["TopChromeAPI", "StoreParts", "MemorySessionStore", "StrictJSON"]),
-        .testTarget(name: "TopChromeAppTests", dependencies: ["TopChromeApp", "TopChromeAPI", "StrictJSON"]),
+        .testTarget(name: "TopChromeAPITests",
+                    dependencies: ["TopChromeAPI", "StoreParts", "MemorySessionStore", "StrictJSON", "TopChromeCore", "TopChromeTesting"]),
+        .testTarget(name: "TopChromeAppTests", dependencies: ["TopChromeApp", "TopChromeAPI", "StrictJSON", "TopChromeTesting"]),
         .testTarget(
             name: "LiveServerTests",
-            dependencies: ["TopChromeApp", "MicroHTTPD", "topchrome", "Redis", "RedisTestSupport"]
+            dependencies: ["TopChromeApp", "MicroHTTPD", "topchrome", "Redis", "RedisTestSupport", "TopChromeTesting"]
         ),
         .testTarget(
             name: "TopChromeClientTests",
-            dependencies: ["TopChromeClient", "TopChromeCore", "TopChromeApp", "topchrome", "topchrome-watch"]
+            dependencies: ["TopChromeClient", "TopChromeCore", "TopChromeApp", "topchrome", "topchrome-watch", "TopChromeTesting"]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -6,6 +6,7 @@ import MicroHTTPD
 import StrictJSON
 import TopChromeApp
 import TopChromeCore
+import TopChromeTesting
 
 /// The real service, never started: requests go straight to its `SessionAPI`.
 /// Small limits, so that every limit is within a fuzzer's reach.

@@ -1,6 +1,7 @@
 import Foundation
 import RedisTestSupport
 import Testing
+import TopChromeTesting
 
 /// `topchrome check-config [flags]`: what a start would refuse, found
 /// without serving; exit 0, 2 for configuration to fix, 3 for a Redis
@@ -111,7 +112,7 @@ import Testing
             #expect(refused.errors.contains("Redis 127.0.0.1:\(redis.port) refused the connection: "), "\(refused.errors)")
         }
 
-        let port = try CommandLineTests.freePort()
+        let port = try LoopbackListener.freePort()
         let away = try Self.check(["--store", "redis://127.0.0.1:\(port)", "--redis-timeout", "0.5"])
         #expect(away.status == 3, "\(away.errors)")
         #expect(away.errors.contains("Redis 127.0.0.1:\(port) could not be reached ("), "\(away.errors)")

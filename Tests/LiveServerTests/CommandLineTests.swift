@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TopChromeTesting
 
 /// The `topchrome` commands besides serving, run as operators run them:
 /// `--version`, `check-config`, `healthcheck`.
@@ -42,56 +43,13 @@ import Testing
         }
     }
 
-    /// A loopback port where nothing listens (taken, then let go).
-    static func freePort() throws -> Int {
-        let listener = try Listener(answer: nil, accepting: false)
-        return listener.port
-    }
-
-    /// A listening socket that answers each connection with `answer` (read
-    /// what the client sent, write it, close), or never accepts at all, so
-    /// a client's connect succeeds and its read waits.
-    final class Listener: @unchecked Sendable {
-        let descriptor: Int32
-        let port: Int
-        /// The accept loop, when there is one, closes the socket itself.
-        private var accepting = false
-
-        init(answer: String?, accepting: Bool = true) throws {
-            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            address.sin_addr.s_addr = inet_addr("127.0.0.1")
-            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-            let bound = withUnsafeMutablePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    bind(fd, $0, length) == 0 && listen(fd, 8) == 0 && getsockname(fd, $0, &length) == 0
-                }
-            }
-            guard bound else {
-                close(fd)
-                throw CocoaError(.fileWriteUnknown)
-            }
-            descriptor = fd
-            port = Int(UInt16(bigEndian: address.sin_port))
-            guard accepting, let answer else { return }
-            self.accepting = true
-            let listening = descriptor
-            Thread {
-                while case let client = accept(listening, nil, nil), client >= 0 {
-                    var request = [UInt8](repeating: 0, count: 1024)
-                    _ = recv(client, &request, request.count, 0)
-                    _ = Array(answer.utf8).withUnsafeBytes { send(client, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-                    close(client)
-                }
-                close(listening)
-            }.start()
-        }
-
-        /// A descriptor another thread waits on is only shut down (its
-        /// accept then fails and that thread closes it), never closed under it.
-        deinit {
-            if accepting { shutdown(descriptor, Int32(SHUT_RDWR)) } else { close(descriptor) }
+    /// A listener that answers each connection with `answer` once it has
+    /// read what the client sent, then closes it.
+    static func answering(_ answer: String) throws -> LoopbackListener {
+        try LoopbackListener { client in
+            var request = [UInt8](repeating: 0, count: 1024)
+            _ = recv(client, &request, request.count, 0)
+            LoopbackListener.send(Array(answer.utf8), on: client)
         }
     }
 
@@ -99,22 +57,22 @@ import Testing
     /// time, or the status the server gave, so the line an orchestrator
     /// shows is enough to act on.
     @Test func healthcheckSaysWhyItFailed() throws {
-        let refused = try Self.run(["healthcheck", "--port", String(try Self.freePort())])
+        let refused = try Self.run(["healthcheck", "--port", String(try LoopbackListener.freePort())])
         #expect(refused.status == 1)
         #expect(refused.errors.contains("topchrome healthcheck: connection to 127.0.0.1:") && refused.errors.contains(" refused"),
                 "\(refused.errors)")
 
-        let unhealthy = try Listener(answer: "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\n\r\n")
+        let unhealthy = try Self.answering("HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\n\r\n")
         let status = try Self.run(["healthcheck", "--port", String(unhealthy.port)])
         #expect(status.status == 1)
         #expect(status.errors.contains("answered GET /healthz with status 503"), "\(status.errors)")
 
-        let silent = try Listener(answer: nil, accepting: false)
+        let silent = try LoopbackListener(serve: nil)
         let timedOut = try Self.run(["healthcheck", "--port", String(silent.port)])
         #expect(timedOut.status == 1)
         #expect(timedOut.errors.contains("did not answer GET /healthz within 3 s"), "\(timedOut.errors)")
 
-        let tls = try Listener(answer: "\u{16}\u{03}\u{01}garbage")
+        let tls = try Self.answering("\u{16}\u{03}\u{01}garbage")
         let notHTTP = try Self.run(["healthcheck", "--port", String(tls.port)])
         #expect(notHTTP.status == 1)
         #expect(notHTTP.errors.contains("not HTTP"), "\(notHTTP.errors)")

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import TopChromeCore
 import TopChromeApp
+import TopChromeTesting
 
 /// The edges of the contract (openapi.yaml) over loopback: malformed ids,
 /// numbers at the limits, repeated members, HEAD of a stream, huge waits,
@@ -23,7 +24,7 @@ import TopChromeApp
 
     var zeroState: ChromeState? { server.service.memoryStore!.session(Self.zero)?.state }
 
-    func expectNotFound(_ response: WireResponse, _ what: String, sourceLocation: SourceLocation = #_sourceLocation) {
+    func expectNotFound(_ response: ReceivedResponse, _ what: String, sourceLocation: SourceLocation = #_sourceLocation) {
         #expect(response.status == 404, "\(what): \(response.status) \(response.text)", sourceLocation: sourceLocation)
         #expect(response.header("Content-Type") == "application/problem+json", "\(what)", sourceLocation: sourceLocation)
     }

@@ -1,4 +1,5 @@
 import Foundation
+import TopChromeTesting
 
 /// One Server-Sent Event as a client sees it.
 struct ServerSentEvent: Equatable {
@@ -12,7 +13,7 @@ struct ServerSentEvent: Equatable {
 /// Reads `GET /v1/sessions/{id}/events` over its own connection.
 final class EventStreamClient {
     let connection: TestHTTPClient
-    let head: WireResponse
+    let head: ReceivedResponse
     private var text = ""
     private(set) var ended = false
 

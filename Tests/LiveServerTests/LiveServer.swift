@@ -2,6 +2,7 @@ import Foundation
 import Redis
 import RedisTestSupport
 import TopChromeApp
+import TopChromeTesting
 
 /// A real TopChrome server on a free loopback port, stopped when released.
 ///
@@ -105,14 +106,3 @@ final class LiveServer: Sendable {
 
 /// The package's top folder, for files the server must serve as they are.
 let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-
-/// Polls `condition` for up to `seconds`: the server frees resources and
-/// closes connections asynchronously.
-func eventually(within seconds: Double = 5, _ condition: () -> Bool) -> Bool {
-    let deadline = Date().addingTimeInterval(seconds)
-    while Date() < deadline {
-        if condition() { return true }
-        usleep(20_000)
-    }
-    return condition()
-}

@@ -3,6 +3,7 @@ import Redis
 import RedisTestSupport
 import Testing
 import TopChromeApp
+import TopChromeTesting
 
 /// A failover, or a start from an older backup or state file, can lose a
 /// state that clients saw, and the next change then reuses its version for
@@ -57,7 +58,7 @@ import TopChromeApp
     }
 
     /// The client that saw the lost state (`lost`), now that `taken` has its version.
-    private func checkALostStateIsNoCurrentOne(_ server: LiveServer, _ id: String, lost: WireResponse, taken: WireResponse,
+    private func checkALostStateIsNoCurrentOne(_ server: LiveServer, _ id: String, lost: ReceivedResponse, taken: ReceivedResponse,
                                                sourceLocation: SourceLocation = #_sourceLocation) throws {
         let lostETag = try #require(lost.header("ETag"), sourceLocation: sourceLocation)
         #expect(lost.etagVersion == 2 && taken.etagVersion == 2, "one version, two states", sourceLocation: sourceLocation)

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TopChromeTesting
 
 /// Metrics and logs as operators read them.
 @Suite struct ObservabilityLiveTests {

@@ -2,6 +2,7 @@ import Foundation
 import Redis
 import RedisTestSupport
 import Testing
+import TopChromeTesting
 
 /// A Redis Cluster with one primary of three away (and no replica to take
 /// over) still serves two thirds of the sessions: the replica stays ready,

@@ -3,6 +3,7 @@ import Redis
 import RedisTestSupport
 import Testing
 import TopChromeApp
+import TopChromeTesting
 
 /// Two replicas on one Redis act as one service: what one changes, the
 /// other serves and its watchers see, in order, with the same versions.
@@ -395,7 +396,7 @@ import TopChromeApp
     /// server's Redis is stopped and its readiness says so: each answer and
     /// how long it took.
     private func watchesAfterRedisStopped(redisTimeout: Double, keyPrefix: String) throws
-        -> (LiveServer, [(path: String, response: WireResponse, seconds: Double)]) {
+        -> (LiveServer, [(path: String, response: ReceivedResponse, seconds: Double)]) {
         let redis = try RedisServer()
         let server = try LiveServer(store: .redis([redis.node]), keyPrefix: keyPrefix) { $0.redisTimeout = redisTimeout }
         #expect(server.waitUntilReady())
@@ -428,7 +429,7 @@ import TopChromeApp
         // the replica (microseconds on loopback), or the failover loses it.
         usleep(500_000)
         victim.stop()
-        var answered: WireResponse?
+        var answered: ReceivedResponse?
         let deadline = Date().addingTimeInterval(30)
         while Date() < deadline {
             let attempt = try server.client().json("PUT", "/v1/sessions/\(id)/inset", #"{"inset": 42}"#)
@@ -485,7 +486,7 @@ import TopChromeApp
         let cluster = try RedisClusterFixture.shared()
         let plain = try server(waitingFor: 0, cluster: cluster)
         let server = try server(waitingFor: 1, cluster: cluster)
-        var created: WireResponse?
+        var created: ReceivedResponse?
         for _ in 0..<20 where created == nil {
             let attempt = try server.client().json("POST", "/v1/sessions", #"{"inset": 20}"#)
             if attempt.status == 201 { created = attempt } else { #expect(attempt.text.contains("not confirmed by 1 Redis replica")) }

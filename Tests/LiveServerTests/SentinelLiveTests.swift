@@ -3,6 +3,7 @@ import Redis
 import RedisTestSupport
 import Testing
 import TopChromeApp
+import TopChromeTesting
 
 /// A service on `redis-sentinel://…/mymaster` follows a real `SENTINEL
 /// FAILOVER`: its writes succeed again on the promoted replica, and an
@@ -43,7 +44,7 @@ import TopChromeApp
         // bounded time. The same report each time: one that got 503 but was
         // made anyway turns the next into a no-op, not another change.
         let deadline = Date().addingTimeInterval(5)
-        var last: WireResponse?
+        var last: ReceivedResponse?
         repeat {
             last = try? scroll(server, id, to: 0)
             if last?.status == 200 { break }
@@ -80,7 +81,7 @@ import TopChromeApp
         return configuration
     }
 
-    private func scroll(_ server: LiveServer, _ id: String, to offset: Double) throws -> WireResponse {
+    private func scroll(_ server: LiveServer, _ id: String, to offset: Double) throws -> ReceivedResponse {
         try server.client().json("POST", "/v1/sessions/\(id)/scroll", #"{"contentOffsetY": \#(Int(offset))}"#)
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TopChromeTesting
 
 /// The v1 API over loopback HTTP against a real server.
 @Suite struct SessionAPILiveTests {
@@ -9,7 +10,7 @@ import Testing
         server = try LiveServer { $0.maxBodyBytes = 4096 }
     }
 
-    func expectProblem(_ response: WireResponse, _ status: Int, sourceLocation: SourceLocation = #_sourceLocation) throws {
+    func expectProblem(_ response: ReceivedResponse, _ status: Int, sourceLocation: SourceLocation = #_sourceLocation) throws {
         #expect(response.status == status, "\(response.text)", sourceLocation: sourceLocation)
         #expect(response.header("Content-Type") == "application/problem+json", sourceLocation: sourceLocation)
         let problem = try response.json

@@ -2,6 +2,7 @@ import Foundation
 import Redis
 import RedisTestSupport
 import Testing
+import TopChromeTesting
 
 /// A slot that holds watched sessions moves key by key (`MIGRATE`) while
 /// they change: a change to a key already moved runs on the importing node

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TopChromeTesting
 
 /// A state file that cannot be written, as operators meet it: a mistyped
 /// folder at start, a folder that goes away while the service runs, and the

@@ -2,41 +2,12 @@ import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
-
-/// A response as it came over the wire.
-struct WireResponse {
-    var status: Int
-    var headers: [(name: String, value: String)]
-    var body: [UInt8]
-
-    /// The version an ETag `"<version>.<tag>"` names; nil for any other form.
-    var etagVersion: UInt64? {
-        guard let etag = header("ETag"), etag.hasPrefix("\""), etag.hasSuffix("\""), etag.count > 2 else { return nil }
-        return versionOf(String(etag.dropFirst().dropLast()))
-    }
-
-    func header(_ name: String) -> String? {
-        headers.first { $0.name.lowercased() == name.lowercased() }?.value
-    }
-
-    /// The body as a JSON object, read by Foundation's parser (not the server's).
-    var json: [String: Any] {
-        get throws {
-            guard let object = try JSONSerialization.jsonObject(with: Data(body)) as? [String: Any] else {
-                throw TestClientError.notAnObject(String(decoding: body, as: UTF8.self))
-            }
-            return object
-        }
-    }
-
-    var text: String { String(decoding: body, as: UTF8.self) }
-}
+import TopChromeTesting
 
 enum TestClientError: Error {
     case connect(Int32)
     case closed
     case malformed(String)
-    case notAnObject(String)
 }
 
 /// A plain HTTP/1.1 client on one TCP connection, so tests control exactly
@@ -50,22 +21,8 @@ final class TestHTTPClient {
     /// first and closed on failure would be closed twice, and the second
     /// close would take whatever descriptor another test opened meanwhile.
     init(port: Int, host: String = "127.0.0.1") throws {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw TestClientError.connect(errno) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        inet_pton(AF_INET, host, &address.sin_addr)
-        let result = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-        guard result == 0 else {
-            let failure = errno
-            close(fd)
-            throw TestClientError.connect(failure)
-        }
+        let fd: Int32
+        do { fd = try connectedSocket(port: port, host: host) } catch { throw TestClientError.connect(error.errno) }
         var timeout = timeval(tv_sec: 10, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         self.fd = fd
@@ -85,7 +42,7 @@ final class TestHTTPClient {
     @discardableResult
     func request(
         _ method: String, _ path: String, headers: [(String, String)] = [], body: [UInt8]? = nil
-    ) throws -> WireResponse {
+    ) throws -> ReceivedResponse {
         var head = "\(method) \(path) HTTP/1.1\r\nHost: localhost\r\n"
         for (name, value) in headers { head += "\(name): \(value)\r\n" }
         if let body { head += "Content-Length: \(body.count)\r\n" }
@@ -96,11 +53,11 @@ final class TestHTTPClient {
 
     /// A JSON request, as `curl --json` sends it.
     @discardableResult
-    func json(_ method: String, _ path: String, _ body: String, headers: [(String, String)] = []) throws -> WireResponse {
+    func json(_ method: String, _ path: String, _ body: String, headers: [(String, String)] = []) throws -> ReceivedResponse {
         try request(method, path, headers: [("Content-Type", "application/json")] + headers, body: Array(body.utf8))
     }
 
-    func readResponse(toHead: Bool = false) throws -> WireResponse {
+    func readResponse(toHead: Bool = false) throws -> ReceivedResponse {
         var response = try readHead()
         let status = response.status
         let length = toHead || status == 204 || status == 304 ? 0 : Int(response.header("Content-Length") ?? "0") ?? 0
@@ -111,7 +68,7 @@ final class TestHTTPClient {
     }
 
     /// Reads the status line and headers only (for streamed bodies).
-    func readHead() throws -> WireResponse {
+    func readHead() throws -> ReceivedResponse {
         let headEnd = try readUntil([13, 10, 13, 10])
         let head = String(decoding: buffer[..<headEnd], as: UTF8.self)
         buffer.removeFirst(headEnd + 4)
@@ -122,7 +79,7 @@ final class TestHTTPClient {
             guard let colon = line.firstIndex(of: ":") else { return nil }
             return (String(line[..<colon]), line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces))
         }
-        return WireResponse(status: status, headers: headers, body: [])
+        return ReceivedResponse(status: status, headers: headers, body: [])
     }
 
     /// The next chunk of a chunked body; nil at its end (the zero-size chunk).
@@ -165,12 +122,4 @@ final class TestHTTPClient {
         guard n > 0 else { throw TestClientError.closed }
         buffer.append(contentsOf: chunk[..<n])
     }
-}
-
-/// The version an entity tag's text or an event id (`<version>.<tag>`, the
-/// tag twelve lower-case hex digits) names; nil for any other form.
-func versionOf(_ text: String?) -> UInt64? {
-    guard let parts = text?.split(separator: ".", omittingEmptySubsequences: false), parts.count == 2,
-          parts[1].count == 12, parts[1].allSatisfy({ $0.isHexDigit && !$0.isUppercase }) else { return nil }
-    return UInt64(parts[0])
 }

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TopChromeTesting
 
 /// A watched session is in use: an app idle on one screen keeps its event
 /// stream or long-poll open, and must not lose its session under it. Its

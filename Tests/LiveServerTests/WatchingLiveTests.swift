@@ -1,27 +1,6 @@
 import Foundation
 import Testing
-
-/// A blocking request on its own thread (not the test's task pool, which
-/// blocking waits could starve), read back with `value`.
-final class BackgroundRequest: @unchecked Sendable {
-    private let done = DispatchSemaphore(value: 0)
-    private var result: Result<WireResponse, any Error>?
-
-    init(_ body: @escaping @Sendable () throws -> WireResponse) {
-        DispatchQueue.global().async {
-            self.result = Result { try body() }
-            self.done.signal()
-        }
-    }
-
-    var value: WireResponse {
-        get throws {
-            done.wait()
-            done.signal()
-            return try result!.get()
-        }
-    }
-}
+import TopChromeTesting
 
 /// Server-Sent Events and long-polls over loopback against a real server.
 @Suite struct WatchingLiveTests {

@@ -1,6 +1,7 @@
 import Testing
 @testable import MemorySessionStore
 import TopChromeCore
+import TopChromeTesting
 
 @Suite struct IdleClockTests {
     private static let timeouts: [Duration] = [
@@ -19,7 +20,7 @@ import TopChromeCore
         let clock = IdleClock(idleTimeout: timeout)
         let tick = Self.tickLength(clock)
         #expect(clock.timeoutTicks <= 1 << (IdleClock.bits - 1), "the timeout takes at most half the span")
-        var rng = SeededGenerator(seed: 11)
+        var rng = SplitMix(seed: 11)
         let span = tick * Int(1 << IdleClock.bits)
         for _ in 0..<2000 {
             // Any start, many near the wrap-around of the 23-bit count.

@@ -1,6 +1,7 @@
 import Testing
 @testable import MemorySessionStore
 import TopChromeCore
+import TopChromeTesting
 
 /// The store over its compact table: states no slot can hold, the 23-bit
 /// idle clock, restore and snapshot, and a run against a plain model.
@@ -85,7 +86,7 @@ import TopChromeCore
 
     @Test func manySessionsRoundTripThroughSnapshots() throws {
         let store = InMemorySessionStore(capacity: 20_000, shardCount: 4)
-        var rng = SeededGenerator(seed: 5)
+        var rng = SplitMix(seed: 5)
         var expected: Set<Session> = []
         for index in 0..<10_000 {
             let id = try store.create(inset: Double(index)).id
@@ -151,7 +152,7 @@ import TopChromeCore
     /// a dictionary and the rules.
     @Test(arguments: [21, 22, 23] as [UInt64])
     func matchesAModel(seed: UInt64) throws {
-        var rng = SeededGenerator(seed: seed)
+        var rng = SplitMix(seed: seed)
         let rules = ChromeRules()
         let store = InMemorySessionStore(rules: rules, capacity: 100_000, idleTimeout: nil, shardCount: 2)
         var model: [SessionID: ChromeState] = [:]

@@ -1,19 +1,7 @@
 import Testing
 @testable import MemorySessionStore
 import TopChromeCore
-
-/// SplitMix64: random yet repeatable, so a failing run can be replayed.
-struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
+import TopChromeTesting
 
 /// A slot whose home in a 16-slot table is `home`; `tag` tells slots apart.
 private func slot(home: UInt64, tag: UInt64, version: UInt64 = 1) -> SessionSlot {
@@ -122,7 +110,7 @@ private func find(_ slot: SessionSlot, in table: borrowing SessionTable) -> Int?
     @Test func removeAllSeesEachSlotOnceAndShrinks() {
         var table = SessionTable()
         // Runs wrapping around the end of the table, and gaps.
-        var rng = SeededGenerator(seed: 7)
+        var rng = SplitMix(seed: 7)
         let slots = (1...600).map { _ in SessionSlot(id: SessionID(high: rng.next() | 1, low: rng.next()), state: ChromeState(), lastUsed: 0) }
         for slot in slots { table.insert(slot) }
         #expect(table.capacity == 1024)
@@ -145,7 +133,7 @@ private func find(_ slot: SessionSlot, in table: borrowing SessionTable) -> Int?
     /// Ids crowd into few homes, so runs are long and wrap around the end.
     @Test(arguments: [1, 2, 3, 4] as [UInt64])
     func matchesADictionary(seed: UInt64) {
-        var rng = SeededGenerator(seed: seed)
+        var rng = SplitMix(seed: seed)
         var table = SessionTable()
         var model: [SessionID: SessionSlot] = [:]
         var ids: [SessionID] = []

@@ -3,6 +3,7 @@ import Glibc
 #endif
 import Testing
 @testable import MicroHTTPD
+import TopChromeTesting
 
 /// When libmicrohttpd refuses to start, it has closed the listening socket
 /// or not, depending on why; the server closes it only in the second case.
@@ -31,14 +32,8 @@ struct ListeningSocketTests {
     }
 
     private func connects(to port: Int) -> Bool {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        return withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        } == 0
+        guard let socket = try? connectedSocket(port: port) else { return false }
+        close(socket)
+        return true
     }
 }

@@ -22,4 +22,19 @@ import Testing
         let answer = try #require(pending.answerOrSuspend(connection))
         #expect(answer.headers["Vary"] == "Origin")
     }
+
+    /// What a caller without a connection reads: nothing while the request
+    /// waits, then the answer with the fields added to it.
+    @Test func theAnswerIsReadableOnceDecided() throws {
+        let pending = PendingResponse()
+        #expect(pending.answer == nil)
+        pending.addToAnswer(HTTPHeaders([("Vary", "Origin")]))
+        pending.complete(with: CompleteResponse(status: 304))
+        guard case let .complete(answer)? = pending.answer else {
+            Issue.record("no complete answer")
+            return
+        }
+        #expect(answer.status == 304)
+        #expect(answer.headers["Vary"] == "Origin")
+    }
 }

@@ -1,5 +1,6 @@
 import RedisTestSupport
 import TopChromeCore
+import TopChromeTesting
 
 /// One operation of the differential run, on one session.
 enum DifferentialOperation: Sendable, CustomStringConvertible {

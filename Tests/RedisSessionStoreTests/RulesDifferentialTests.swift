@@ -5,6 +5,7 @@ import RedisSessionStore
 import RedisTestSupport
 import Testing
 import TopChromeCore
+import TopChromeTesting
 
 /// The rules have one meaning in two languages: random operations through
 /// `TopChromeCore` (the memory store, ChromeRules) and through the Lua

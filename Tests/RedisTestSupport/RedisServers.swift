@@ -4,6 +4,7 @@ import Redis
 #if canImport(Glibc)
 import Glibc
 #endif
+import TopChromeTesting
 
 /// Why a test could not start its Redis.
 public struct RedisTestSetupError: Error, CustomStringConvertible {
@@ -57,13 +58,13 @@ public final class RedisServer: @unchecked Sendable {
             leading = [file.path, "--sentinel"]
         }
         if clusterNode {
-            self.arguments += ["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-port", String(try freeLoopbackPort())]
+            self.arguments += ["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-port", String(try LoopbackListener.freePort())]
         }
         // Redis has no `--port 0`: take a port the kernel just handed out,
         // and take another if someone else grabbed it meanwhile.
         var lastError: Error?
         for _ in 0..<5 {
-            let candidate = try freeLoopbackPort()
+            let candidate = try LoopbackListener.freePort()
             do {
                 process = try Self.launch(port: candidate, directory: directory,
                                           arguments: Self.portArguments(candidate, tls: tls != nil) + self.arguments, leading: leading)
@@ -195,37 +196,10 @@ public func redisCLI(port: Int, _ arguments: String...) throws -> String {
     try redisCLI(["-h", "127.0.0.1", "-p", String(port)] + arguments)
 }
 
-private func freeLoopbackPort() throws -> Int {
-    let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    guard socket >= 0 else { throw RedisTestSetupError(description: "socket() failed") }
-    defer { close(socket) }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    address.sin_port = 0
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    let bound = withUnsafeMutablePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
-            bind(socket, pointer, length) == 0 && getsockname(socket, pointer, &length) == 0
-        }
-    }
-    guard bound else { throw RedisTestSetupError(description: "no free loopback port") }
-    return Int(UInt16(bigEndian: address.sin_port))
-}
-
 private func acceptsConnections(port: Int) -> Bool {
-    let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    guard socket >= 0 else { return false }
-    defer { close(socket) }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    address.sin_port = UInt16(port).bigEndian
-    return withUnsafePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-            connect(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
-        }
-    }
+    guard let socket = try? connectedSocket(port: port) else { return false }
+    close(socket)
+    return true
 }
 
 /// Polls `condition` until it holds or `seconds` pass: servers and

@@ -2,6 +2,9 @@ import Foundation
 @testable import Redis
 import RedisTestSupport
 import Testing
+// The listener alone: the module's synchronous `eventually` would be chosen
+// over this target's asynchronous one.
+import class TopChromeTesting.LoopbackListener
 
 /// One connection against a real `redis-server` started by the test.
 struct RedisConnectionTests {
@@ -382,90 +385,20 @@ final class EventLog: @unchecked Sendable {
 
 /// A server on a loopback port that answers whatever it is sent with
 /// `reply`, and keeps each connection open: a Redis gone wrong.
-///
-/// Each socket is closed by the thread that uses it, once done, and only
-/// shut down from outside: closed from outside, its number could be reused
-/// by another test's socket before the thread's next call on it.
 final class FakeRedis: Sendable {
-    let port: Int
-    private let sockets = Sockets()
-
-    /// What the threads share with the test; not the server itself, whose
-    /// release stops them.
-    private final class Sockets: @unchecked Sendable {
-        let lock = NSLock()
-        var listener: Int32?
-        var open: Set<Int32> = []
-        var accepted = 0
-        var stopped = false
-
-        /// Shuts every socket still open down; their threads then close them.
-        func stop() {
-            lock.withLock {
-                stopped = true
-                if let listener { shutdown(listener, Int32(SHUT_RDWR)) }
-                for socket in open { shutdown(socket, Int32(SHUT_RDWR)) }
-            }
-        }
-
-        func close(_ socket: Int32) {
-            lock.withLock {
-                if listener == socket { listener = nil } else { open.remove(socket) }
-                _ = Glibc.close(socket)
-            }
-        }
-    }
+    private let listener: LoopbackListener
 
     init(reply: [UInt8]) throws {
-        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard listener >= 0 else { throw RedisError.unavailable }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
-                bind(listener, pointer, length) == 0 && listen(listener, 8) == 0
-                    && getsockname(listener, pointer, &length) == 0
+        listener = try LoopbackListener { client in
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            while read(client, &buffer, buffer.count) > 0 {
+                LoopbackListener.send(reply, on: client)
             }
         }
-        guard bound else {
-            close(listener)
-            throw RedisError.unavailable
-        }
-        port = Int(UInt16(bigEndian: address.sin_port))
-        let sockets = sockets
-        sockets.listener = listener
-        Thread {
-            while true {
-                let client = accept(listener, nil, nil)
-                guard client >= 0 else {
-                    sockets.close(listener)
-                    return
-                }
-                let serving = sockets.lock.withLock {
-                    sockets.accepted += 1
-                    guard !sockets.stopped else { return false }
-                    sockets.open.insert(client)
-                    return true
-                }
-                guard serving else {
-                    close(client)
-                    continue
-                }
-                Thread {
-                    var buffer = [UInt8](repeating: 0, count: 4096)
-                    while read(client, &buffer, buffer.count) > 0 {
-                        _ = reply.withUnsafeBytes { send(client, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-                    }
-                    sockets.close(client)
-                }.start()
-            }
-        }.start()
     }
 
-    /// Connections accepted so far.
-    var accepted: Int { sockets.lock.withLock { sockets.accepted } }
+    var port: Int { listener.port }
 
-    deinit { sockets.stop() }
+    /// Connections accepted so far.
+    var accepted: Int { listener.accepted }
 }

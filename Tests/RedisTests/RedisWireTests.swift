@@ -2,6 +2,7 @@ import Foundation
 import Redis
 import RedisTestSupport
 import Testing
+import TopChromeTesting
 
 /// What needs no server: slots, reply conversion, redirections, routing keys, backoff.
 struct RedisWireTests {

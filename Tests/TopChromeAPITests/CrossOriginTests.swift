@@ -3,6 +3,7 @@ import MemorySessionStore
 import Testing
 @testable import TopChromeAPI
 import TopChromeCore
+import TopChromeTesting
 
 /// CORS headers as the API writes them, in process (the live and browser
 /// tests see them on the wire and in Chromium).

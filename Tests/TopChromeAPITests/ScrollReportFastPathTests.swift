@@ -1,6 +1,7 @@
 import Testing
 import TopChromeCore
 @testable import TopChromeAPI
+import TopChromeTesting
 
 /// The fast path must answer exactly as the strict reader wherever it answers.
 @Suite struct ScrollReportFastPathTests {
@@ -111,18 +112,5 @@ import TopChromeCore
             #expect(fast == strict, "\(body)")
         }
         #expect(answered > 500, "the generator reaches the fast path often enough to mean something")
-    }
-}
-
-/// A small seeded generator, so a failure can be replayed.
-struct SplitMix: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

@@ -4,6 +4,7 @@ import StrictJSON
 import Testing
 @testable import TopChromeAPI
 import TopChromeCore
+import TopChromeTesting
 
 /// The hand-written state body must be byte for byte what the general JSON
 /// writer makes of the same state.

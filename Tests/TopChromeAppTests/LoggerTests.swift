@@ -5,6 +5,7 @@ import Testing
 import TopChromeCore
 @testable import TopChromeAPI
 @testable import TopChromeApp
+import TopChromeTesting
 
 /// A wall clock the test sets.
 final class StepClock: @unchecked Sendable {

@@ -2,21 +2,12 @@ import Foundation
 import Testing
 import TopChromeClient
 import enum TopChromeCore.RevealBehavior
+import struct TopChromeTesting.SplitMix
 
 /// `RemoteTopChrome`'s prediction against the real server: what it shows
 /// the moment a report is made equals what the service answers once it has
 /// the report, and where the service says otherwise, the service wins.
 @Suite(.timeLimit(.minutes(2))) struct PredictionLiveTests {
-    /// Knuth's MMIX linear congruential generator, seeded: random yet
-    /// repeatable, so a failing sequence can be replayed from its seed.
-    struct SeededGenerator: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
-            return state ^ (state >> 29)
-        }
-    }
-
     /// What a view shows of the chrome; the height offset as the service
     /// keeps it (a Float), so a decimal written and read back compares equal.
     struct Shown: Equatable, CustomStringConvertible {
@@ -56,7 +47,7 @@ import enum TopChromeCore.RevealBehavior
         defer { chrome.stop() }
         #expect(await eventually { chrome.inset == 59 }, "the first state arrives")
 
-        var random = SeededGenerator(state: 25 + UInt64(Self.cases.firstIndex { $0 == (behavior, snap) } ?? 0))
+        var random = SplitMix(seed: 25 + UInt64(Self.cases.firstIndex { $0 == (behavior, snap) } ?? 0))
         var offset = -59.0
         for frame in 0..<60 {
             for _ in 0..<Int.random(in: 1...6, using: &random) {

@@ -1,5 +1,8 @@
 import Foundation
 import Testing
+// The listener alone: the module's synchronous `eventually` would be chosen
+// over this target's asynchronous one.
+import class TopChromeTesting.LoopbackListener
 import TopChromeClient
 
 /// `states()`: the event stream through the library, across a restart of the service.
@@ -184,68 +187,28 @@ final class ConnectionEvents: @unchecked Sendable {
 /// An event-stream server that answers every connection with one state and
 /// a short `retry:`, then closes it cleanly, or (`closes: false`) keeps it
 /// open and says nothing more: a connection that died without a word.
-///
-/// The listener is closed by the accepting thread, once `stop()` has shut it
-/// down: closed from outside, its number could be another test's socket by
-/// the thread's next `accept`.
-final class ClosingEventServer: @unchecked Sendable {
-    let port: Int
-    private let lock = NSLock()
-    private var listener: Int32?
-    private var count = 0
-    private var silent: [Int32] = []
-    private var stopped = false
+final class ClosingEventServer: Sendable {
+    private let listener: LoopbackListener
 
     /// `contentType`: what the answer says it is; anything but
     /// `text/event-stream` is a captive portal or a proxy's page.
     init(closes: Bool = true, contentType: String = "text/event-stream") throws {
-        let listener = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard listener >= 0 else { throw TimedOut() }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
-                bind(listener, pointer, length) == 0 && listen(listener, 16) == 0
-                    && getsockname(listener, pointer, &length) == 0
-            }
+        listener = try LoopbackListener(backlog: 16) { connection in
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            _ = recv(connection, &buffer, buffer.count, 0)
+            let answer = "HTTP/1.1 200 OK\r\nContent-Type: \(contentType)\r\nConnection: close\r\n\r\n"
+                + "retry: 10\n\nevent: state\nid: 1\ndata: {\"id\":\"\(String(repeating: "1", count: 32))\",\"inset\":0,\"isRevealed\":true,\"version\":1}\n\n"
+            LoopbackListener.send(Array(answer.utf8), on: connection)
+            // Silent: held open until the server stops, which ends the read.
+            if !closes { _ = recv(connection, &buffer, buffer.count, 0) }
         }
-        guard bound else {
-            close(listener)
-            throw TimedOut()
-        }
-        port = Int(UInt16(bigEndian: address.sin_port))
-        self.listener = listener
-        Thread { [self] in
-            while case let connection = accept(listener, nil, nil), connection >= 0 {
-                lock.withLock { count += 1 }
-                var buffer = [UInt8](repeating: 0, count: 4096)
-                _ = recv(connection, &buffer, buffer.count, 0)
-                let answer = "HTTP/1.1 200 OK\r\nContent-Type: \(contentType)\r\nConnection: close\r\n\r\n"
-                    + "retry: 10\n\nevent: state\nid: 1\ndata: {\"id\":\"\(String(repeating: "1", count: 32))\",\"inset\":0,\"isRevealed\":true,\"version\":1}\n\n"
-                _ = answer.utf8CString.withUnsafeBufferPointer { send(connection, $0.baseAddress, $0.count - 1, Int32(MSG_NOSIGNAL)) }
-                lock.withLock {
-                    if closes || stopped { close(connection) } else { silent.append(connection) }
-                }
-            }
-            lock.withLock {
-                self.listener = nil
-                close(listener)
-            }
-        }.start()
     }
 
-    var connections: Int { lock.withLock { count } }
+    var port: Int { listener.port }
+    var connections: Int { listener.accepted }
 
-    /// Ends the accepting thread (which holds this object until then) and
-    /// closes the connections kept open.
+    /// Accepts no more and closes the connections kept open.
     func stop() {
-        lock.withLock {
-            stopped = true
-            if let listener { shutdown(listener, Int32(SHUT_RDWR)) }
-            for connection in silent { close(connection) }
-            silent = []
-        }
+        listener.stop()
     }
 }

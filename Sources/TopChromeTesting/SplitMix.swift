@@ -1,9 +1,14 @@
 /// SplitMix64, seeded: random yet repeatable, so a failing run can be
-/// replayed from its seed. Shared by the Redis test targets.
+/// replayed from its seed. Tests name ``seed`` in what they report on failure.
 public struct SplitMix: RandomNumberGenerator, Sendable {
-    public var state: UInt64
+    /// Where the sequence started.
+    public let seed: UInt64
+    public private(set) var state: UInt64
 
-    public init(seed: UInt64) { state = seed }
+    public init(seed: UInt64) {
+        self.seed = seed
+        state = seed
+    }
 
     public mutating func next() -> UInt64 {
         state &+= 0x9E37_79B9_7F4A_7C15
