@@ -21,8 +21,8 @@ package struct HiredisFailure: Error {
     }
 }
 
-/// One non-blocking hiredis context. Not thread-safe: its connection uses it
-/// under its lock only.
+/// One non-blocking hiredis context. Not thread-safe: only its connection's
+/// I/O thread touches it.
 ///
 /// With TLS, bytes go through a `TLSSession` instead of hiredis's own
 /// reads and writes (hiredis 0.14 has no TLS): commands wait in `tlsOutput`,
@@ -79,13 +79,13 @@ final class HiredisSocket {
         return error == 0 ? nil : HiredisFailure(reason: String(cString: strerror(error)))
     }
 
-    /// Copies an encoded command into the output buffer.
-    func append(_ request: RESPRequest) throws(HiredisFailure) {
+    /// Copies encoded commands into the output buffer.
+    func append(_ bytes: [UInt8]) throws(HiredisFailure) {
         if tls != nil {
-            tlsOutput += request.bytes
+            tlsOutput += bytes
             return
         }
-        let status = request.bytes.withUnsafeBufferPointer { buffer in
+        let status = bytes.withUnsafeBufferPointer { buffer in
             buffer.withMemoryRebound(to: CChar.self) {
                 redisAppendFormattedCommand(context, $0.baseAddress, $0.count)
             }
