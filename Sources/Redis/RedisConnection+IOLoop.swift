@@ -110,7 +110,7 @@ extension RedisConnection {
         heard = false
         do {
             if !taken.isEmpty {
-                try socket.append(taken)
+                socket.append(taken)
                 backlog = true
             }
             if backlog { backlog = try !socket.flush() }

@@ -4,7 +4,7 @@ extension RedisConnection {
     func startConnecting(now: ContinuousClock.Instant, _ outcome: inout Outcome) {
         do {
             let socket = try HiredisSocket(connectingTo: node, tls: configuration.tls)
-            for request in setup { try socket.append(request.bytes) }
+            for request in setup { socket.append(request.bytes) }
             backlog = true
             setupDeadline = now + configuration.commandTimeout
             hasOutput = true
