@@ -12,6 +12,8 @@ extension RedisConnection {
     func run() {
         var fds: [pollfd] = []
         fds.reserveCapacity(2)
+        // One for every turn, emptied after each: its list of replies keeps its room.
+        var outcome = Outcome()
         while let (fd, events, timeout) = lock.withLock({ pollPlan(now: .now) }) {
             fds.removeAll(keepingCapacity: true)
             fds.append(pollfd(fd: wakePipe.readEnd, events: Int16(POLLIN), revents: 0))
@@ -19,26 +21,27 @@ extension RedisConnection {
             _ = poll(&fds, nfds_t(fds.count), timeout)
             if fds[0].revents != 0 { wakePipe.drain() }
             let revents = fds.count > 1 ? fds[1].revents : 0
-            report(turn(revents: revents))
+            turn(revents: revents, &outcome)
+            report(outcome)
+            outcome.clear()
         }
     }
 
     /// One turn of the loop: connect and take the output under the lock,
     /// write and read outside it, then hand replies over and expire under it.
-    func turn(revents: Int16) -> Outcome {
-        var outcome = Outcome()
-        guard let socket = lock.withLock({ prepare(revents: revents, now: .now, &outcome) }) else { return outcome }
+    func turn(revents: Int16, _ outcome: inout Outcome) {
+        guard let socket = lock.withLock({ prepare(revents: revents, now: .now, &outcome) }) else { return }
         var failure: Drop?
         do throws(Drop) { try transfer(socket, revents: revents) } catch { failure = error }
         taken.removeAll(keepingCapacity: true)
         lock.withLock { settle(failure, now: .now, &outcome) }
         received.removeAll(keepingCapacity: true)
-        return outcome
     }
 
     /// What to wait for next, or nil once closed.
     func pollPlan(now: ContinuousClock.Instant) -> (Int32?, Int16, Int32)? {
-        var wakeAt = [earliestDeadline, setupDeadline].compactMap { $0 }.min()
+        var wakeAt = earliestDeadline
+        if let setupDeadline { wakeAt = min(wakeAt ?? setupDeadline, setupDeadline) }
         if let oldest = pending.first { wakeAt = min(wakeAt ?? oldest.deadline, oldest.deadline + configuration.commandTimeout) }
         switch phase {
         case .closed:

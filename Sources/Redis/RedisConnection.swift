@@ -99,6 +99,11 @@ public final class RedisConnection: @unchecked Sendable {
         var reconnected = false
         var disconnected = false
         var event: RedisConnectionEvent.Change?
+
+        mutating func clear() {
+            replies.removeAll(keepingCapacity: true)
+            (connected, reconnected, disconnected, event) = (false, false, false, nil)
+        }
     }
 
     enum Delivery {
