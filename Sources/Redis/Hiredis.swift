@@ -21,18 +21,20 @@ package struct HiredisFailure: Error {
     }
 }
 
-/// One non-blocking hiredis context. Not thread-safe: its connection uses it
-/// under its lock only.
+/// One non-blocking hiredis context. Not thread-safe: only its connection's
+/// I/O thread touches it.
 ///
-/// With TLS, bytes go through a `TLSSession` instead of hiredis's own
-/// reads and writes (hiredis 0.14 has no TLS): commands wait in `tlsOutput`,
+/// Commands wait in `output` and are written from there, not from
+/// hiredis's output buffer, which hiredis frees whenever it is written out
+/// and so grows again from nothing on every turn. With TLS, bytes go through
+/// a `TLSSession` instead of hiredis's own reads (hiredis 0.14 has no TLS),
 /// and what OpenSSL decrypts is fed to the context's reply reader.
 final class HiredisSocket {
     private let context: UnsafeMutablePointer<redisContext>
     private let tls: TLSSession?
-    private var tlsOutput: [UInt8] = []
-    /// How much of `tlsOutput` went out already (dropped once all of it has).
-    private var tlsWritten = 0
+    private var output: [UInt8] = []
+    /// How much of `output` went out already (dropped once all of it has).
+    private var written = 0
 
     /// Starts a non-blocking connect to `node`; the socket becomes writable
     /// when the connect ends, and `connectError()` then says how.
@@ -79,38 +81,38 @@ final class HiredisSocket {
         return error == 0 ? nil : HiredisFailure(reason: String(cString: strerror(error)))
     }
 
-    /// Copies an encoded command into the output buffer.
-    func append(_ request: RESPRequest) throws(HiredisFailure) {
-        if tls != nil {
-            tlsOutput += request.bytes
-            return
-        }
-        let status = request.bytes.withUnsafeBufferPointer { buffer in
-            buffer.withMemoryRebound(to: CChar.self) {
-                redisAppendFormattedCommand(context, $0.baseAddress, $0.count)
-            }
-        }
-        if status != REDIS_OK { throw HiredisFailure(reason: Self.describe(context)) }
+    /// Copies encoded commands into the output buffer.
+    func append(_ bytes: [UInt8]) {
+        output += bytes
     }
 
     /// Writes what the socket takes now; true when the output buffer is empty.
     func flush() throws(HiredisFailure) -> Bool {
-        if let tls {
-            guard try tls.handshake() else { return false }
-            while tlsWritten < tlsOutput.count {
-                let written = try tlsOutput.withUnsafeBytes { bytes in
-                    Result { () throws(HiredisFailure) in try tls.write(UnsafeRawBufferPointer(rebasing: bytes[tlsWritten...])) }
-                }.get()
-                if written == 0 { return false }
-                tlsWritten += written
-            }
-            tlsOutput.removeAll(keepingCapacity: true)
-            tlsWritten = 0
-            return true
+        if let tls, try !tls.handshake() { return false }
+        while written < output.count {
+            let count = try output.withUnsafeBytes { bytes in
+                Result { () throws(HiredisFailure) in try write(UnsafeRawBufferPointer(rebasing: bytes[written...])) }
+            }.get()
+            if count == 0 { return false }
+            written += count
         }
-        var done: Int32 = 0
-        if redisBufferWrite(context, &done) != REDIS_OK { throw HiredisFailure(reason: Self.describe(context)) }
-        return done != 0
+        output.removeAll(keepingCapacity: true)
+        written = 0
+        return true
+    }
+
+    /// Writes what the socket (or the TLS session) takes of `bytes`; 0 when it takes nothing now.
+    private func write(_ bytes: UnsafeRawBufferPointer) throws(HiredisFailure) -> Int {
+        if let tls { return try tls.write(bytes) }
+        while true {
+            let count = send(fd, bytes.baseAddress, bytes.count, Int32(MSG_NOSIGNAL))
+            if count >= 0 { return count }
+            switch errno {
+            case EINTR: continue
+            case EAGAIN, EWOULDBLOCK: return 0
+            default: throw HiredisFailure(reason: String(cString: strerror(errno)))
+            }
+        }
     }
 
     /// Reads what the socket has (end of stream is a failure).

@@ -3,7 +3,7 @@
 ///
 /// Encoded here rather than by `redisAppendCommandArgv` so that callers do
 /// the work on their own thread, outside the connection's lock, and the lock
-/// is held only for hiredis's copy of the finished bytes.
+/// is held only to copy the finished bytes.
 public struct RESPRequest: Sendable {
     /// What goes on the wire.
     public let bytes: [UInt8]

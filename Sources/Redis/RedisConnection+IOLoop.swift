@@ -5,12 +5,15 @@ import Musl
 #endif
 
 /// The connection's own thread: it waits in `poll` for the socket or a
-/// caller's wake-up, then connects, writes, reads and expires under the lock,
-/// and hands replies over outside it.
+/// caller's wake-up, takes what callers appended under the lock, writes it,
+/// reads and converts replies outside it, and hands replies over under it
+/// again: a caller appending a command never waits for a socket's work.
 extension RedisConnection {
     func run() {
         var fds: [pollfd] = []
         fds.reserveCapacity(2)
+        // One for every turn, emptied after each: its list of replies keeps its room.
+        var outcome = Outcome()
         while let (fd, events, timeout) = lock.withLock({ pollPlan(now: .now) }) {
             fds.removeAll(keepingCapacity: true)
             fds.append(pollfd(fd: wakePipe.readEnd, events: Int16(POLLIN), revents: 0))
@@ -18,14 +21,27 @@ extension RedisConnection {
             _ = poll(&fds, nfds_t(fds.count), timeout)
             if fds[0].revents != 0 { wakePipe.drain() }
             let revents = fds.count > 1 ? fds[1].revents : 0
-            let outcome = lock.withLock { step(revents: revents, now: .now) }
+            turn(revents: revents, &outcome)
             report(outcome)
+            outcome.clear()
         }
+    }
+
+    /// One turn of the loop: connect and take the output under the lock,
+    /// write and read outside it, then hand replies over and expire under it.
+    func turn(revents: Int16, _ outcome: inout Outcome) {
+        guard let socket = lock.withLock({ prepare(revents: revents, now: .now, &outcome) }) else { return }
+        var failure: Drop?
+        do throws(Drop) { try transfer(socket, revents: revents) } catch { failure = error }
+        taken.removeAll(keepingCapacity: true)
+        lock.withLock { settle(failure, now: .now, &outcome) }
+        received.removeAll(keepingCapacity: true)
     }
 
     /// What to wait for next, or nil once closed.
     func pollPlan(now: ContinuousClock.Instant) -> (Int32?, Int16, Int32)? {
-        var wakeAt = [earliestDeadline, setupDeadline].compactMap { $0 }.min()
+        var wakeAt = earliestDeadline
+        if let setupDeadline { wakeAt = min(wakeAt ?? setupDeadline, setupDeadline) }
         if let oldest = pending.first { wakeAt = min(wakeAt ?? oldest.deadline, oldest.deadline + configuration.commandTimeout) }
         switch phase {
         case .closed:
@@ -55,13 +71,13 @@ extension RedisConnection {
         return Int32(clamping: seconds * 1000 + (attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000)
     }
 
-    /// One turn of the loop: connect, write, read, expire; under the lock.
-    func step(revents: Int16, now: ContinuousClock.Instant) -> Outcome {
-        var outcome = Outcome()
+    /// Under the lock: connects, and for an open socket takes what callers
+    /// appended and returns the socket to write and read; otherwise expires.
+    func prepare(revents: Int16, now: ContinuousClock.Instant, _ outcome: inout Outcome) -> HiredisSocket? {
         wakeRequested = false
         if closeRequested {
             shutDown(&outcome)
-            return outcome
+            return nil
         }
         do throws(Drop) {
             switch phase {
@@ -75,14 +91,11 @@ extension RedisConnection {
                     if let failure = socket.connectError() { throw Drop(reason: failure.reason) }
                     phase = .connecting(socket, open: true, setupLeft: setupLeft)
                 }
-                try transfer(socket, revents: revents, now: now, &outcome)
+                swap(&outgoing, &taken)
+                return socket
             case .ready(let socket):
-                try transfer(socket, revents: revents, now: now, &outcome)
-                if let heartbeatAt, heartbeatAt <= now {
-                    do { try socket.append(Self.ping) } catch { throw Drop(reason: error.reason) }
-                    pending.append(Pending(kind: .skip, deadline: now + configuration.commandTimeout, sentAt: now))
-                    hasOutput = true
-                }
+                swap(&outgoing, &taken)
+                return socket
             case .waiting, .closed:
                 break
             }
@@ -90,25 +103,45 @@ extension RedisConnection {
         } catch {
             drop(error, now: now, &outcome)
         }
-        return outcome
+        return nil
     }
 
-    func transfer(_ socket: HiredisSocket, revents: Int16, now: ContinuousClock.Instant, _ outcome: inout Outcome) throws(Drop) {
+    /// Outside the lock: writes what was taken (and what the socket did not
+    /// take before), reads, and converts every reply the read brought.
+    /// Replies converted before a failure are still handed over.
+    func transfer(_ socket: HiredisSocket, revents: Int16) throws(Drop) {
+        heard = false
         do {
-            if hasOutput { hasOutput = try !socket.flush() }
+            if !taken.isEmpty {
+                socket.append(taken)
+                backlog = true
+            }
+            if backlog { backlog = try !socket.flush() }
             guard revents & Int16(POLLIN | POLLERR | POLLHUP) != 0 else { return }
             try socket.fill()
+            heard = true
+            while let reply = try socket.nextReply() { received.append(reply) }
         } catch {
             throw Drop(reason: error.reason, refused: error.refused)
         }
-        lastHeard = now
-        // Every reply the read brought, each handed over as it is converted.
-        while true {
-            let reply: RESPValue?
-            do { reply = try socket.nextReply() } catch { throw Drop(reason: error.reason, refused: error.refused) }
-            guard let reply else { return }
-            try deliver(reply, now: now, &outcome)
+    }
+
+    /// Under the lock: hands the replies read to their commands, pings an
+    /// idle subscriber's server, expires, and drops the connection on a failure.
+    func settle(_ failure: Drop?, now: ContinuousClock.Instant, _ outcome: inout Outcome) {
+        if heard { lastHeard = now }
+        do throws(Drop) {
+            for reply in received { try deliver(reply, now: now, &outcome) }
+            if let failure { throw failure }
+            if let heartbeatAt, heartbeatAt <= now {
+                outgoing.append(contentsOf: Self.ping.bytes)
+                pending.append(Pending(kind: .skip, deadline: now + configuration.commandTimeout, sentAt: now))
+            }
+            try expire(now: now, &outcome)
+        } catch {
+            drop(error, now: now, &outcome)
         }
+        hasOutput = backlog || !outgoing.isEmpty
     }
 
     func deliver(_ reply: RESPValue, now: ContinuousClock.Instant, _ outcome: inout Outcome) throws(Drop) {

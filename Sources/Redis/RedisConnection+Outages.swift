@@ -2,11 +2,10 @@
 /// connection is tried after a backoff.
 extension RedisConnection {
     func startConnecting(now: ContinuousClock.Instant, _ outcome: inout Outcome) {
-        let waiting = unsent
-        unsent = []
         do {
             let socket = try HiredisSocket(connectingTo: node, tls: configuration.tls)
-            for request in setup + waiting { try socket.append(request) }
+            for request in setup { socket.append(request.bytes) }
+            backlog = true
             setupDeadline = now + configuration.commandTimeout
             hasOutput = true
             phase = .connecting(socket, open: false, setupLeft: setup.count)
@@ -61,7 +60,8 @@ extension RedisConnection {
         }
         earliestDeadline = nil
         setupDeadline = nil
-        unsent = []
+        outgoing.removeAll(keepingCapacity: true)
+        backlog = false
         hasOutput = false
     }
 

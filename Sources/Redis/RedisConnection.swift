@@ -10,10 +10,10 @@ public typealias RedisCompletion = @Sendable (Result<RESPValue, RedisError>) -> 
 
 /// One pipelined connection to one Redis server, kept up until `close()`.
 ///
-/// Callers never block: a command is appended to hiredis's output buffer
-/// under a short lock and the connection's own I/O thread writes it, reads
-/// replies and hands each to the oldest waiting command (Redis answers in
-/// order). A command whose deadline passes fails with `.timeout` and its
+/// Callers never block: a command's encoding is appended to `outgoing`
+/// under a short lock, and the connection's own I/O thread takes it from
+/// there, writes it, reads replies and converts them outside the lock, then
+/// hands each to the oldest waiting command (Redis answers in order). A command whose deadline passes fails with `.timeout` and its
 /// late reply is skipped; when the connection drops every waiting command
 /// fails with `.connectionLost`, and the connection comes back in the
 /// background with jittered backoff, meanwhile refusing commands with
@@ -30,8 +30,9 @@ public final class RedisConnection: @unchecked Sendable {
     // Guarded by `lock`.
     var phase = Phase.starting
     var pending = FIFO<Pending>()
-    /// Commands sent before the first connect began, appended after the setup commands.
-    var unsent: [RESPRequest] = []
+    /// Commands appended since the I/O thread last took them, in `pending`'s
+    /// order; while connecting, they follow the setup commands.
+    var outgoing: [UInt8] = []
     var setupDeadline: ContinuousClock.Instant?
     var earliestDeadline: ContinuousClock.Instant?
     var hasOutput = false
@@ -48,6 +49,16 @@ public final class RedisConnection: @unchecked Sendable {
     /// When the server last sent anything: a subscriber's connection pings after
     /// a quiet `commandTimeout`, or it would never notice a server gone silent.
     var lastHeard = ContinuousClock.now
+
+    // The I/O thread's alone: read and written outside the lock.
+    /// What the I/O thread took from `outgoing` (swapped, so neither allocates again).
+    var taken: [UInt8] = []
+    /// Replies read and converted outside the lock, handed over under it.
+    var received: [RESPValue] = []
+    /// The socket's output buffer still holds bytes the socket did not take.
+    var backlog = false
+    /// The last read brought bytes.
+    var heard = false
 
     enum Phase {
         /// Until the I/O thread makes the first connect (which may resolve a
@@ -88,6 +99,11 @@ public final class RedisConnection: @unchecked Sendable {
         var reconnected = false
         var disconnected = false
         var event: RedisConnectionEvent.Change?
+
+        mutating func clear() {
+            replies.removeAll(keepingCapacity: true)
+            (connected, reconnected, disconnected, event) = (false, false, false, nil)
+        }
     }
 
     enum Delivery {
@@ -191,9 +207,7 @@ public final class RedisConnection: @unchecked Sendable {
         let wake: Bool = lock.withLock {
             guard !closeRequested else { return false }
             switch phase {
-            case .starting: unsent.append(request)
-            case .connecting(let socket, _, _), .ready(let socket):
-                guard (try? socket.append(request)) != nil else { return false }
+            case .starting, .connecting, .ready: outgoing.append(contentsOf: request.bytes)
             case .waiting, .closed: return false
             }
             hasOutput = true
@@ -212,22 +226,15 @@ public final class RedisConnection: @unchecked Sendable {
         enum Queued { case refused, queued, queuedAndWake }
         let queued: Queued = lock.withLock {
             guard !closeRequested else { return .refused }
-            let socket: HiredisSocket?
             switch phase {
-            case .starting: socket = nil
-            case .connecting(let connecting, _, _): socket = connecting
-            case .ready(let ready): socket = ready
+            case .starting, .connecting, .ready: break
             case .waiting, .closed: return .refused
             }
-            do {
-                if asking {
-                    if let socket { try socket.append(Self.asking) } else { unsent.append(Self.asking) }
-                    pending.append(Pending(kind: .skip, deadline: deadline, sentAt: now))
-                }
-                if let socket { try socket.append(request) } else { unsent.append(request) }
-            } catch {
-                return .refused
+            if asking {
+                outgoing.append(contentsOf: Self.asking.bytes)
+                pending.append(Pending(kind: .skip, deadline: deadline, sentAt: now))
             }
+            outgoing.append(contentsOf: request.bytes)
             pending.append(Pending(kind: .caller(completion), deadline: deadline, sentAt: now))
             hasOutput = true
             if earliestDeadline.map({ deadline < $0 }) ?? true { earliestDeadline = deadline }

@@ -26,7 +26,7 @@ extension ChromeFunctions {
             command.append(Self.oneKey)
             command.append(key)
             if let deadline {
-                command.append(StateTag.random().hex)
+                command.append(StateTagSource.shared.next().hex)
                 command.append(deadline)
             }
             arguments(&command)

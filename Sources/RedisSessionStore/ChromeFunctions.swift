@@ -152,7 +152,7 @@ public struct ChromeFunctions: Sendable {
                 try Self.session(id, from: reply, status: "done")
             }
         }, arguments: {
-            $0.append(StateTag.random().hex)
+            $0.append(StateTagSource.shared.next().hex)
             $0.append(ttlArgument)
         }) { reply in
             try Self.session(id, from: reply, status: "done")
