@@ -2,9 +2,6 @@ import Foundation
 @testable import Redis
 import RedisTestSupport
 import Testing
-// The listener alone: the module's synchronous `eventually` would be chosen
-// over this target's asynchronous one.
-import class TopChromeTesting.LoopbackListener
 
 /// One connection against a real `redis-server` started by the test.
 struct RedisConnectionTests {
@@ -336,69 +333,4 @@ struct RedisConnectionTests {
         #expect(try await client.send(["PING"]) == .simple("PONG"))
         #expect(client.isConnected)
     }
-}
-
-/// Replies collected by index from completions on I/O threads.
-final class Replies: @unchecked Sendable {
-    private let lock = NSLock()
-    private var replies: [Result<RESPValue, RedisError>?]
-    private var left: Int
-    private var waiter: CheckedContinuation<[Result<RESPValue, RedisError>], Never>?
-
-    init(count: Int) {
-        replies = Array(repeating: nil, count: count)
-        left = count
-    }
-
-    func set(_ index: Int, _ reply: Result<RESPValue, RedisError>) {
-        let done: (CheckedContinuation<[Result<RESPValue, RedisError>], Never>, [Result<RESPValue, RedisError>])? = lock.withLock {
-            replies[index] = reply
-            left -= 1
-            guard left == 0, let waiter else { return nil }
-            self.waiter = nil
-            return (waiter, replies.map { $0! })
-        }
-        if let (waiter, all) = done { waiter.resume(returning: all) }
-    }
-
-    func wait() async -> [Result<RESPValue, RedisError>] {
-        await withCheckedContinuation { continuation in
-            let all: [Result<RESPValue, RedisError>]? = lock.withLock {
-                if left == 0 { return replies.map { $0! } }
-                waiter = continuation
-                return nil
-            }
-            if let all { continuation.resume(returning: all) }
-        }
-    }
-}
-
-/// Connection events as a hook receives them, from I/O threads.
-final class EventLog: @unchecked Sendable {
-    private let lock = NSLock()
-    private var events: [RedisConnectionEvent] = []
-
-    func append(_ event: RedisConnectionEvent) { lock.withLock { events.append(event) } }
-    var all: [RedisConnectionEvent] { lock.withLock { events } }
-    var changes: [RedisConnectionEvent.Change] { all.map(\.change) }
-}
-
-/// A server on a loopback port that answers whatever it is sent with
-/// `reply`, and keeps each connection open: a Redis gone wrong.
-final class FakeRedis: Sendable {
-    private let listener: LoopbackListener
-
-    init(reply: [UInt8]) throws {
-        listener = try LoopbackListener { client in
-            var buffer = [UInt8](repeating: 0, count: 4096)
-            while read(client, &buffer, buffer.count) > 0 {
-                LoopbackListener.send(reply, on: client)
-            }
-        }
-    }
-
-    var port: Int { listener.port }
-
-    /// Connections accepted so far.
-    var accepted: Int { listener.accepted }
 }
