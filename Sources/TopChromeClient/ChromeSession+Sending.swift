@@ -84,6 +84,8 @@ extension ChromeSession {
         switch command {
         case let .inset(inset):
             request = try await client.request("PUT", path + "/inset", body: TopChromeClient.encode(InsetBody(inset: inset)))
+        case let .behavior(settings):
+            request = try await client.request("PUT", path + "/behavior", body: TopChromeClient.encode(settings))
         case .disappear:
             request = try await client.request("POST", path + "/disappear")
         case .read:

@@ -32,6 +32,7 @@ public actor ChromeSession {
 
     enum Command {
         case inset(Double)
+        case behavior(BehaviorBody)
         case disappear
         case read
         case delete
@@ -182,7 +183,7 @@ public actor ChromeSession {
         if let applied = state.lastSeq, applied > lastSeq { lastSeq = applied }
     }
 
-    private func perform(_ command: Command) async throws -> ChromeState {
+    func perform(_ command: Command) async throws -> ChromeState {
         guard let state = try await run(command) else {
             throw TopChromeError.malformedResponse("no state in the answer")
         }

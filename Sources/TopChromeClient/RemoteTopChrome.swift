@@ -25,6 +25,8 @@ import TopChromeCore
     public private(set) var collapsedFraction: Double = 0
     /// How far the chrome is moved up, from minus its collapsible height (hidden) to 0 (shown).
     public private(set) var heightOffset: Double = 0
+    /// How the chrome follows scrolling, as the service's latest state says.
+    public private(set) var behavior: RevealBehavior = .revealAtTop
     /// Whether `inset` and `isRevealed` are live, being retried, or stopped.
     public private(set) var connection: ConnectionState = .stopped
     /// Why the mirror is not live, or why a report failed: `.sessionGone`
@@ -166,6 +168,17 @@ import TopChromeCore
         outbox.add(.disappear)
     }
 
+    /// Chooses how the chrome follows scrolling from now on (see
+    /// `ChromeSession.setBehavior`), after the reports made before it. The
+    /// prediction takes the new behaviour with the service's state that
+    /// names it, as it takes every change the service makes.
+    @discardableResult
+    public func setBehavior(_ behavior: RevealBehavior, collapsibleHeight: Double? = nil,
+                            snap: Bool = false) async throws -> ChromeState {
+        await outbox.drain()
+        return try await session.setBehavior(behavior, collapsibleHeight: collapsibleHeight, snap: snap)
+    }
+
     /// The app goes to the background: sends what is queued now and returns
     /// when it is sent (call it inside a background task). A failure is
     /// kept in `lastError`.
@@ -210,6 +223,7 @@ import TopChromeCore
     private func showPrediction() {
         guard let state = outbox.prediction.predicted else { return }
         if inset != state.inset { inset = state.inset }
+        if behavior != state.behavior { behavior = state.behavior }
         if isRevealed != state.isRevealed { isRevealed = state.isRevealed }
         if collapsedFraction != state.collapsedFraction { collapsedFraction = state.collapsedFraction }
         let offset = Double(state.heightOffset)

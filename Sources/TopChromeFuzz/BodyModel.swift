@@ -7,13 +7,49 @@ enum BodyModel {
         try? JSONReader.parse(body)
     }
 
-    /// POST /v1/sessions: nothing, `{}` or `{"inset": n}`; nil when refused.
-    /// White space alone is not "nothing" but malformed JSON.
-    static func newSession(_ body: [UInt8]) -> Double? {
-        if body.isEmpty { return 0 }
-        guard case let .object(members)? = parse(body), Set(members.keys).isSubset(of: ["inset"]) else { return nil }
-        guard let value = members["inset"] else { return 0 }
-        return inset(value)
+    /// POST /v1/sessions: nothing, `{}`, or any of `inset`, `behavior`,
+    /// `collapsibleHeight` and `snap`; nil when refused. White space alone
+    /// is not "nothing" but malformed JSON.
+    static func newSession(_ body: [UInt8]) -> ChromeState? {
+        if body.isEmpty { return ChromeState() }
+        guard case let .object(members)? = parse(body),
+              Set(members.keys).isSubset(of: ["inset", "behavior", "collapsibleHeight", "snap"]) else { return nil }
+        var given = 0.0
+        if let value = members["inset"] {
+            guard let number = inset(value) else { return nil }
+            given = number
+        }
+        return settings(members, behaviorRequired: false).map { ChromeState(inset: given, settings: $0) }
+    }
+
+    /// PUT …/behavior: `behavior` required, `collapsibleHeight` (0 … 10000)
+    /// and `snap` optional, nothing else.
+    static func behavior(_ body: [UInt8]) -> RevealSettings? {
+        guard case let .object(members)? = parse(body),
+              Set(members.keys).isSubset(of: ["behavior", "collapsibleHeight", "snap"]) else { return nil }
+        return settings(members, behaviorRequired: true)
+    }
+
+    private static func settings(_ members: [String: JSONValue], behaviorRequired: Bool) -> RevealSettings? {
+        var settings = RevealSettings()
+        switch members["behavior"] {
+        case nil: if behaviorRequired { return nil }
+        case .string("revealAtTop"): settings.behavior = .revealAtTop
+        case .string("pinned"): settings.behavior = .pinned
+        case .string("enterAlways"): settings.behavior = .enterAlways
+        case .string("exitUntilCollapsed"): settings.behavior = .exitUntilCollapsed
+        default: return nil
+        }
+        if let height = members["collapsibleHeight"] {
+            guard case let .number(number, _) = height, number >= 0, number <= 10_000 else { return nil }
+            settings.collapsibleHeight = Float(number)
+        }
+        switch members["snap"] {
+        case nil: break
+        case let .bool(snap)?: settings.snap = snap
+        default: return nil
+        }
+        return settings
     }
 
     /// PUT …/inset: `{"inset": n}`, 0 ≤ n ≤ 10000.
@@ -49,7 +85,8 @@ enum BodyModel {
 
     private static func report(_ value: JSONValue) -> ScrollReport? {
         guard case let .object(members) = value,
-              Set(members.keys).isSubset(of: ["contentOffsetY", "contentInsetTop", "axis", "seq"]),
+              Set(members.keys).isSubset(of: ["contentOffsetY", "contentInsetTop", "axis", "seq", "phase", "contentHeight",
+                                              "viewportHeight"]),
               case let .number(offset, _)? = members["contentOffsetY"], offset.isFinite else { return nil }
         var report = ScrollReport(contentOffsetY: offset)
         if let insetTop = members["contentInsetTop"] {
@@ -62,6 +99,18 @@ enum BodyModel {
             case .string("horizontal"): report.axis = .horizontal
             default: return nil
             }
+        }
+        switch members["phase"] {
+        case nil: break
+        case .string("began"): report.phase = .began
+        case .string("changed"): report.phase = .changed
+        case .string("ended"): report.phase = .ended
+        default: return nil
+        }
+        for (name, path) in [("contentHeight", \ScrollReport.contentHeight), ("viewportHeight", \ScrollReport.viewportHeight)] {
+            guard let height = members[name] else { continue }
+            guard case let .number(number, _) = height, number.isFinite, number >= 0 else { return nil }
+            report[keyPath: path] = number
         }
         if let seq = members["seq"] {
             // An integer 0 … 2^53 - 1, judged by the literal's exact decimal

@@ -56,12 +56,27 @@ enum FunctionsTarget {
         }
     }
 
-    /// As topchrome.lua's `message`: "<version>.<tag> <inset> <r>[ <seq>]".
+    /// As topchrome.lua's `message`: "<version>.<tag> <inset> <r>[ <seq>]",
+    /// and with a behaviour other than the plain `revealAtTop`, " <seq or ->
+    /// <behaviour words>".
     static func message(_ session: Session) -> [UInt8] {
         let state = session.state
         var text = session.entityTag.description + " " + exact(state.inset) + " " + (state.isRevealed ? "1" : "0")
-        if let seq = state.lastAppliedSeq { text += " " + integer(seq) }
+        let behavior = words(state)
+        if let seq = state.lastAppliedSeq { text += " " + integer(seq) } else if behavior != nil { text += " -" }
+        if let behavior { text += " " + behavior }
         return Array(text.utf8)
+    }
+
+    /// As topchrome.lua's `words`: "<behaviour> <snap> <chosen height or ->
+    /// <tracked height offset> <last offset or ->", nil for `revealAtTop`'s
+    /// defaults (a tracked offset of -0 is not the default: Lua's `same` tells it from 0).
+    static func words(_ state: ChromeState) -> String? {
+        guard state.behavior != .revealAtTop || state.snap || state.chosenCollapsibleHeight != nil
+                || state.trackedHeightOffset != 0 || state.trackedHeightOffset.sign == .minus || state.lastOffset != nil
+        else { return nil }
+        return [state.behavior.rawValue, state.snap ? "1" : "0", state.chosenCollapsibleHeight.map { exact(Double($0)) } ?? "-",
+                exact(Double(state.trackedHeightOffset)), state.lastOffset.map(exact) ?? "-"].joined(separator: " ")
     }
 
     /// As topchrome.lua's `exact`: the shortest of 15 to 17 significant digits that reads back.
@@ -84,8 +99,30 @@ enum FunctionsTarget {
         var inset = Double(bitPattern: words[0])
         if !inset.isFinite { inset = Double(words[0] & 0xFFFF) / 8 }
         words[1] &= (1 << 53) - 1
+        // The behaviour from the bytes after the tag's: a choice byte, then
+        // chosen height, tracked height offset (floats) and last offset.
+        let choice = bytes.dropFirst(40).first ?? 0
+        let chosen = finite(Float(bitPattern: UInt32(truncatingIfNeeded: bits(bytes, from: 41, count: 4))))
+        let tracked = finite(Float(bitPattern: UInt32(truncatingIfNeeded: bits(bytes, from: 45, count: 4))))
+        let last = bits(bytes, from: 49, count: 8)
         return ChromeState(inset: inset, isRevealed: words[2] & 1 == 1, version: max(1, words[1]),
-                           lastAppliedSeq: words[2] & 2 == 0 ? nil : words[3] & ((1 << 53) - 1))
+                           lastAppliedSeq: words[2] & 2 == 0 ? nil : words[3] & ((1 << 53) - 1),
+                           behavior: RevealBehavior.allCases[Int(choice) % RevealBehavior.allCases.count],
+                           snap: choice & 0x10 != 0, chosenCollapsibleHeight: choice & 0x20 == 0 ? nil : chosen,
+                           trackedHeightOffset: tracked,
+                           lastOffset: choice & 0x40 == 0 ? nil : finite(Double(bitPattern: last), else: Double(last & 0xFFFF) / 8))
+    }
+
+    private static func bits(_ bytes: [UInt8], from start: Int, count: Int) -> UInt64 {
+        bytes.dropFirst(start).prefix(count).reduce(0) { $0 << 8 | UInt64($1) }
+    }
+
+    private static func finite(_ value: Float) -> Float {
+        value.isFinite ? value : Float(value.bitPattern & 0xFFFF) / 8
+    }
+
+    private static func finite(_ value: Double, else replacement: Double) -> Double {
+        value.isFinite ? value : replacement
     }
 
     /// A tag the library could draw, from the input's bytes after the state's.
@@ -144,6 +181,8 @@ enum FunctionsTarget {
 
     /// As topchrome.lua's `reply`: Lua strings arrive as bulk strings,
     /// `false` as a null, and the array ends at the first nil.
+    /// With a behaviour other than the plain `revealAtTop`, its words are
+    /// the ninth element (the seventh and eighth null when no outcomes).
     static func reply(_ status: String, _ session: Session, outcomes: [UInt8]?) -> RESPValue {
         let state = session.state
         var values: [RESPValue] = [
@@ -151,7 +190,13 @@ enum FunctionsTarget {
             .bulk(Array(integer(state.version).utf8)), state.lastAppliedSeq.map { .bulk(Array(integer($0).utf8)) } ?? .null,
             .bulk(session.tag.hex),
         ]
-        if let outcomes { values += [.bulk(outcomes), .bulk(Array("1".utf8))] }
+        let behavior = words(state)
+        if let outcomes {
+            values += [.bulk(outcomes), .bulk(Array("1".utf8))]
+        } else if behavior != nil {
+            values += [.null, .null]
+        }
+        if let behavior { values.append(.bulk(Array(behavior.utf8))) }
         return .array(values)
     }
 
@@ -161,7 +206,11 @@ enum FunctionsTarget {
     /// finite number, revealed `1` or `0`, version and seq unsigned decimals,
     /// the tag twelve lower-case hex digits; the library's `apply`'s `done`
     /// adds a seventh element, one letter a, h or s per scroll report, and an
-    /// eighth, whether the session changed (which no decoder reads).
+    /// eighth, whether the session changed (which no decoder reads); a ninth,
+    /// when not null, is the behaviour in five words: a behaviour's name,
+    /// snap `1` or `0`, the chosen height (`-` for none) and the tracked
+    /// height offset, both floats written exactly, and the last offset (`-`
+    /// for none), a finite number.
     enum Reference {
         static func session(_ reply: RESPValue) -> Decoded<Session?> {
             guard reply != .null else { return .value(nil) }
@@ -183,7 +232,9 @@ enum FunctionsTarget {
             switch status {
             case "failed": return .value(AppliedInputs(outcome: .conditionFailed(session), reports: []))
             case "done":
-                guard case let .array(values) = reply, values.count == 8, case let .bulk(letters) = values[6] else { return .refused }
+                guard case let .array(values) = reply, values.count == 8 || values.count == 9, case let .bulk(letters) = values[6] else {
+                    return .refused
+                }
                 var reports: [ReportOutcome] = []
                 for letter in letters {
                     switch Character(Unicode.Scalar(letter)) {
@@ -200,7 +251,12 @@ enum FunctionsTarget {
 
         /// The status and the session, nil when its tag is null; nil when the reply is not one.
         private static func statusAndSession(_ reply: RESPValue) -> (String, Session?)? {
-            guard case let .array(values) = reply, values.count >= 6, let (status, state) = statusAndState(values) else { return nil }
+            guard case let .array(values) = reply, values.count >= 6, let (status, plain) = statusAndState(values) else { return nil }
+            var state = plain
+            if values.count > 8, values[8] != .null {
+                guard let words = text(values[8]), let withBehavior = behavior(words, state) else { return nil }
+                state = withBehavior
+            }
             switch values[5] {
             case .null: return (status, nil)
             case let .bulk(hex):
@@ -227,6 +283,24 @@ enum FunctionsTarget {
                 seq = number
             }
             return (status, ChromeState(inset: inset, isRevealed: revealed, version: version, lastAppliedSeq: seq))
+        }
+
+        private static func behavior(_ words: String, _ state: ChromeState) -> ChromeState? {
+            let fields = words.components(separatedBy: " ")
+            guard fields.count == 5, let behavior = RevealBehavior.allCases.first(where: { $0.rawValue == fields[0] }),
+                  fields[1] == "1" || fields[1] == "0", let tracked = float(fields[3]) else { return nil }
+            let chosen = fields[2] == "-" ? Float?.none : float(fields[2])
+            let last = fields[4] == "-" ? Double?.none : Double(fields[4])
+            guard fields[2] == "-" || chosen != nil, fields[4] == "-" || last?.isFinite == true else { return nil }
+            return ChromeState(inset: state.inset, isRevealed: state.isRevealed, version: state.version,
+                               lastAppliedSeq: state.lastAppliedSeq, behavior: behavior, snap: fields[1] == "1",
+                               chosenCollapsibleHeight: chosen, trackedHeightOffset: tracked, lastOffset: last)
+        }
+
+        /// A double that is a float exactly.
+        private static func float(_ text: String) -> Float? {
+            guard let value = Double(text), value.isFinite, Float(value).isFinite, Double(Float(value)) == value else { return nil }
+            return Float(value)
         }
 
         private static func text(_ value: RESPValue) -> String? {

@@ -2,13 +2,13 @@ import TopChromeCore
 
 enum HTTPModel {
     enum Resource: Equatable {
-        case sessions, session, inset, scroll, disappear, events, health, readiness, openAPI, metrics, demo
+        case sessions, session, inset, behavior, scroll, disappear, events, health, readiness, openAPI, metrics, demo
 
         var allowed: [String] {
             switch self {
             case .sessions, .scroll, .disappear: ["POST"]
             case .session: ["GET", "HEAD", "DELETE"]
-            case .inset: ["PUT"]
+            case .inset, .behavior: ["PUT"]
             case .events, .health, .readiness, .openAPI, .metrics, .demo: ["GET", "HEAD"]
             }
         }
@@ -25,10 +25,10 @@ enum HTTPModel {
             }
         }
 
-        var takesBody: Bool { [.sessions, .inset, .scroll, .disappear].contains(self) }
+        var takesBody: Bool { [.sessions, .inset, .behavior, .scroll, .disappear].contains(self) }
 
         /// Whether the path holds a session id (`/v1/sessions/{id}…`).
-        var namesSession: Bool { [.session, .inset, .scroll, .disappear, .events].contains(self) }
+        var namesSession: Bool { [.session, .inset, .behavior, .scroll, .disappear, .events].contains(self) }
     }
 
     /// The resource at `path` and, under `/v1/sessions/`, the id (nil when
@@ -54,6 +54,7 @@ enum HTTPModel {
         case 2:
             switch String(decoding: parts[1], as: UTF8.self) {
             case "inset": return (.inset, id)
+            case "behavior": return (.behavior, id)
             case "scroll": return (.scroll, id)
             case "disappear": return (.disappear, id)
             case "events": return (.events, id)

@@ -189,8 +189,8 @@ struct World {
                   let state = store.session(id)?.state else {
                 fail("201 without a Location of a session that exists\n\(context())\n\(World.describe(response))")
             }
-            let inset = BodyModel.newSession(request.body) ?? .nan
-            check(state == ChromeState(inset: inset), "new session is \(state), the body asked for inset \(inset)\n\(context())")
+            let asked = BodyModel.newSession(request.body)
+            check(state == asked, "new session is \(state), the body asked for \(String(describing: asked))\n\(context())")
             checkState(response, id: id, state: state, context)
             known.append(id)
             newest = id
@@ -275,6 +275,7 @@ struct World {
                 let valid = switch kind {
                 case .sessions: BodyModel.newSession(request.body) != nil
                 case .inset: BodyModel.inset(request.body) != nil
+                case .behavior: BodyModel.behavior(request.body) != nil
                 case .scroll: BodyModel.scroll(request.body) != nil
                 default: BodyModel.disappear(request.body)
                 }
@@ -283,7 +284,7 @@ struct World {
             let ifMatch = HTTPModel.combined(headers, "If-Match")
             let ifNoneMatch = HTTPModel.combined(headers, "If-None-Match")
             // Entity tags are read by the operations on a session, before it is looked up.
-            if [.session, .inset, .scroll, .disappear].contains(kind),
+            if [.session, .inset, .behavior, .scroll, .disappear].contains(kind),
                !choose(HTTPModel.tagsWellFormed(ifMatch)) || !choose(HTTPModel.tagsWellFormed(ifNoneMatch)) {
                 return .status(400)
             }
@@ -312,7 +313,7 @@ struct World {
                 }
                 guard choose(HTTPModel.wantsWait(HTTPModel.combined(headers, "Prefer"))) else { return .status(304) }
                 return watchers > 0 && choose(.either) ? .status(503) : .pending
-            case .session, .inset, .scroll, .disappear:
+            case .session, .inset, .behavior, .scroll, .disappear:
                 guard let state else { return .status(404) }
                 guard choose(HTTPModel.ifMatchHolds(ifMatch, etag: etag(state), strictTags: strict)),
                       choose(HTTPModel.ifNoneMatchHolds(ifNoneMatch, etag: etag(state), strictTags: strict)) else {
@@ -324,18 +325,7 @@ struct World {
     }
 
     private func expectedState(_ kind: HTTPModel.Resource, request: HTTPRequest, before: ChromeState) -> ChromeState {
-        let threshold = harness.configuration.revealThreshold
-        switch kind {
-        case .inset:
-            return RulesModel.apply([.inset(BodyModel.inset(request.body) ?? .nan)], to: before, threshold: threshold)
-        case .scroll:
-            let reports = BodyModel.scroll(request.body) ?? []
-            return RulesModel.apply(reports.map { .scroll($0) }, to: before, threshold: threshold)
-        case .disappear:
-            return RulesModel.apply([.disappear], to: before, threshold: threshold)
-        default:
-            return before
-        }
+        StateModel.after(kind, body: request.body, before: before, threshold: harness.configuration.revealThreshold)
     }
 
     // MARK: Checks of the answer
@@ -370,8 +360,7 @@ struct World {
         check(response.headers["Content-Type"] == "application/json", "state without Content-Type application/json\n\(summary())")
         check(response.headers["ETag"] == "\"\(etag(state))\"", "ETag is not \(etag(state))\n\(summary())")
         guard case let .object(members)? = try? JSONReader.parse(response.body),
-              Set(members.keys) == (state.lastAppliedSeq == nil ? ["id", "inset", "isRevealed", "version"]
-                                                                 : ["id", "inset", "isRevealed", "version", "lastSeq"]),
+              Set(members.keys) == StateModel.members(of: state), StateModel.behaviorMatches(members, state),
               state.lastAppliedSeq.map({ last in
                   if case let .number(_, literal)? = members["lastSeq"] { return literal == String(last) }
                   return false

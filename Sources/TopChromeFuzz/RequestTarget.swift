@@ -29,19 +29,21 @@ enum RequestTarget {
 }
 
 /// `body`: the input is a request body, sent as JSON to every route that
-/// reads one (scroll on `{s1}`, inset on `{s0}`, a new session, disappear
-/// on `{s1}`); each must accept exactly what the model accepts and change
+/// reads one (scroll on `{s1}`, inset on `{s0}`, a new session, behaviour
+/// on `{s1}` then scroll again, disappear on `{s1}`); each must accept exactly what the model accepts and change
 /// the session exactly as the rules say.
 enum BodyTarget {
     static let target = FuzzTarget(
         name: "body",
-        summary: "one JSON body to scroll, inset, new session and disappear, against the model",
+        summary: "one JSON body to scroll, inset, new session, behaviour and disappear, against the model",
         run: run)
 
     static let routes: [(String, String)] = [
         ("POST", "/v1/sessions/{s1}/scroll"),
         ("PUT", "/v1/sessions/{s0}/inset"),
         ("POST", "/v1/sessions"),
+        ("PUT", "/v1/sessions/{s1}/behavior"),
+        ("POST", "/v1/sessions/{s1}/scroll"),
         ("POST", "/v1/sessions/{s1}/disappear"),
     ]
 
