@@ -262,8 +262,8 @@ import TopChromeClient
         let wrong = TopChromeClient(baseURL: server.url, bearerToken: "wrong").session(id: session.id)
         let chrome = RemoteTopChrome(session: wrong)
         // One refused request, but `follow()` runs on the main actor, which
-        // the suites' other main-actor tests share and block while their
-        // servers start and stop: as generous a bound as `eventually`'s.
+        // the other main-actor tests share, starting and stopping their
+        // servers on it synchronously: as generous a bound as `eventually`'s.
         _ = try await within(30) { await chrome.follow() }
         #expect(chrome.connection == .stopped)
         if case let .rejected(problem)? = chrome.lastError {
