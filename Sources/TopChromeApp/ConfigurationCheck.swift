@@ -95,30 +95,60 @@ public struct ConfigurationCheck: Sendable {
     /// Connects to `node` as the store would (its user, password and TLS)
     /// and sends PING, all within the command timeout; nil if it answered.
     static func probe(_ node: RedisNode, _ redis: RedisConfiguration) -> ProbeFailure? {
-        let refusal = Refusal()
+        let verdict = ConnectionVerdict()
         var configuration = redis
-        configuration.connectionEvents = { event in
-            if case let .refused(reason) = event.change { refusal.set(reason) }
-        }
+        configuration.connectionEvents = { verdict.set($0.change) }
         let connection = RedisConnection(to: node, configuration: configuration)
         defer { connection.close() }
         let answered = DispatchSemaphore(value: 0)
-        let result = Refusal()
+        let result = Refusal(), unanswered = Refusal()
         connection.send(["PING"], deadline: .now + configuration.commandTimeout) { reply in
             switch reply {
             case .success(.simple), .success(.bulk): break
             case let .success(.error(message)): result.set(message)
             case let .success(other): result.set("it answered PING with \(other)")
-            case let .failure(error): result.set("\(error)")
+            case let .failure(error):
+                result.set("\(error)")
+                unanswered.set("\(error)")
             }
             answered.signal()
         }
         answered.wait()
         guard let failure = result.value else { return nil }
-        // The connection tells of a refused setup before it fails the
-        // command that waited for it.
-        if let reason = refusal.value { return .refused(reason) }
+        // PING's deadline can pass while a slow TLS handshake is still
+        // under way (it was set before connecting began): what the
+        // connection then found, refused or not, decides. Its setup has a
+        // deadline of its own, so that verdict comes.
+        if unanswered.value != nil { verdict.wait(upTo: configuration.commandTimeout) }
+        if let reason = verdict.refusal { return .refused(reason) }
         return .unreachable(connection.lastFailureReason ?? failure)
+    }
+
+    /// Whether a connection has reported how its first attempt went
+    /// (connected, refused, unreachable), and the refusal if one came; set
+    /// on its I/O thread and awaited by the probe.
+    private final class ConnectionVerdict: @unchecked Sendable {
+        private let lock = PthreadLock()
+        private let reported = DispatchSemaphore(value: 0)
+        private var heard = false
+        private var refused: String?
+
+        func set(_ change: RedisConnectionEvent.Change) {
+            let isFirst = lock.withLock {
+                if case let .refused(reason) = change, refused == nil { refused = reason }
+                defer { heard = true }
+                return !heard
+            }
+            if isFirst { reported.signal() }
+        }
+
+        var refusal: String? { lock.withLock { refused } }
+
+        func wait(upTo timeout: Duration) {
+            let (seconds, attoseconds) = timeout.components
+            let nanoseconds = Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000)
+            if reported.wait(timeout: .now() + .nanoseconds(nanoseconds)) == .success { reported.signal() }
+        }
     }
 
     /// A reason set from a connection's I/O thread and read after it.

@@ -26,7 +26,10 @@ import Testing
         #expect(answered.output.contains("answered PING over TLS after AUTH as topchrome"), "\(answered.output)")
 
         let otherCA = try TestPKI().caFile
-        let refused = try CheckConfigTests.check(["--store", "rediss://127.0.0.1:\(redis.port)", "--redis-ca-file", otherCA])
+        // A timeout no loaded machine reaches: the refusal comes when the
+        // handshake ends, however slow, not when a second has passed.
+        let refused = try CheckConfigTests.check(["--store", "rediss://127.0.0.1:\(redis.port)", "--redis-ca-file", otherCA,
+                                                  "--redis-timeout", "30"])
         #expect(refused.status == 2, "\(refused.errors)")
         #expect(refused.errors.contains("TLS: the certificate of 127.0.0.1 was refused"), "\(refused.errors)")
         #expect(refused.errors.contains("(check --redis-ca-file)"), "\(refused.errors)")

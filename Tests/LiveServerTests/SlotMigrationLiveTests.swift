@@ -40,7 +40,10 @@ import TopChromeTesting
             let poll = BackgroundRequest { [watching, etag] in
                 try watching.client().request("GET", "/v1/sessions/\(ids[0])", headers: [("If-None-Match", etag), ("Prefer", "wait=5")])
             }
-            #expect(eventually { watching.service.watcherCount > watchers })
+            // Registering subscribes to the session in Redis, which mid-migration
+            // may be redirected or retried, slow on a loaded machine: as long as
+            // the poll's own client waits for an answer (10 s), not half that.
+            #expect(eventually(within: 10) { watching.service.watcherCount > watchers })
             version += 1
             let changed = try changing.client().json("PUT", "/v1/sessions/\(ids[0])/inset", #"{"inset": \#(version)}"#)
             #expect(changed.status == 200 && changed.etagVersion == UInt64(version), "\(changed.status) \(changed.text)")

@@ -27,17 +27,30 @@ struct LateChangeTests {
         replica.signal(SIGSTOP)
         defer { replica.signal(SIGCONT) }
         // The first change runs and its WAIT holds the changes' connection
-        // for 3 s; the second, sent well after (a loaded machine may be slow
-        // to send the first), waits behind it past its 0.3 s deadline.
+        // for 3 s; the second, sent once that WAIT blocks (a loaded machine
+        // may be slow to send the first), waits behind it past its 0.3 s deadline.
         async let first = outcome { () async throws(ChromeFunctionError) in try await waiting.apply([.setInset(10)], to: id, if: .always) }
-        try await Task.sleep(for: .milliseconds(250))
+        #expect(await eventually { (try? redisCLI(port: primary.port, "INFO", "clients"))?.contains("blocked_clients:1") == true },
+                "the first change's WAIT blocks")
         let second = await outcome { () async throws(ChromeFunctionError) in try await waiting.apply([.setInset(20)], to: id, if: .always) }
         #expect(second == ChromeFunctionError.redis(.timeout), "\(String(describing: second))")
         #expect(await first == ChromeFunctionError.notReplicated(wanted: 1, acknowledged: 0))
-        // The second change reached Redis once the WAIT ended, past its deadline.
-        try await Task.sleep(for: .milliseconds(300))
+        // The second change reached Redis once the WAIT ended, past its
+        // deadline: read after Redis ran it (the create, the first, the second).
+        #expect(await eventually { Self.changesRun(port: primary.port) >= 3 }, "the late change reached Redis")
         let stored = try #require(try await plain.session(id))
         #expect(stored.state.inset == 10 && stored.state.version == 2, "the late change was refused: \(stored.state)")
+    }
+
+    /// How many `FCALL`s (changes) Redis ran or refused.
+    private static func changesRun(port: Int) -> Int {
+        guard let stats = try? redisCLI(port: port, "INFO", "commandstats"),
+              let line = stats.split(whereSeparator: \.isNewline).first(where: { $0.hasPrefix("cmdstat_fcall:") }) else { return 0 }
+        return line.dropFirst("cmdstat_fcall:".count).split(separator: ",").reduce(0) { total, field in
+            let pair = field.split(separator: "=")
+            guard pair.count == 2, pair[0] == "calls" || pair[0] == "rejected_calls" else { return total }
+            return total + (Int(pair[1]) ?? 0)
+        }
     }
 
     private func outcome(_ change: () async throws(ChromeFunctionError) -> AppliedInputs) async -> ChromeFunctionError? {

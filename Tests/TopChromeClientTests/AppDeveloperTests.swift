@@ -98,13 +98,19 @@ import TopChromeClient
         configuration.retry = RetryPolicy(initialDelay: 0.05, maximumDelay: 10)
         let client = TopChromeClient(baseURL: URL(string: "http://127.0.0.1:\(portal.port)")!, bearerToken: nil,
                                      configuration: configuration)
-        let events = ConnectionEvents()
-        let recorder = StateRecorder(client.session(id: String(repeating: "1", count: 32)).states(onConnection: events.append))
-        try await Task.sleep(nanoseconds: 3_000_000_000)
+        let events = ConnectionEvents(), waits = Waits()
+        let recorder = StateRecorder(client.session(id: String(repeating: "1", count: 32))
+            .states(onConnection: events.append, onWait: waits.append))
+        // Until a wait went beyond the first delay, however long a loaded
+        // machine takes to get there: a backoff that starts again at every
+        // answer never does.
+        #expect(await eventually { waits.grew(from: 0.05) }, "\(waits.all)")
         recorder.cancel()
-        let connections = portal.connections
-        print("captive portal: \(connections) connections in 3 s")
-        #expect((2...15).contains(connections), "\(connections) connections in 3 s")
+        let delays = waits.all
+        print("captive portal: \(portal.connections) connections, waits \(delays)")
+        #expect(Waits.withinCeilings(delays, from: 0.05), "\(delays)")
+        #expect(portal.connections >= delays.count, "every wait followed an answer")
+        #expect(Array(events.failedAttempts.prefix(delays.count)) == Array(1...delays.count), "\(events.all)")
         #expect(events.all.contains { $0 == .connected } == false, "an HTML page is no open stream")
         #expect(events.all.allSatisfy {
             if case .interrupted(.malformedResponse, _) = $0 { true } else { false }
@@ -122,10 +128,14 @@ import TopChromeClient
         let client = TopChromeClient(baseURL: URL(string: "http://127.0.0.1:\(server.port)")!, bearerToken: nil,
                                      configuration: configuration)
         // `retry: 10` (ms) from the server sets the first delay; it grows from there.
-        let recorder = StateRecorder(client.session(id: String(repeating: "1", count: 32)).states())
-        try await Task.sleep(nanoseconds: 3_000_000_000)
+        let waits = Waits()
+        let recorder = StateRecorder(client.session(id: String(repeating: "1", count: 32))
+            .states(onConnection: { _ in }, onWait: waits.append))
+        #expect(await eventually { waits.grew(from: 0.01) }, "\(waits.all)")
         recorder.cancel()
-        #expect((2...20).contains(server.connections), "\(server.connections) connections in 3 s")
+        let delays = waits.all
+        #expect(Waits.withinCeilings(delays, from: 0.01), "\(delays)")
+        #expect(server.connections >= delays.count, "every wait followed a stream")
     }
 
     // MARK: seq
@@ -251,7 +261,10 @@ import TopChromeClient
         let session = try await TopChromeClient(baseURL: server.url, bearerToken: "right").createSession()
         let wrong = TopChromeClient(baseURL: server.url, bearerToken: "wrong").session(id: session.id)
         let chrome = RemoteTopChrome(session: wrong)
-        _ = try await within(10) { await chrome.follow() }
+        // One refused request, but `follow()` runs on the main actor, which
+        // the other main-actor tests share, starting and stopping their
+        // servers on it synchronously: as generous a bound as `eventually`'s.
+        _ = try await within(30) { await chrome.follow() }
         #expect(chrome.connection == .stopped)
         if case let .rejected(problem)? = chrome.lastError {
             #expect(problem.status == 401)
@@ -278,4 +291,24 @@ final class Log: @unchecked Sendable {
     private var kept: [String] = []
     func add(_ line: String) { lock.withLock { kept.append(line) } }
     var lines: [String] { lock.withLock { kept } }
+}
+
+/// The delays a stream chose before each reconnection, in order.
+final class Waits: @unchecked Sendable {
+    private let lock = NSLock()
+    private var delays: [Double] = []
+    func append(_ delay: Double) { lock.withLock { delays.append(delay) } }
+    var all: [Double] { lock.withLock { delays } }
+
+    /// A wait after the first reached the first delay: the ceiling it is
+    /// drawn under (full jitter) has doubled at least once.
+    func grew(from first: Double) -> Bool {
+        all.dropFirst().contains { $0 >= first }
+    }
+
+    /// Each wait under its own retry's ceiling, the first delay doubled
+    /// once a retry: a wait over it would be no backoff at all.
+    static func withinCeilings(_ delays: [Double], from first: Double) -> Bool {
+        delays.enumerated().allSatisfy { retry, delay in delay <= first * Double(1 << min(retry, 30)) }
+    }
 }
