@@ -49,6 +49,33 @@ rss_kib() { awk '/VmRSS/ {print $2}' "/proc/$1/status"; }
 # is its cost: unlike req/s, it does not stop at what the client can send.
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 
+# One table row from wrk's --latency output: LABEL req/s p50 p99 CPU-per-request non-2xx; fails on any non-2xx.
+# wrk_row LABEL WRK_OUTPUT TICKS [sockets [CPU_LOG KEY]]: `sockets` also reports and fails on socket errors;
+# CPU_LOG gets "KEY cpu" appended.
+wrk_row() {
+  python3 - "$1" "$2" "$3" "$(getconf CLK_TCK)" "${4:-}" "${5:-}" "${6:-}" <<'PY'
+import re, sys
+label, text = sys.argv[1], open(sys.argv[2]).read()
+ticks, ticks_per_second = int(sys.argv[3]), int(sys.argv[4])
+check_sockets, cpu_log, key = sys.argv[5] == "sockets", sys.argv[6], sys.argv[7]
+def micros(label):
+    match = re.search(rf"^\s*{label}%\s+([\d.]+)(us|ms|s)\s*$", text, re.M)
+    value, unit = float(match.group(1)), match.group(2)
+    return value * {"us": 1, "ms": 1000, "s": 1e6}[unit]
+rate = float(re.search(r"Requests/sec:\s+([\d.]+)", text).group(1))
+errors = re.search(r"Non-2xx or 3xx responses: (\d+)", text)
+non2xx = int(errors.group(1)) if errors else 0
+socket = re.search(r"Socket errors: (.*)", text) if check_sockets else None
+requests = int(re.search(r"(\d+) requests in", text).group(1))
+cpu = ticks / ticks_per_second * 1e6 / max(requests, 1)
+print(f"{label} {rate:>10.0f} {micros(50):>9.0f} {micros(99):>9.0f} {cpu:>13.2f} {non2xx:>7}" + (f"  socket errors: {socket.group(1)}" if socket else ""))
+if cpu_log:
+    with open(cpu_log, "a") as out:
+        out.write(f"{key} {cpu}\n")
+sys.exit(1 if non2xx or socket else 0)
+PY
+}
+
 echo "# $(date -u +%Y-%m-%dT%H:%MZ) $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), wrk -t$WRK_THREADS -c$WRK_CONNS -d$WRK_DURATION"
 
 # --- HTTP workloads ----------------------------------------------------------
@@ -64,25 +91,8 @@ for level in $LOG_LEVELS; do
     IDS_FILE="$work/ids" wrk -t"$WRK_THREADS" -c"$WRK_CONNS" -d"$WRK_DURATION" --latency \
       -s "$BENCH_LUA_DIR/$workload.lua" "$base" >"$work/$workload.txt"
     ticks=$(( $(cpu_ticks "$server_pid") - ticks_before ))
-    python3 - "$workload" "$level" "$work/$workload.txt" "$ticks" "$(getconf CLK_TCK)" "$work/cpu" <<'PY' || failed=1
-import re, sys
-name, level, text = sys.argv[1], sys.argv[2], open(sys.argv[3]).read()
-ticks, ticks_per_second = int(sys.argv[4]), int(sys.argv[5])
-def micros(label):
-    match = re.search(rf"^\s*{label}%\s+([\d.]+)(us|ms|s)\s*$", text, re.M)
-    value, unit = float(match.group(1)), match.group(2)
-    return value * {"us": 1, "ms": 1000, "s": 1e6}[unit]
-rate = float(re.search(r"Requests/sec:\s+([\d.]+)", text).group(1))
-errors = re.search(r"Non-2xx or 3xx responses: (\d+)", text)
-non2xx = int(errors.group(1)) if errors else 0
-socket = re.search(r"Socket errors: (.*)", text)
-requests = int(re.search(r"(\d+) requests in", text).group(1))
-cpu = ticks / ticks_per_second * 1e6 / max(requests, 1)
-print(f"{name:<8} {level:<5} {rate:>10.0f} {micros(50):>9.0f} {micros(99):>9.0f} {cpu:>13.2f} {non2xx:>7}" + (f"  socket errors: {socket.group(1)}" if socket else ""))
-with open(sys.argv[6], "a") as out:
-    out.write(f"{name} {level} {cpu}\n")
-sys.exit(1 if non2xx or socket else 0)
-PY
+    wrk_row "$(printf '%-8s %-5s' "$workload" "$level")" "$work/$workload.txt" "$ticks" sockets \
+      "$work/cpu" "$workload $level" || failed=1
   done
   stop_server
   rm -f "$work/server.log"
@@ -112,22 +122,7 @@ if [ -n "$BEHAVIORS" ]; then
     IDS_FILE="$work/ids" wrk -t"$WRK_THREADS" -c"$WRK_CONNS" -d"$WRK_DURATION" --latency \
       -s "$BENCH_LUA_DIR/scroll.lua" "$base" >"$work/behavior.txt"
     ticks=$(( $(cpu_ticks "$server_pid") - ticks_before ))
-    python3 - "$behavior" "$work/behavior.txt" "$ticks" "$(getconf CLK_TCK)" <<'PY' || failed=1
-import re, sys
-name, text = sys.argv[1], open(sys.argv[2]).read()
-ticks, ticks_per_second = int(sys.argv[3]), int(sys.argv[4])
-def micros(label):
-    match = re.search(rf"^\s*{label}%\s+([\d.]+)(us|ms|s)\s*$", text, re.M)
-    value, unit = float(match.group(1)), match.group(2)
-    return value * {"us": 1, "ms": 1000, "s": 1e6}[unit]
-rate = float(re.search(r"Requests/sec:\s+([\d.]+)", text).group(1))
-errors = re.search(r"Non-2xx or 3xx responses: (\d+)", text)
-non2xx = int(errors.group(1)) if errors else 0
-requests = int(re.search(r"(\d+) requests in", text).group(1))
-cpu = ticks / ticks_per_second * 1e6 / max(requests, 1)
-print(f"{'scroll ' + name:<26} {rate:>10.0f} {micros(50):>9.0f} {micros(99):>9.0f} {cpu:>13.2f} {non2xx:>7}")
-sys.exit(1 if non2xx else 0)
-PY
+    wrk_row "$(printf '%-26s' "scroll $behavior")" "$work/behavior.txt" "$ticks" || failed=1
     stop_server
     rm -f "$work/server.log"
   done
