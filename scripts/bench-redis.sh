@@ -53,8 +53,6 @@ cleanup() {
 trap cleanup EXIT
 ulimit -n 4096 || { echo "bench-redis: 1,000 watchers need 4096 open files (ulimit -n)" >&2; exit 2; }
 
-free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-
 start_redis() {  # start_redis NAME [FLAGS...]: sets redis_pid and redis_port
   local name=$1 dir="$work/$1" attempt
   shift

@@ -22,6 +22,10 @@ start_topchrome() {
   return 1
 }
 
+# free_port: a port of 127.0.0.1 the kernel just handed out, for what has no --port 0 (Redis, valgrind's
+# server); taken by someone else meanwhile, rarely.
+free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+
 # create_sessions BASE N FILE [BEHAVIOR]: creates N sessions over one keep-alive
 # connection and writes their ids to FILE, one a line (the wrk scripts' IDS_FILE).
 # With BEHAVIOR (revealAtTop, pinned, enterAlways, exitUntilCollapsed) the
