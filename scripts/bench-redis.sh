@@ -113,12 +113,18 @@ redis_counts() {
   done
   echo "$calls $reads"
 }
+# record_wire SCENARIO BEFORE: a line of $wire, the counts since BEFORE (an earlier redis_counts).
+record_wire() {
+  local calls0 reads0 calls1 reads1
+  read -r calls0 reads0 <<<"$2"; read -r calls1 reads1 <<<"$(redis_counts)"
+  echo "$1 $(( calls1 - calls0 )) $(( reads1 - reads0 ))" >>"$wire"
+}
 
 # wrk_scroll SCENARIO BASE REPLICA_PID REDIS_PIDS...: one measured wrk run of scroll.lua.
 wrk_scroll() {
   local scenario=$1 base=$2 replica=$3
   shift 3
-  local before_replica before_redis before_machine after_machine before_counts after_counts
+  local before_replica before_redis before_machine after_machine before_counts
   (( ${#redis_ports[@]} )) && before_counts=$(redis_counts)
   before_replica=$(proc_ticks "$replica"); before_redis=$(proc_ticks "$@"); before_machine=$(machine_ticks)
   # wrk's own CPU (its rusage, through a parent that waits for it).
@@ -128,11 +134,7 @@ usage = resource.getrusage(resource.RUSAGE_CHILDREN)
 open(sys.argv[1] + ".cpu", "w").write(str(usage.ru_utime + usage.ru_stime))' "$work/wrk" \
     wrk -t1 -c"$WRK_CONNS" -d"$WRK_DURATION" --latency -s "$BENCH_LUA_DIR/scroll.lua" "$base"
   after_machine=$(machine_ticks)
-  if (( ${#redis_ports[@]} )); then
-    after_counts=$(redis_counts)
-    read -r calls0 reads0 <<<"$before_counts"; read -r calls1 reads1 <<<"$after_counts"
-    echo "$scenario $(( calls1 - calls0 )) $(( reads1 - reads0 ))" >>"$wire"
-  fi
+  (( ${#redis_ports[@]} )) && record_wire "$scenario" "$before_counts"
   python3 - "$scenario" "$work/wrk.txt" "$(( $(proc_ticks "$replica") - before_replica ))" \
     "$(( $(proc_ticks "$@") - before_redis ))" "$before_machine" "$after_machine" "$ticks_per_second" "$(nproc)" "$(cat "$work/wrk.cpu")" >>"$results" <<'PY'
 import re, sys
@@ -210,8 +212,7 @@ connections, pipeline, ticks, hz, calls = sys.argv[2], sys.argv[3], int(sys.argv
 # rps, avg, min, p50, p95, p99, max (ms)
 print(f"ceiling-c{connections}-P{pipeline}", f"{float(row[1]):.0f}", f"{float(row[6]) * 1000:.0f}", "-", f"{ticks / hz * 1e6 / calls:.2f}", "-", "-", "-", "-", "-")
 PY
-    read -r calls0 reads0 <<<"$before_counts"; read -r calls1 reads1 <<<"$(redis_counts)"
-    echo "ceiling-c$connections-P$pipeline $(( calls1 - calls0 )) $(( reads1 - reads0 ))" >>"$wire"
+    record_wire "ceiling-c$connections-P$pipeline" "$before_counts"
   done
 done
 # The same depth with the replica's own calls, each changing its session as
@@ -222,10 +223,9 @@ for run in $(seq "$RUNS"); do
   before_counts=$(redis_counts)
   read -r calls seconds <<<"$(python3 Benchmarks/redis/flip-ceiling.py "$single_port" "$library_name" "$CEILING_N" 32)"
   ticks=$(( $(proc_ticks "$single_pid") - before_redis ))
-  read -r calls0 reads0 <<<"$before_counts"; read -r calls1 reads1 <<<"$(redis_counts)"
+  record_wire flip-c1-P32 "$before_counts"
   python3 -c 'import sys; calls, seconds, ticks, hz = int(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]); print("flip-c1-P32", f"{calls / seconds:.0f}", "-", "-", f"{ticks / hz * 1e6 / calls:.2f}", "-", "-", "-", "-", "-")' \
     "$calls" "$seconds" "$ticks" "$ticks_per_second" >>"$results"
-  echo "flip-c1-P32 $(( calls1 - calls0 )) $(( reads1 - reads0 ))" >>"$wire"
 done
 
 # --- 2. scroll through one replica on the memory store and on one Redis ------------
