@@ -62,7 +62,7 @@ struct ChromePrediction {
         unanswered[index].seq = seq
         guard let base, let applied = base.lastAppliedSeq, seq <= applied else { return }
         unanswered.remove(at: index)
-        predicted = rules.apply(unanswered.map { .scroll($0.report) }, to: base)
+        predicted = replaying(unanswered, on: base)
     }
 
     /// The service's state, from the event stream (in order, each version once).
@@ -73,7 +73,7 @@ struct ChromePrediction {
         // The offset `enterAlways` takes the next delta from is not in the
         // state: it is the last report the service applied, which is known
         // here when that report was made here (or none came since).
-        let walked = base.map { rules.apply(included.map { .scroll($0.report) }, to: $0) }
+        let walked = base.map { replaying(included, on: $0) }
         let sameWalk = walked?.behavior == state.behavior && state.lastSeq == (included.last?.seq ?? base?.lastAppliedSeq)
         let served = State(
             inset: state.inset, isRevealed: state.isRevealed, version: UInt64(clamping: max(state.version, 1)),
@@ -81,7 +81,11 @@ struct ChromePrediction {
             chosenCollapsibleHeight: state.collapsibleHeight == state.inset ? nil : Float(state.collapsibleHeight),
             trackedHeightOffset: Float(state.heightOffset), lastOffset: sameWalk ? walked?.lastOffset : nil)
         base = served
-        predicted = rules.apply(unanswered.map { .scroll($0.report) }, to: served)
+        predicted = replaying(unanswered, on: served)
+    }
+
+    private func replaying(_ reports: [Unanswered], on state: State) -> State {
+        rules.apply(reports.map { .scroll($0.report) }, to: state)
     }
 
     /// The screen went away: the chrome shows at once. Unanswered reports
