@@ -1,7 +1,5 @@
 extension String {
     var isPlainASCII: Bool { utf8.allSatisfy { $0 >= 0x20 && $0 < 0x7F || $0 == 0x09 } }
-
-
 }
 
 extension StringProtocol {
