@@ -46,15 +46,11 @@ public enum HTTPResponse: Sendable {
 
     /// Adds `fields` to the answer, whichever it is and whenever it comes.
     public mutating func addHeaders(_ fields: HTTPHeaders) {
-        switch self {
-        case var .complete(response):
-            response.headers.add(contentsOf: fields)
-            self = .complete(response)
-        case var .stream(response):
-            response.headers.add(contentsOf: fields)
-            self = .stream(response)
-        case let .later(pending, _):
+        if case let .later(pending, _) = self {
             pending.addToAnswer(fields)
+        } else if var decided = DecidedResponse(self) {
+            decided.addHeaders(fields)
+            self = decided.answer
         }
     }
 }
@@ -94,6 +90,23 @@ public struct StreamingResponse: Sendable {
 enum DecidedResponse: Sendable {
     case complete(CompleteResponse)
     case stream(StreamingResponse)
+
+    /// nil for a response that is still to come.
+    init?(_ response: HTTPResponse) {
+        switch response {
+        case let .complete(response): self = .complete(response)
+        case let .stream(response): self = .stream(response)
+        case .later: return nil
+        }
+    }
+
+    /// The same answer as the server's callers see it.
+    var answer: HTTPResponse {
+        switch self {
+        case let .complete(response): .complete(response)
+        case let .stream(response): .stream(response)
+        }
+    }
 
     var endpoint: Int? {
         switch self {
