@@ -136,7 +136,7 @@ public struct Backoff: Sendable {
 
 /// Runs `body` once `delay` has passed (a backoff before trying again), on
 /// one of Dispatch's threads: nothing waits meanwhile.
-func after(_ delay: Duration, _ body: @escaping @Sendable () -> Void) {
+package func after(_ delay: Duration, _ body: @escaping @Sendable () -> Void) {
     let (seconds, attoseconds) = delay.components
     let nanoseconds = Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000)
     DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(nanoseconds), execute: body)

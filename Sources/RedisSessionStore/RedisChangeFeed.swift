@@ -1,4 +1,3 @@
-import Dispatch
 import Locking
 import Redis
 import StoreParts
@@ -97,10 +96,7 @@ final class RedisChangeFeed: @unchecked Sendable {
             channel.readsStarted += 1
             return .read(channel.readsStarted)
         }
-        let (seconds, attoseconds) = joinTimeout.components
-        DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000))) {
-            self.giveUp(on: subscriber, of: id)
-        }
+        after(joinTimeout) { self.giveUp(on: subscriber, of: id) }
         switch next {
         case .listen: listen(to: id)
         case let .read(number): read(id, number: number, resynchronizing: false)

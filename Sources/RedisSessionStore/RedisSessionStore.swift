@@ -109,14 +109,14 @@ public final class RedisSessionStore: SessionStore, SessionChangeFeed {
 
     public func requestSubscribe(_ subscriber: any SessionSubscriber,
                                  to id: SessionID) throws(SubscriptionRefusal) -> StoreAnswer<Session?> {
-        let pending = PendingAnswer<Session?>()
-        try subscribe(subscriber, to: id, reply: { pending.complete(with: $0) })
-        return .later(pending)
+        try later { reply throws(SubscriptionRefusal) in try subscribe(subscriber, to: id, reply: reply) }
     }
 
-    private func later<Value>(_ ask: (@escaping StoreReply<Value>) -> Void) -> StoreAnswer<Value> {
+    private func later<Value, Refusal>(
+        _ ask: (@escaping StoreReply<Value>) throws(Refusal) -> Void
+    ) throws(Refusal) -> StoreAnswer<Value> {
         let pending = PendingAnswer<Value>()
-        ask { pending.complete(with: $0) }
+        try ask { pending.complete(with: $0) }
         return .later(pending)
     }
 
