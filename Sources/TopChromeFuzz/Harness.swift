@@ -300,10 +300,16 @@ struct World {
             case .session where method == "GET":
                 guard let state else { return .status(404) }
                 // A long-poll (`Prefer: wait` with If-None-Match) subscribes
-                // before it reads, on both stores: whatever it answers comes
-                // through the wait, or 503 at the watchers' limit.
+                // before it reads, on both stores: 503 at the watchers' limit;
+                // then If-Match is checked against the state the feed read
+                // (412 at once from a store in this process); else whatever
+                // it answers comes through the wait.
                 if ifNoneMatch != nil, choose(HTTPModel.wantsWait(HTTPModel.combined(headers, "Prefer"))) {
-                    return watchers > 0 && choose(.either) ? .status(503) : .pending
+                    if watchers > 0 && choose(.either) { return .status(503) }
+                    guard choose(HTTPModel.ifMatchHolds(ifMatch, etag: etag(state), strictTags: strict)) else {
+                        return .status(412)
+                    }
+                    return .pending
                 }
                 guard choose(HTTPModel.ifMatchHolds(ifMatch, etag: etag(state), strictTags: strict)) else {
                     return .status(412)
