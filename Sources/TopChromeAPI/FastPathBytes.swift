@@ -141,18 +141,36 @@ struct ByteWriter {
         for byte in text.utf8 { write(byte) }
     }
 
-    /// `value` in decimal.
+    /// `value` in decimal, two digits a step: most answers to a scroll
+    /// report carry a `lastSeq` of some 16 digits.
     @inline(__always)
     mutating func writeDecimal(_ value: UInt64) {
-        var digitCount = 1, rest = value
-        while rest >= 10 {
-            rest /= 10
+        var digitCount = 1, power: UInt64 = 10
+        while digitCount < 20, value >= power {
             digitCount += 1
+            power &*= 10
         }
-        rest = value
-        for index in stride(from: count + digitCount - 1, through: count, by: -1) {
-            bytes[index] = UInt8(ascii: "0") + UInt8(truncatingIfNeeded: rest % 10)
-            rest /= 10
+        let pairs: StaticString = """
+            0001020304050607080910111213141516171819\
+            2021222324252627282930313233343536373839\
+            4041424344454647484950515253545556575859\
+            6061626364656667686970717273747576777879\
+            8081828384858687888990919293949596979899
+            """
+        var rest = value, end = count + digitCount
+        while rest >= 100 {
+            let pair = Int(truncatingIfNeeded: rest % 100) &* 2
+            rest /= 100
+            end -= 2
+            bytes[end] = pairs.utf8Start[pair]
+            bytes[end + 1] = pairs.utf8Start[pair + 1]
+        }
+        if rest >= 10 {
+            let pair = Int(truncatingIfNeeded: rest) &* 2
+            bytes[end - 2] = pairs.utf8Start[pair]
+            bytes[end - 1] = pairs.utf8Start[pair + 1]
+        } else {
+            bytes[end - 1] = UInt8(ascii: "0") + UInt8(truncatingIfNeeded: rest)
         }
         count += digitCount
     }

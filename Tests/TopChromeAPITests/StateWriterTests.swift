@@ -36,7 +36,8 @@ import TopChromeTesting
         #expect(StateWriter.json(session) == Self.reference(session))
     }
 
-    @Test(arguments: [0, 1, 9, 10, 99, 100, 1_234_567, UInt64.max])
+    @Test(arguments: [0, 1, 9, 10, 99, 100, 999, 1_000, 1_234_567, 1_764_615_066_000_001,
+                     9_999_999_999_999_999_999, 10_000_000_000_000_000_000, UInt64.max])
     func versionsAndETags(_ version: UInt64) {
         let session = Session(id: .random(), state: ChromeState(inset: 47, isRevealed: true, version: version, lastAppliedSeq: 3),
                               tag: StateTag(bits: 0x00ab_cdef_0123))
