@@ -12,13 +12,13 @@ import Synchronization
 public final class StripedCounters: @unchecked Sendable {  // every access is atomic
     /// A power of two. Threads are told apart by a hash of their id, so two
     /// may share a stripe; they then only lose the gain.
-    private static let stripeCount = 8
+    @inlinable static var stripeCount: Int { 8 }
     /// Stripes start on their own cache lines (128 bytes: adjacent-line prefetch pairs lines).
     private static let stripeAlignment = 128
-    private let count: Int
+    @usableFromInline let count: Int
     /// Counters per stripe, rounded up to whole stripe alignments.
-    private let stride: Int
-    private let storage: UnsafeMutablePointer<Atomic<Int>>
+    @usableFromInline let stride: Int
+    @usableFromInline let storage: UnsafeMutablePointer<Atomic<Int>>
 
     public init(count: Int) {
         self.count = count
@@ -37,6 +37,8 @@ public final class StripedCounters: @unchecked Sendable {  // every access is at
         storage.deallocate()
     }
 
+    /// Inlined into the caller: every request adds to a few counters, and a call across modules costs more than the add.
+    @inlinable @inline(__always)
     public func add(_ amount: Int, at index: Int) {
         precondition(index >= 0 && index < count, "no such counter")
         storage[Self.currentStripe() * stride + index].wrappingAdd(amount, ordering: .relaxed)
@@ -53,7 +55,8 @@ public final class StripedCounters: @unchecked Sendable {  // every access is at
     }
 
     /// The calling thread's stripe: its id, hashed (ids are addresses, far apart and aligned).
-    private static func currentStripe() -> Int {
+    @inlinable @inline(__always)
+    static func currentStripe() -> Int {
         Int(truncatingIfNeeded: (UInt64(pthread_self()) &* 0x9E37_79B9_7F4A_7C15) >> 32) & (stripeCount - 1)
     }
 }
