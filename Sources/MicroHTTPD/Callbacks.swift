@@ -97,7 +97,9 @@ private func respond(
     var request = context.pointee.lendRequest()
     let response = dispatcher.responder.respond(to: request, reusing: &context.pointee.responseBuffers)
     context.pointee.takeBack(&request)
-    switch response {
+    // Consumed, so the answer's buffers have one owner and `keep` empties
+    // them in place rather than copying them.
+    switch consume response {
     case var .complete(complete):
         context.pointee.endpoint = complete.endpoint
         let result = queue(complete, on: connection, context: context, dispatcher: dispatcher)
