@@ -117,8 +117,21 @@ public final class InMemorySessionStore: SessionStore, SessionChangeFeed {
         }
     }
 
+    /// A read refreshes the session's idle time but writes no state: the
+    /// cheapest answer the API gives, and the most frequent after reports.
     public func session(_ id: SessionID) -> Session? {
-        apply([], to: id)
+        let tick = currentTick()
+        let shard = shard(for: id)
+        let (session, delivers) = shard.withLock { sessions -> (Session?, Bool) in
+            // Finding it expired removes it, and its watchers hear of that.
+            guard let place = livePlace(of: id, in: &sessions, at: tick) else {
+                return (nil, sessions.outbox.takeBaton())
+            }
+            sessions.touch(at: place, id, lastUsed: tick)
+            return (Session(id: id, state: sessions.state(at: place, id), tag: epoch), false)
+        }
+        if delivers { deliverCollected(in: shard) }
+        return session
     }
 
     public func apply(_ inputs: [ChromeInput], to id: SessionID, if condition: VersionCondition) -> StoreOutcome {

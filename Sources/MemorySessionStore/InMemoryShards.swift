@@ -64,6 +64,15 @@ struct ShardSessions: ~Copyable {
         }
     }
 
+    /// Marks the session at `place` used at `tick`: a read keeps it alive.
+    @inline(__always)
+    mutating func touch(at place: Place, _ id: SessionID, lastUsed tick: UInt64) {
+        switch place {
+        case let .slot(index): table[index].touch(at: tick)
+        case .aside: aside[id]!.lastUsed = tick
+        }
+    }
+
     /// Adds a session that is not here yet.
     mutating func insert(_ id: SessionID, _ state: ChromeState, lastUsed tick: UInt64) {
         if id.high | id.low != 0 && SessionSlot.fits(state) {

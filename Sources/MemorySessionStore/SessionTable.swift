@@ -99,6 +99,11 @@ struct SessionSlot: Equatable {
     /// The last use, in the store's idle-clock ticks (23 bits).
     var lastUsed: UInt64 { packed >> Self.lastUsedShift }
 
+    /// Marks the session used at `tick`, its state untouched.
+    mutating func touch(at tick: UInt64) {
+        packed = packed & ((1 << Self.lastUsedShift) - 1) | tick << Self.lastUsedShift
+    }
+
     /// Stores `state`, which must ``fits(_:)``, last used at `tick`.
     mutating func set(_ state: ChromeState, lastUsed tick: UInt64) {
         inset = state.inset

@@ -60,8 +60,8 @@ enum StateWriter {
 
     /// Whole numbers without a fraction (`59`, not `59.0`), as `JSONWriter` writes them.
     private static func number(_ value: Double, to writer: inout ByteWriter) {
-        if value == value.rounded(), abs(value) < 9_007_199_254_740_992 {
-            let whole = Int64(value)
+        // Whole when it survives the trip through Int64 (no libm `round` call).
+        if abs(value) < 9_007_199_254_740_992, case let whole = Int64(value), Double(whole) == value {
             if whole < 0 { writer.write(UInt8(ascii: "-")) }
             writer.writeDecimal(whole.magnitude)
         } else {

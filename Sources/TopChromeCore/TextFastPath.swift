@@ -18,27 +18,33 @@ extension SessionID {
     }
 
     /// Sixteen lowercase hex digits as a number; every request path with an
-    /// id is read by this. A table, not comparisons: ids are random, so a
-    /// branch on "digit or letter" would be mispredicted every other byte.
+    /// id is read by this. Eight bytes at a time: ids are random, so a branch
+    /// per byte would be mispredicted every other byte, and even a table
+    /// lookup per byte cost more than finding the session.
     private static func hexValue(_ digits: UnsafePointer<UInt8>) -> UInt64? {
-        var value: UInt64 = 0, invalid: UInt8 = 0
-        hexDigitValues.withUnsafeBufferPointer { table in
-            for index in 0..<16 {
-                let nibble = table[Int(digits[index])]
-                invalid |= nibble
-                value = value << 4 | UInt64(nibble & 0xF)
-            }
-        }
-        return invalid & 0xF0 == 0 ? value : nil
+        guard let high = hexValue(eightAt: UnsafeRawPointer(digits)),
+              let low = hexValue(eightAt: UnsafeRawPointer(digits + 8)) else { return nil }
+        return UInt64(high) << 32 | UInt64(low)
     }
 
-    /// Each byte's value as a lowercase hex digit; 0xFF for bytes that are not one.
-    private static let hexDigitValues: [UInt8] = (0...255).map { byte in
-        switch UInt8(byte) {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): UInt8(byte) - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): UInt8(byte) - UInt8(ascii: "a") + 10
-        default: 0xFF
-        }
+    /// Eight lowercase hex digits, the first the most significant.
+    @inline(__always)
+    private static func hexValue(eightAt bytes: UnsafeRawPointer) -> UInt32? {
+        let ones: UInt64 = 0x0101_0101_0101_0101, tops = ones &* 0x80
+        let text = UInt64(littleEndian: bytes.loadUnaligned(as: UInt64.self))
+        // Every byte below 0x80, so that no sum below carries into the next byte.
+        guard text & tops == 0 else { return nil }
+        // A byte's top bit after adding 0x80 - n is set when the byte is at least n.
+        let digits = (text &+ ones &* (0x80 - 0x30)) & ~(text &+ ones &* (0x80 - 0x3A)) & tops
+        let letters = (text &+ ones &* (0x80 - 0x61)) & ~(text &+ ones &* (0x80 - 0x67)) & tops
+        guard digits | letters == tops else { return nil }
+        // '0'...'9' end in their value, 'a'...'f' in it less 9. Then
+        // neighbours pair up: nibbles into bytes, bytes into halves, halves into one.
+        var value = (text & 0x0F0F_0F0F_0F0F_0F0F) &+ (letters >> 7) &* 9
+        value = (value << 4 | value >> 8) & 0x00FF_00FF_00FF_00FF
+        value = (value << 8 | value >> 16) & 0x0000_FFFF_0000_FFFF
+        value = (value << 16 | value >> 32) & 0xFFFF_FFFF
+        return UInt32(truncatingIfNeeded: value)
     }
 
     public var description: String {
@@ -56,20 +62,38 @@ extension SessionID {
     }
 
     private static func writeHex(_ value: UInt64, to destination: UnsafeMutablePointer<UInt8>) {
-        for index in 0..<16 {
-            let nibble = UInt8(truncatingIfNeeded: value &>> UInt64(60 - 4 * index)) & 0xF
-            destination[index] = nibble < 10 ? UInt8(ascii: "0") &+ nibble : UInt8(ascii: "a") &+ (nibble &- 10)
-        }
+        let bytes = UnsafeMutableRawPointer(destination)
+        bytes.storeBytes(of: hexDigits(UInt32(truncatingIfNeeded: value >> 32)).littleEndian, as: UInt64.self)
+        bytes.storeBytes(of: hexDigits(UInt32(truncatingIfNeeded: value)).littleEndian, toByteOffset: 8, as: UInt64.self)
+    }
+
+    /// The eight lowercase hex digits of `value` as the bytes of a number
+    /// to store little-endian (the first digit the lowest byte): every
+    /// answer writes an id and a tag, and a branch per digit would be
+    /// mispredicted every other digit.
+    @inline(__always)
+    static func hexDigits(_ value: UInt32) -> UInt64 {
+        // Each nibble into a byte of its own, the last digit the lowest byte.
+        var nibbles = UInt64(value)
+        nibbles = (nibbles | nibbles << 16) & 0x0000_FFFF_0000_FFFF
+        nibbles = (nibbles | nibbles << 8) & 0x00FF_00FF_00FF_00FF
+        nibbles = (nibbles | nibbles << 4) & 0x0F0F_0F0F_0F0F_0F0F
+        nibbles = nibbles.byteSwapped
+        // A nibble of 10 or more is a letter: '0' + n, and 'a' - '0' - 10 = 39 more.
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let letters = ((nibbles &+ ones &* 6) >> 4) & ones
+        return nibbles &+ ones &* 0x30 &+ letters &* 39
     }
 }
 
 extension StateTag {
     /// Writes the twelve hex digits at `destination`.
     public func writeHex(to destination: UnsafeMutablePointer<UInt8>) {
-        for index in 0..<Self.hexDigits {
-            let nibble = UInt8(truncatingIfNeeded: bits &>> UInt64(44 - 4 * index)) & 0xF
-            destination[index] = nibble < 10 ? UInt8(ascii: "0") &+ nibble : UInt8(ascii: "a") &+ (nibble &- 10)
-        }
+        // The first four digits, then the last eight over the four bytes after them.
+        let bytes = UnsafeMutableRawPointer(destination)
+        let first = SessionID.hexDigits(UInt32(truncatingIfNeeded: bits >> 32) << 16)
+        bytes.storeBytes(of: UInt32(truncatingIfNeeded: first).littleEndian, as: UInt32.self)
+        bytes.storeBytes(of: SessionID.hexDigits(UInt32(truncatingIfNeeded: bits)).littleEndian, toByteOffset: 4, as: UInt64.self)
     }
 
     /// The twelve hex digits.

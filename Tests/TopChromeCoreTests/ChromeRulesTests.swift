@@ -146,11 +146,42 @@ import TopChromeCore
     @Test func everyOtherByteIsRefused() {
         let hex = Set("0123456789abcdef".utf8)
         for byte in UInt8.min...UInt8.max {
-            for position in [0, 15, 16, 31] {
+            for position in 0..<32 {
                 var text = Array("0123456789abcdef0123456789abcdef".utf8)
                 text[position] = byte
                 let id = text.withUnsafeBufferPointer { SessionID(utf8: $0) }
                 #expect((id != nil) == hex.contains(byte), "byte \(byte) at \(position)")
+            }
+        }
+    }
+
+    /// Every digit in every place reads and writes as itself: the parser and
+    /// the writer take eight digits at a time, so a digit's place is where
+    /// they could go wrong.
+    @Test func everyDigitInEveryPlace() {
+        let ones: UInt64 = 0x1111_1111_1111_1111
+        for position in 0..<32 {
+            for (value, digit) in "0123456789abcdef".utf8.enumerated() {
+                var text = Array(repeating: UInt8(ascii: "1"), count: 32)
+                text[position] = digit
+                let shift = UInt64(4 * (15 - position % 16))
+                let half = ones & ~(0xF << shift) | UInt64(value) << shift
+                let expected = position < 16 ? SessionID(high: half, low: ones) : SessionID(high: ones, low: half)
+                #expect(text.withUnsafeBufferPointer { SessionID(utf8: $0) } == expected, "\(value) at \(position)")
+                #expect(expected.description == String(decoding: text, as: UTF8.self))
+            }
+        }
+    }
+
+    /// A state's tag is twelve digits, each in its place, as `init(hex:)` reads them.
+    @Test func aTagWritesEveryDigitInItsPlace() {
+        for position in 0..<12 {
+            for value in UInt64(0)...15 {
+                let tag = StateTag(bits: 0x1111_1111_1111 & ~(0xF << UInt64(4 * (11 - position))) | value << UInt64(4 * (11 - position)))
+                let hex = tag.hex
+                #expect(hex.count == 12)
+                #expect(StateTag(hex: hex) == tag)
+                #expect(String(decoding: hex, as: UTF8.self) == String(repeating: "0", count: 12 - String(tag.bits, radix: 16).count) + String(tag.bits, radix: 16))
             }
         }
     }
