@@ -141,15 +141,17 @@ struct ByteWriter {
         for byte in text.utf8 { write(byte) }
     }
 
+    /// 10^0 through 10^19, every power of ten a `UInt64` holds.
+    private static let powersOfTen: [UInt64] = (0..<20).map { (0..<$0).reduce(1) { power, _ in power * 10 } }
+
     /// `value` in decimal, two digits a step: most answers to a scroll
     /// report carry a `lastSeq` of some 16 digits.
     @inline(__always)
     mutating func writeDecimal(_ value: UInt64) {
-        var digitCount = 1, power: UInt64 = 10
-        while digitCount < 20, value >= power {
-            digitCount += 1
-            power &*= 10
-        }
+        // The count from the bit width (log10 2 ≈ 1233 / 4096), one less
+        // below that power of ten; `| 1` makes zero one digit.
+        let power = ((UInt64.bitWidth - (value | 1).leadingZeroBitCount) &* 1233) >> 12
+        let digitCount = power + 1 - (value | 1 < Self.powersOfTen[power] ? 1 : 0)
         let pairs: StaticString = """
             0001020304050607080910111213141516171819\
             2021222324252627282930313233343536373839\

@@ -46,6 +46,23 @@ import TopChromeTesting
         #expect(EntityTag(Array("\(version).00abcdef0123".utf8)) == (version == 0 ? nil : session.entityTag), "read back as written")
     }
 
+    /// Every count of digits, at both its ends, and every power of two: the
+    /// writer tells a number's digits from its bit width.
+    @Test func everyDigitCount() {
+        var values: [UInt64] = [0, .max]
+        var power: UInt64 = 1
+        for _ in 0..<19 {
+            power *= 10
+            values += [power - 1, power, power + 1]
+        }
+        for bit in UInt64(0)..<64 { values += [1 << bit, (1 << bit) - 1] }
+        for value in values {
+            let session = Session(id: .random(), state: ChromeState(inset: 0, isRevealed: true, version: 1, lastAppliedSeq: value),
+                                  tag: StateTag(bits: 1))
+            #expect(StateWriter.json(session) == Self.reference(session), "\(value)")
+        }
+    }
+
     /// A session that chose a behaviour carries its five members after the
     /// others; floats as their own shortest text, whole numbers without a fraction.
     @Test func behaviourMembers() {
