@@ -51,7 +51,10 @@ local function percent(state)
   if state.behavior == 'pinned' then return 0 end
   local h = height(state)
   if not (h > 0) then return 0 end
-  return math.floor(-state.tracked / h * 100 + 0.5)
+  local hidden = -state.tracked / h
+  if not (hidden < 1) then return 100 end
+  if not (hidden > 0) then return 0 end
+  return math.floor(hidden * 100 + 0.5)
 end
 
 local function fractionDriven(state)

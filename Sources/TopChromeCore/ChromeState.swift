@@ -103,8 +103,14 @@ public struct ChromeState: Sendable, Hashable {
         case .enterAlways, .exitUntilCollapsed:
             let height = collapsibleHeight
             guard height > 0 else { return 0 }
+            let hidden = Double(-trackedHeightOffset) / Double(height)
+            // A stored state may hold an offset past its height (a state file
+            // or a hash written for another inset, or by hand): it stands at
+            // the nearer end, and no ratio is too large to count.
+            guard hidden < 1 else { return 100 }
+            guard hidden > 0 else { return 0 }
             // Rounded half up by floor, which the function library computes alike.
-            return Int((Double(-trackedHeightOffset) / Double(height) * 100 + 0.5).rounded(.down))
+            return Int((hidden * 100 + 0.5).rounded(.down))
         }
     }
 

@@ -47,6 +47,33 @@ import Testing
         #expect(second.waitForExit(within: 10) == 0)
     }
 
+    /// A state file an operator edited (or one written for another inset)
+    /// may hold a chrome moved further than its height: the server loads it,
+    /// answers it as fully hidden, and takes reports for it. (Its answer
+    /// once divided the offset by a near-zero height and trapped.)
+    @Test func aStoredOffsetPastItsHeightIsAnsweredNotACrash() throws {
+        let first = try start()
+        let client = try TestHTTPClient(port: first.port)
+        let id = try #require(try client.json("POST", "/v1/sessions", #"{"inset": 40, "behavior": "enterAlways"}"#).json["id"] as? String)
+        first.signal(SIGTERM)
+        #expect(first.waitForExit(within: 10) == 0)
+        let text = try String(contentsOfFile: stateFile, encoding: .utf8)
+        let edited = text.replacingOccurrences(of: #""inset":40,"#, with: #""inset":1e-40,"heightOffset":-30,"#)
+        #expect(edited != text, "the session's line: \(text)")
+        try edited.write(toFile: stateFile, atomically: true, encoding: .utf8)
+
+        let second = try start()
+        let again = try TestHTTPClient(port: second.port)
+        let answer = try again.request("GET", "/v1/sessions/\(id)")
+        #expect(answer.status == 200, "\(answer.text)")
+        #expect(try answer.json["collapsedFraction"] as? Double == 1)
+        let scrolled = try again.json("POST", "/v1/sessions/\(id)/scroll", #"{"contentOffsetY": 500}"#)
+        #expect(scrolled.status == 200, "\(scrolled.text)")
+        #expect(second.process.isRunning)
+        second.signal(SIGTERM)
+        #expect(second.waitForExit(within: 10) == 0)
+    }
+
     /// Clients post reports as fast as they can while SIGTERM arrives. Every
     /// report answered 2xx must be in the restarted server, and no client may
     /// see an error before the stop began.

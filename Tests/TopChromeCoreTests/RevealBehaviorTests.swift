@@ -18,6 +18,21 @@ import Testing
         .scroll(ScrollReport(contentOffsetY: y, axis: axis, seq: seq, phase: phase, contentHeight: content, viewportHeight: viewport))
     }
 
+    /// A stored state whose offset lies past its height (a state file or a
+    /// hash written for another inset, or by hand) stands at the nearer end:
+    /// no ratio of offset to height is too large to count, and reports and
+    /// changes go on from there.
+    @Test(arguments: [(1e-40, Float(-30), 1.0), (Double(Float.leastNonzeroMagnitude), -30, 1), (40, -Float.greatestFiniteMagnitude, 1),
+                      (40, -.infinity, 1), (40, 5, 0), (40, .nan, 1), (40, -20, 0.5)])
+    func anOffsetPastTheHeightStandsAtTheNearerEnd(inset: Double, tracked: Float, fraction: Double) {
+        for behavior in [RevealBehavior.enterAlways, .exitUntilCollapsed] {
+            let stored = ChromeState(inset: inset, isRevealed: true, version: 3, lastAppliedSeq: nil, behavior: behavior,
+                                     trackedHeightOffset: tracked)
+            #expect(stored.collapsedFraction == fraction, "\(behavior)")
+            #expect(rules.apply([report(500), report(600), .setInset(inset), .disappear], to: stored).collapsedFraction == 0)
+        }
+    }
+
     @Test func revealAtTopIsTheDefaultAndCarriesTheNewMembers() {
         let state = ChromeState(inset: 59)
         #expect(state.behavior == .revealAtTop)
