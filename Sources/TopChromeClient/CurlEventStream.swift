@@ -90,8 +90,9 @@ private final class CurlTransfer: @unchecked Sendable {
         }
         let me = Unmanaged.passUnretained(self).toOpaque()
         // Whole seconds: libcurl's unit. Below one byte a second for that
-        // long (no state, no heartbeat) the connection counts as dead.
-        let idleSeconds = max(1, Int(idleTimeout.rounded(.up)))
+        // long (no state, no heartbeat) the connection counts as dead;
+        // 0 turns the check off, libcurl's "never".
+        let idleSeconds = idleWholeSeconds
         _ = ccurl_setopt_string(easy, CURLOPT_URL, url)
         _ = ccurl_setopt_list(easy, CURLOPT_HTTPHEADER, headers)
         // No signals: the thread is the app's, and so are its handlers.
@@ -131,6 +132,12 @@ private final class CurlTransfer: @unchecked Sendable {
         } else {
             continuation.finish(throwing: failure(code))
         }
+    }
+
+    /// The idle timeout in whole seconds, at least one; 0 (never) for one
+    /// too long to count in them, as `.infinity` asks.
+    private var idleWholeSeconds: Int {
+        idleTimeout < Double(Int32.max) ? max(1, Int(idleTimeout.rounded(.up))) : 0
     }
 
     private static func from(_ pointer: UnsafeMutableRawPointer?) -> CurlTransfer {
@@ -204,7 +211,7 @@ private final class CurlTransfer: @unchecked Sendable {
         var systemError = 0
         if let easy { _ = ccurl_os_errno(easy, &systemError) }
         let reason = TransferFailure.reason(code, systemError: Int32(truncatingIfNeeded: systemError), answered: announced,
-                                            idleSeconds: max(1, Int(idleTimeout.rounded(.up))))
+                                            idleSeconds: idleWholeSeconds)
         let kind: URLError.Code = switch code {
         case CURLE_COULDNT_RESOLVE_HOST: .cannotFindHost
         case CURLE_COULDNT_CONNECT: .cannotConnectToHost

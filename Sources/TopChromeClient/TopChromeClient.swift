@@ -16,7 +16,7 @@ public final class TopChromeClient: Sendable {
         public var requestTimeout: Double = 30
         /// Seconds an event stream may stay silent before it is reconnected.
         /// The service sends a heartbeat every 15 s by default, so several
-        /// missed heartbeats mean the connection is dead.
+        /// missed heartbeats mean the connection is dead. `.infinity`: never.
         public var streamIdleTimeout: Double = 50
         /// Seconds an event stream must stay open before its backoff starts
         /// again from the first delay (as LaunchDarkly's EventSource does):

@@ -107,6 +107,24 @@ import TopChromeClient
         recorder.cancel()
     }
 
+    /// An app that never wants a quiet stream given up sets `.infinity`: the
+    /// stream opens, follows, and keeps its quiet connection.
+    @Test func anInfiniteIdleTimeoutKeepsAQuietConnection() async throws {
+        let server = try ClosingEventServer(closes: false)
+        defer { server.stop() }
+        let client = TopChromeClient(baseURL: URL(string: "http://127.0.0.1:\(server.port)")!, bearerToken: nil, configuration: {
+            var configuration = TopChromeClient.Configuration()
+            configuration.streamIdleTimeout = .infinity
+            return configuration
+        }())
+        let recorder = StateRecorder(client.session(id: String(repeating: "1", count: 32)).states())
+        #expect(await recorder.waitFor { $0.count == 1 })
+        try await Task.sleep(nanoseconds: 2_500_000_000)
+        #expect(server.connections == 1, "the quiet connection is kept")
+        #expect(recorder.versions == [1])
+        recorder.cancel()
+    }
+
     /// A server that was never there: the attempts keep failing and are told,
     /// each with the reason, while the stream keeps trying.
     @Test func reportsAServerThatCannotBeReached() async throws {
