@@ -37,7 +37,12 @@ extension RedisClient {
     /// later than we reach `deadline` (bar a clock stepped since the reading).
     public func redisMilliseconds(at deadline: ContinuousClock.Instant, forKey key: [UInt8],
                                   completion: @escaping @Sendable (Int64?) -> Void) {
-        let slot = HashSlot.of(key)
+        redisMilliseconds(at: deadline, forSlot: HashSlot.of(key), completion: completion)
+    }
+
+    /// The same, for the node serving `slot` (`HashSlot.of` a key).
+    public func redisMilliseconds(at deadline: ContinuousClock.Instant, forSlot slot: Int,
+                                  completion: @escaping @Sendable (Int64?) -> Void) {
         guard let node = node(serving: slot) else { return completion(nil) }
         let convert: @Sendable (NodeClocks.Reading?) -> Void = { reading in
             completion(reading.map { ($0.microsecondsAtReference + NodeClocks.microseconds(deadline - NodeClocks.reference)) / 1000 })
@@ -52,14 +57,14 @@ extension RedisClient {
             return (known, !fresh && !reading)
         }
         if let known { convert(known) }
-        if mustRead { readClock(of: node, throughSlot: key) }
+        if mustRead { readClock(of: node, throughSlot: slot) }
     }
 
-    /// Sends `TIME` to the node serving `key`'s slot, and hands the reading
-    /// to whoever waits for it.
-    private func readClock(of node: RedisNode, throughSlot key: [UInt8]) {
+    /// Sends `TIME` to the node serving `slot`, and hands the reading to
+    /// whoever waits for it.
+    private func readClock(of node: RedisNode, throughSlot slot: Int) {
         let sent = ContinuousClock.now
-        send(RESPRequest([Array("TIME".utf8)]), key: key) { [clocks] result in
+        send(RESPRequest([Array("TIME".utf8)]), slot: slot) { [clocks] result in
             let arrived = ContinuousClock.now
             var reading: NodeClocks.Reading?
             if case let .success(.array(parts)) = result, parts.count == 2,
