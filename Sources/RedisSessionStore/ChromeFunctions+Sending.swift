@@ -21,7 +21,7 @@ extension ChromeFunctions {
         let key = key(for: id)
         // Routing, the node's clock and the `ASK` counts all go by the slot: computed once.
         let slot = HashSlot.of(key)
-        let written: @Sendable ([UInt8]?) -> RESPRequest = { deadline in
+        let written: @Sendable (DeadlineArgument?) -> RESPRequest = { deadline in
             var command = RESPRequestBuilder()
             command.append(name)
             command.append(function)
@@ -29,7 +29,10 @@ extension ChromeFunctions {
             command.append(key)
             if let deadline {
                 command.append(StateTagSource.shared.next().hex)
-                command.append(deadline)
+                switch deadline {
+                case let .milliseconds(milliseconds): command.append(milliseconds)
+                case .unknown: command.append(Self.noDeadline)
+                }
             }
             arguments(&command)
             return command.request
@@ -40,7 +43,7 @@ extension ChromeFunctions {
         }
         let deadline = ContinuousClock.now + client.commandTimeout
         client.redisMilliseconds(at: deadline, forSlot: slot) { [self] milliseconds in
-            let word = milliseconds.map { Self.text(UInt64(max(0, $0))) } ?? Self.noDeadline
+            let word = milliseconds.map { DeadlineArgument.milliseconds(UInt64(max(0, $0))) } ?? .unknown
             let relaying = Relay(message: relay, asked: client.askRedirections(forSlot: slot))
             send(written(word), key: key, slot: slot, deadline: deadline, completion, reloading: true, changed: changed, relay: relaying,
                  decode: decode)
@@ -48,6 +51,14 @@ extension ChromeFunctions {
     }
 
     private static let noDeadline = Array("none".utf8)
+
+    /// A change's deadline as it goes to the function: on the node's clock,
+    /// in Unix milliseconds (written straight into the command, without a
+    /// string), or `none` when that clock could not be read.
+    enum DeadlineArgument {
+        case milliseconds(UInt64)
+        case unknown
+    }
 
     /// The `ASK`s of a call's slot counted before it was sent (a call
     /// redirected meanwhile may have run on a node importing the slot), and
