@@ -214,10 +214,14 @@ private let arrayTooLarge = "a reply announced an array of more than \(maxReplyA
 /// built as a tree of C objects, copied into Swift and freed. The reader
 /// calls the functions below for every value in order, depth first, each
 /// array before its elements; arrays being filled wait on a stack.
+///
+/// Only its reader's thread touches it, value after value: its state needs
+/// none of Swift's run-time checks for overlapping access, which cost as
+/// much as the rest of adding a value.
 final class ReplyBuilder {
     /// Arrays being filled, innermost last, with the count each announced.
-    private var open: [(elements: [RESPValue], count: Int)] = []
-    private var finished: RESPValue?
+    @exclusivity(unchecked) private var open: [(elements: [RESPValue], count: Int)] = []
+    @exclusivity(unchecked) private var finished: RESPValue?
 
     /// The reply the reader just completed.
     func take() -> RESPValue? {
@@ -235,21 +239,14 @@ final class ReplyBuilder {
     /// A complete value: an element of the innermost open array (which it
     /// may complete in turn), or a whole reply.
     func add(_ value: RESPValue) {
-        if let reply = Self.place(value, in: &open) { finished = reply }
-    }
-
-    /// The reply `value` completes, if it does. The arrays are passed in
-    /// once rather than reached as a property at each step, which Swift
-    /// checks for overlapping access every time.
-    private static func place(_ value: RESPValue, in open: inout [(elements: [RESPValue], count: Int)]) -> RESPValue? {
         var value = value
         while !open.isEmpty {
             let innermost = open.count - 1
             open[innermost].elements.append(value)
-            guard open[innermost].elements.count == open[innermost].count else { return nil }
+            guard open[innermost].elements.count == open[innermost].count else { return }
             value = .array(open.removeLast().elements)
         }
-        return value
+        finished = value
     }
 
     /// The reader gave up on a reply (bytes that are not RESP), or was freed in the middle of one.
