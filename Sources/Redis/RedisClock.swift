@@ -8,6 +8,11 @@ final class NodeClocks: @unchecked Sendable {
         /// The node's clock, in Unix microseconds, at `reference`.
         let microsecondsAtReference: Int64
         let taken: ContinuousClock.Instant
+
+        /// `deadline` on the node's clock, in Unix milliseconds rounded down.
+        func milliseconds(at deadline: ContinuousClock.Instant) -> Int64 {
+            (microsecondsAtReference + NodeClocks.microseconds(deadline - NodeClocks.reference)) / 1000
+        }
     }
 
     /// Readings are re-taken this often: a node's wall clock may be stepped
@@ -44,19 +49,20 @@ extension RedisClient {
     public func redisMilliseconds(at deadline: ContinuousClock.Instant, forSlot slot: Int,
                                   completion: @escaping @Sendable (Int64?) -> Void) {
         guard let node = node(serving: slot) else { return completion(nil) }
-        let convert: @Sendable (NodeClocks.Reading?) -> Void = { reading in
-            completion(reading.map { ($0.microsecondsAtReference + NodeClocks.microseconds(deadline - NodeClocks.reference)) / 1000 })
-        }
+        // A fresh reading, the case of nearly every call, is looked up once and waits for nothing.
         let (known, mustRead): (NodeClocks.Reading?, Bool) = clocks.lock.withLock {
             let known = clocks.readings[node]
-            let fresh = known.map { ContinuousClock.now - $0.taken < NodeClocks.freshness } ?? false
+            if let known, ContinuousClock.now - known.taken < NodeClocks.freshness { return (known, false) }
             let reading = clocks.waiting[node] != nil
             // A stale reading still serves while a new one is taken.
-            if known == nil { clocks.waiting[node, default: []].append(convert) }
-            else if !fresh && !reading { clocks.waiting[node] = [] }
-            return (known, !fresh && !reading)
+            if known == nil {
+                clocks.waiting[node, default: []].append { completion($0.map { $0.milliseconds(at: deadline) }) }
+            } else if !reading {
+                clocks.waiting[node] = []
+            }
+            return (known, !reading)
         }
-        if let known { convert(known) }
+        if let known { completion(known.milliseconds(at: deadline)) }
         if mustRead { readClock(of: node, throughSlot: slot) }
     }
 
