@@ -13,6 +13,12 @@ public enum HashSlot {
         of(Array(key.utf8))
     }
 
+    /// The same for a key's bytes, compiled here: callers in other modules
+    /// would otherwise run the generic form, a call per byte.
+    public static func of(_ key: [UInt8]) -> Int {
+        Int(crc16(hashTag(of: key)) & 0x3FFF)
+    }
+
     static func hashTag<Key: Collection<UInt8>>(of key: Key) -> Key.SubSequence {
         guard let open = key.firstIndex(of: UInt8(ascii: "{")) else { return key[...] }
         let afterOpen = key.index(after: open)

@@ -31,6 +31,8 @@ package struct HiredisFailure: Error {
 /// and what OpenSSL decrypts is fed to the context's reply reader.
 final class HiredisSocket {
     private let context: UnsafeMutablePointer<redisContext>
+    /// Makes the context's replies; outlives it (hiredis may hand it a partial reply as it frees the context).
+    private let replies = ReplyBuilder()
     private let tls: TLSSession?
     private var output: [UInt8] = []
     /// How much of `output` went out already (dropped once all of it has).
@@ -47,7 +49,8 @@ final class HiredisSocket {
             redisFree(context)
             throw HiredisFailure(reason: reason)
         }
-        context.pointee.reader.pointee.fn = boundedReplyFunctions
+        context.pointee.reader.pointee.fn = valueReplyFunctions
+        context.pointee.reader.pointee.privdata = Unmanaged.passUnretained(replies).toOpaque()
         if let tls {
             do {
                 self.tls = try TLSSession(tls, fd: context.pointee.fd, host: node.host)
@@ -128,13 +131,11 @@ final class HiredisSocket {
         if redisBufferRead(context) != REDIS_OK { throw HiredisFailure(reason: Self.describe(context)) }
     }
 
-    /// The next complete reply already read, converted and freed at once.
+    /// The next complete reply already read.
     func nextReply() throws(HiredisFailure) -> RESPValue? {
         var reply: UnsafeMutableRawPointer?
         if redisGetReplyFromReader(context, &reply) != REDIS_OK { throw HiredisFailure(reason: Self.describe(context)) }
-        guard let reply else { return nil }
-        defer { freeReplyObject(reply) }
-        return RESPValue(reply.assumingMemoryBound(to: redisReply.self))
+        return reply == nil ? nil : replies.take()
     }
 
     private static func describe(_ context: UnsafeMutablePointer<redisContext>) -> String {
@@ -144,23 +145,6 @@ final class HiredisSocket {
 }
 
 extension RESPValue {
-    /// Reads hiredis's reply tree; the caller frees it.
-    init(_ reply: UnsafePointer<redisReply>) {
-        let node = reply.pointee
-        let bytes = { node.str.map { Array(UnsafeRawBufferPointer(start: $0, count: node.len)) } ?? [] }
-        switch node.type {
-        case REDIS_REPLY_STATUS: self = .simple(String(decoding: bytes(), as: UTF8.self))
-        case REDIS_REPLY_ERROR: self = .error(String(decoding: bytes(), as: UTF8.self))
-        case REDIS_REPLY_INTEGER: self = .integer(Int64(node.integer))
-        case REDIS_REPLY_STRING: self = .bulk(bytes())
-        case REDIS_REPLY_ARRAY:
-            self = .array((0..<node.elements).map { index in
-                node.element[index].map { RESPValue(UnsafePointer($0)) } ?? .null
-            })
-        default: self = .null
-        }
-    }
-
     /// Parses RESP2 bytes with hiredis's reader: every complete reply, in
     /// order, or nil when the bytes are not RESP. For tests and fuzzing of the
     /// conversion, without a socket.
@@ -184,9 +168,11 @@ extension RESPValue {
 /// by the network can be replayed here piece by piece.
 package final class RESPReader {
     private let reader: UnsafeMutablePointer<redisReader>
+    private let replies = ReplyBuilder()
 
     package init() {
-        guard let reader = redisReaderCreateWithFunctions(boundedReplyFunctions) else { fatalError("hiredis: out of memory") }
+        guard let reader = redisReaderCreateWithFunctions(valueReplyFunctions) else { fatalError("hiredis: out of memory") }
+        reader.pointee.privdata = Unmanaged.passUnretained(replies).toOpaque()
         self.reader = reader
     }
 
@@ -208,9 +194,7 @@ package final class RESPReader {
                 String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self)
             })
         }
-        guard let reply else { return nil }
-        defer { freeReplyObject(reply) }
-        return RESPValue(reply.assumingMemoryBound(to: redisReply.self))
+        return reply == nil ? nil : replies.take()
     }
 }
 
@@ -225,23 +209,98 @@ let maxReplyArrayElements: Int32 = 1 << 20
 /// What a reader says when it refused such an array (hiredis reports it as out of memory).
 private let arrayTooLarge = "a reply announced an array of more than \(maxReplyArrayElements) elements (or memory ran out)"
 
-/// hiredis's own reply builders, as a reader made by `redisReaderCreate` uses them.
-private let hiredisReplyFunctions: redisReplyObjectFunctions = {
-    guard let reader = redisReaderCreate() else { fatalError("hiredis: out of memory") }
-    defer { redisReaderFree(reader) }
-    return reader.pointee.fn.pointee
-}()
+/// Builds each reply as a `RESPValue` while hiredis's reader parses it, in
+/// place of hiredis's own reply objects: a reply is then made once, not
+/// built as a tree of C objects, copied into Swift and freed. The reader
+/// calls the functions below for every value in order, depth first, each
+/// array before its elements; arrays being filled wait on a stack.
+///
+/// Only its reader's thread touches it, value after value: its state needs
+/// none of Swift's run-time checks for overlapping access, which cost as
+/// much as the rest of adding a value.
+final class ReplyBuilder {
+    /// Arrays being filled, innermost last, with the count each announced.
+    @exclusivity(unchecked) private var open: [(elements: [RESPValue], count: Int)] = []
+    @exclusivity(unchecked) private var finished: RESPValue?
 
-/// hiredis's own reply builders, but for arrays longer than
-/// `maxReplyArrayElements`, which are refused: the reader then fails, and
-/// its connection is dropped and made again. Never freed: readers point to it.
-nonisolated(unsafe) private let boundedReplyFunctions: UnsafeMutablePointer<redisReplyObjectFunctions> = {
-    var functions = hiredisReplyFunctions
+    /// The reply the reader just completed.
+    func take() -> RESPValue? {
+        defer { finished = nil }
+        return finished
+    }
+
+    func openArray(count: Int) {
+        guard count > 0 else { return add(.array([])) }
+        var elements: [RESPValue] = []
+        elements.reserveCapacity(count)
+        open.append((elements, count))
+    }
+
+    /// A complete value: an element of the innermost open array (which it
+    /// may complete in turn), or a whole reply.
+    func add(_ value: RESPValue) {
+        var value = value
+        while !open.isEmpty {
+            let innermost = open.count - 1
+            open[innermost].elements.append(value)
+            guard open[innermost].elements.count == open[innermost].count else { return }
+            value = .array(open.removeLast().elements)
+        }
+        finished = value
+    }
+
+    /// The reader gave up on a reply (bytes that are not RESP), or was freed in the middle of one.
+    func discard() {
+        open.removeAll()
+        finished = nil
+    }
+}
+
+/// The builder the reader of `task` was given.
+private func builder(of task: UnsafePointer<redisReadTask>?) -> ReplyBuilder {
+    Unmanaged<ReplyBuilder>.fromOpaque(task!.pointee.privdata!).takeUnretainedValue()
+}
+
+/// What the functions return for a value made: the reader only needs it
+/// not to be null (null means out of memory), and hands it back to
+/// `freeObject` alone.
+private func made(_ task: UnsafePointer<redisReadTask>?) -> UnsafeMutableRawPointer? {
+    task!.pointee.privdata
+}
+
+/// The reply functions of every reader here, making `RESPValue`s through
+/// the reader's `ReplyBuilder` (its `privdata`). An array longer than
+/// `maxReplyArrayElements` is refused: the reader then fails, and its
+/// connection is dropped and made again. Never freed: readers point to it.
+nonisolated(unsafe) private let valueReplyFunctions: UnsafeMutablePointer<redisReplyObjectFunctions> = {
+    var functions = redisReplyObjectFunctions()
+    functions.createString = { task, text, length in
+        let bytes = Array(UnsafeRawBufferPointer(start: text, count: length))
+        switch task!.pointee.type {
+        case REDIS_REPLY_STATUS: builder(of: task).add(.simple(String(decoding: bytes, as: UTF8.self)))
+        case REDIS_REPLY_ERROR: builder(of: task).add(.error(String(decoding: bytes, as: UTF8.self)))
+        default: builder(of: task).add(.bulk(bytes))
+        }
+        return made(task)
+    }
     functions.createArray = { task, elements in
         guard elements <= maxReplyArrayElements else { return nil }
-        return hiredisReplyFunctions.createArray?(task, elements)
+        builder(of: task).openArray(count: Int(elements))
+        return made(task)
     }
-    let bounded = UnsafeMutablePointer<redisReplyObjectFunctions>.allocate(capacity: 1)
-    bounded.initialize(to: functions)
-    return bounded
+    functions.createInteger = { task, value in
+        builder(of: task).add(.integer(Int64(value)))
+        return made(task)
+    }
+    functions.createNil = { task in
+        builder(of: task).add(.null)
+        return made(task)
+    }
+    functions.freeObject = { object in
+        guard let object else { return }
+        Unmanaged<ReplyBuilder>.fromOpaque(object).takeUnretainedValue().discard()
+    }
+    let table = UnsafeMutablePointer<redisReplyObjectFunctions>.allocate(capacity: 1)
+    table.initialize(to: functions)
+    return table
 }()

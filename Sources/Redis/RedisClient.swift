@@ -155,9 +155,17 @@ public final class RedisClient: @unchecked Sendable {
     /// node serving `key`; without a key, to the seed that answered discovery.
     public func send(_ request: RESPRequest, key: [UInt8]?, deadline: ContinuousClock.Instant? = nil,
                      idempotent: Bool = false, completion: @escaping RedisCompletion) {
+        send(request, slot: key.map { HashSlot.of($0) }, deadline: deadline, idempotent: idempotent, completion: completion)
+    }
+
+    /// The same, routed by a slot its caller already computed (`HashSlot.of`
+    /// its key): a caller that routes, times and checks one key several
+    /// times per call computes its CRC once.
+    public func send(_ request: RESPRequest, slot: Int?, deadline: ContinuousClock.Instant? = nil,
+                     idempotent: Bool = false, completion: @escaping RedisCompletion) {
         let command = Command(
             request: request,
-            slot: key.map { HashSlot.of($0) },
+            slot: slot,
             deadline: deadline ?? .now + configuration.commandTimeout,
             reply: .plain(completion),
             idempotent: idempotent)
@@ -187,9 +195,16 @@ public final class RedisClient: @unchecked Sendable {
     public func send(_ request: RESPRequest, key: [UInt8]?, deadline: ContinuousClock.Instant? = nil,
                      followedBy followUp: @escaping @Sendable (RESPValue) -> FollowUp?,
                      completion: @escaping FollowUpCompletion) {
+        send(request, slot: key.map { HashSlot.of($0) }, deadline: deadline, followedBy: followUp, completion: completion)
+    }
+
+    /// The same, routed by a slot already computed.
+    public func send(_ request: RESPRequest, slot: Int?, deadline: ContinuousClock.Instant? = nil,
+                     followedBy followUp: @escaping @Sendable (RESPValue) -> FollowUp?,
+                     completion: @escaping FollowUpCompletion) {
         let command = Command(
             request: request,
-            slot: key.map { HashSlot.of($0) },
+            slot: slot,
             deadline: deadline ?? .now + configuration.commandTimeout,
             reply: .followedUp(followUp, completion))
         dispatch(command, to: nil, asking: false, redirects: 0)

@@ -8,6 +8,11 @@ final class NodeClocks: @unchecked Sendable {
         /// The node's clock, in Unix microseconds, at `reference`.
         let microsecondsAtReference: Int64
         let taken: ContinuousClock.Instant
+
+        /// `deadline` on the node's clock, in Unix milliseconds rounded down.
+        func milliseconds(at deadline: ContinuousClock.Instant) -> Int64 {
+            (microsecondsAtReference + NodeClocks.microseconds(deadline - NodeClocks.reference)) / 1000
+        }
     }
 
     /// Readings are re-taken this often: a node's wall clock may be stepped
@@ -37,29 +42,35 @@ extension RedisClient {
     /// later than we reach `deadline` (bar a clock stepped since the reading).
     public func redisMilliseconds(at deadline: ContinuousClock.Instant, forKey key: [UInt8],
                                   completion: @escaping @Sendable (Int64?) -> Void) {
-        let slot = HashSlot.of(key)
-        guard let node = node(serving: slot) else { return completion(nil) }
-        let convert: @Sendable (NodeClocks.Reading?) -> Void = { reading in
-            completion(reading.map { ($0.microsecondsAtReference + NodeClocks.microseconds(deadline - NodeClocks.reference)) / 1000 })
-        }
-        let (known, mustRead): (NodeClocks.Reading?, Bool) = clocks.lock.withLock {
-            let known = clocks.readings[node]
-            let fresh = known.map { ContinuousClock.now - $0.taken < NodeClocks.freshness } ?? false
-            let reading = clocks.waiting[node] != nil
-            // A stale reading still serves while a new one is taken.
-            if known == nil { clocks.waiting[node, default: []].append(convert) }
-            else if !fresh && !reading { clocks.waiting[node] = [] }
-            return (known, !fresh && !reading)
-        }
-        if let known { convert(known) }
-        if mustRead { readClock(of: node, throughSlot: key) }
+        redisMilliseconds(at: deadline, forSlot: HashSlot.of(key), completion: completion)
     }
 
-    /// Sends `TIME` to the node serving `key`'s slot, and hands the reading
-    /// to whoever waits for it.
-    private func readClock(of node: RedisNode, throughSlot key: [UInt8]) {
+    /// The same, for the node serving `slot` (`HashSlot.of` a key).
+    public func redisMilliseconds(at deadline: ContinuousClock.Instant, forSlot slot: Int,
+                                  completion: @escaping @Sendable (Int64?) -> Void) {
+        guard let node = node(serving: slot) else { return completion(nil) }
+        // A fresh reading, the case of nearly every call, is looked up once and waits for nothing.
+        let (known, mustRead): (NodeClocks.Reading?, Bool) = clocks.lock.withLock {
+            let known = clocks.readings[node]
+            if let known, ContinuousClock.now - known.taken < NodeClocks.freshness { return (known, false) }
+            let reading = clocks.waiting[node] != nil
+            // A stale reading still serves while a new one is taken.
+            if known == nil {
+                clocks.waiting[node, default: []].append { completion($0.map { $0.milliseconds(at: deadline) }) }
+            } else if !reading {
+                clocks.waiting[node] = []
+            }
+            return (known, !reading)
+        }
+        if let known { completion(known.milliseconds(at: deadline)) }
+        if mustRead { readClock(of: node, throughSlot: slot) }
+    }
+
+    /// Sends `TIME` to the node serving `slot`, and hands the reading to
+    /// whoever waits for it.
+    private func readClock(of node: RedisNode, throughSlot slot: Int) {
         let sent = ContinuousClock.now
-        send(RESPRequest([Array("TIME".utf8)]), key: key) { [clocks] result in
+        send(RESPRequest([Array("TIME".utf8)]), slot: slot) { [clocks] result in
             let arrived = ContinuousClock.now
             var reading: NodeClocks.Reading?
             if case let .success(.array(parts)) = result, parts.count == 2,

@@ -35,7 +35,12 @@ extension RedisClient {
     /// (wrapping): one that changes between sending a command and reading
     /// its reply says the command may have run on a node importing the slot.
     public func askRedirections(forKey key: [UInt8]) -> UInt32 {
-        askedSlots.count(HashSlot.of(key))
+        askRedirections(forSlot: HashSlot.of(key))
+    }
+
+    /// The same, for `slot` (`HashSlot.of` a key).
+    public func askRedirections(forSlot slot: Int) -> UInt32 {
+        askedSlots.count(slot)
     }
 
     /// Sends a command without a key to the node the last `ASK` for `key`'s

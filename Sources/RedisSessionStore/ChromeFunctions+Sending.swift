@@ -19,7 +19,9 @@ extension ChromeFunctions {
                              arguments: @escaping @Sendable (inout RESPRequestBuilder) -> Void,
                              decode: @escaping @Sendable (RESPValue) throws -> Value) {
         let key = key(for: id)
-        let written: @Sendable ([UInt8]?) -> RESPRequest = { deadline in
+        // Routing, the node's clock and the `ASK` counts all go by the slot: computed once.
+        let slot = HashSlot.of(key)
+        let written: @Sendable (DeadlineArgument?) -> RESPRequest = { deadline in
             var command = RESPRequestBuilder()
             command.append(name)
             command.append(function)
@@ -27,25 +29,36 @@ extension ChromeFunctions {
             command.append(key)
             if let deadline {
                 command.append(StateTagSource.shared.next().hex)
-                command.append(deadline)
+                switch deadline {
+                case let .milliseconds(milliseconds): command.append(milliseconds)
+                case .unknown: command.append(Self.noDeadline)
+                }
             }
             arguments(&command)
             return command.request
         }
         guard changed != nil else {
-            return send(written(nil), key: key, deadline: nil, completion, reloading: true, changed: changed,
-                        relay: Relay(message: nil, asked: client.askRedirections(forKey: key)), decode: decode)
+            return send(written(nil), key: key, slot: slot, deadline: nil, completion, reloading: true, changed: changed,
+                        relay: Relay(message: nil, asked: client.askRedirections(forSlot: slot)), decode: decode)
         }
         let deadline = ContinuousClock.now + client.commandTimeout
-        client.redisMilliseconds(at: deadline, forKey: key) { [self] milliseconds in
-            let word = milliseconds.map { Self.text(UInt64(max(0, $0))) } ?? Self.noDeadline
-            let relaying = Relay(message: relay, asked: client.askRedirections(forKey: key))
-            send(written(word), key: key, deadline: deadline, completion, reloading: true, changed: changed, relay: relaying,
+        client.redisMilliseconds(at: deadline, forSlot: slot) { [self] milliseconds in
+            let word = milliseconds.map { DeadlineArgument.milliseconds(UInt64(max(0, $0))) } ?? .unknown
+            let relaying = Relay(message: relay, asked: client.askRedirections(forSlot: slot))
+            send(written(word), key: key, slot: slot, deadline: deadline, completion, reloading: true, changed: changed, relay: relaying,
                  decode: decode)
         }
     }
 
     private static let noDeadline = Array("none".utf8)
+
+    /// A change's deadline as it goes to the function: on the node's clock,
+    /// in Unix milliseconds (written straight into the command, without a
+    /// string), or `none` when that clock could not be read.
+    enum DeadlineArgument {
+        case milliseconds(UInt64)
+        case unknown
+    }
 
     /// The `ASK`s of a call's slot counted before it was sent (a call
     /// redirected meanwhile may have run on a node importing the slot), and
@@ -61,9 +74,9 @@ extension ChromeFunctions {
     /// migration ends. Its state is published again through the slot's
     /// owner, before the caller is answered, so that a client's next
     /// change is heard after it; watchers drop what they heard already.
-    private func relayed(_ result: Result<RESPValue, RedisError>, _ relay: Relay?, key: [UInt8],
+    private func relayed(_ result: Result<RESPValue, RedisError>, _ relay: Relay?, key: [UInt8], slot: Int,
                          then finish: @escaping @Sendable () -> Void) {
-        guard let relay, case let .success(reply) = result, client.askRedirections(forKey: key) != relay.asked,
+        guard let relay, case let .success(reply) = result, client.askRedirections(forSlot: slot) != relay.asked,
               let message = relay.message?(reply) else { return finish() }
         let channel = key + Self.changesSuffix
         client.send([Self.spublish, channel, message], key: channel) { _ in finish() }
@@ -71,7 +84,8 @@ extension ChromeFunctions {
 
     private static let changesSuffix = Array(":changes".utf8)
 
-    func send<Value>(_ request: RESPRequest, key: [UInt8], deadline: ContinuousClock.Instant?,
+    /// `slot`: `HashSlot.of(key)`.
+    func send<Value>(_ request: RESPRequest, key: [UInt8], slot: Int, deadline: ContinuousClock.Instant?,
                              _ completion: @escaping Completion<Value>,
                              reloading: Bool, changed: (@Sendable (RESPValue) -> Bool)?, relay: Relay? = nil,
                              decode: @escaping @Sendable (RESPValue) throws -> Value) {
@@ -82,11 +96,12 @@ extension ChromeFunctions {
                 return false
             }
             let again: RedisCompletion = { _ in
-                send(request, key: key, deadline: deadline, completion, reloading: false, changed: changed, relay: relay, decode: decode)
+                send(request, key: key, slot: slot, deadline: deadline, completion, reloading: false, changed: changed, relay: relay,
+                     decode: decode)
             }
             // A node importing the slot, which the call may have reached by
             // `ASK`, is not the one routing by key reaches: load it there too.
-            if let relay, client.askRedirections(forKey: key) != relay.asked {
+            if let relay, client.askRedirections(forSlot: slot) != relay.asked {
                 client.send(Self.loadCommand, key: key) { [client] _ in
                     client.sendToImporter(ofKey: key, Self.loadCommand, completion: again)
                 }
@@ -97,19 +112,19 @@ extension ChromeFunctions {
         }
         guard let changed, let acknowledgement = replicaAcknowledgement else {
             // A read (no `changed`) may run twice: it is sent again if its connection drops under it.
-            client.send(request, key: key, deadline: deadline, idempotent: changed == nil) { [self] result in
-                if !reloaded(result) { relayed(result, relay, key: key) { Self.finish(result, completion, decode) } }
+            client.send(request, slot: slot, deadline: deadline, idempotent: changed == nil) { [self] result in
+                if !reloaded(result) { relayed(result, relay, key: key, slot: slot) { Self.finish(result, completion, decode) } }
             }
             return
         }
         let wait = Self.waitCommand(acknowledgement)
-        client.send(request, key: key, deadline: deadline, followedBy: { reply in
+        client.send(request, slot: slot, deadline: deadline, followedBy: { reply in
             // WAIT's own timeout, and as long again for its answer to come back.
             changed(reply) ? RedisClient.FollowUp(wait, deadline: .now + acknowledgement.timeout * 2) : nil
         }) { [self] result, confirmation in
             // An error reply is no change: nothing followed it.
             if reloaded(result) { return }
-            relayed(result, relay, key: key) { Self.acknowledged(result, confirmation, acknowledgement, completion, decode) }
+            relayed(result, relay, key: key, slot: slot) { Self.acknowledged(result, confirmation, acknowledgement, completion, decode) }
         }
     }
 

@@ -178,7 +178,8 @@ public struct ChromeFunctions: Sendable {
         command.append(UInt64(ids.count))
         for id in ids { command.append(key(for: id)) }
         command.append(ttlArgument)
-        send(command.request, key: key(for: first), deadline: nil, completion, reloading: true, changed: nil) { reply in
+        let key = key(for: first)
+        send(command.request, key: key, slot: HashSlot.of(key), deadline: nil, completion, reloading: true, changed: nil) { reply in
             guard case let .array(values) = reply, values.count == ids.count else { throw ChromeFunctionError.unexpectedReply(reply) }
             return try values.map { value in
                 switch value {
