@@ -70,6 +70,16 @@ import TopChromeTesting
         try migrate(fillers[2])
         try change()
         try handOver(slot, to: target, cluster: cluster)
+        // The handover moves the channel: each replica hears `sunsubscribe`
+        // and listens on the target, and a change made before it does
+        // reaches its watchers folded into the state it reads then
+        // (docs/redis.md). What this test holds to is every change while the
+        // slot migrates, so the next change waits for both to listen again.
+        let channel = key + ":changes"
+        #expect(eventually(within: 20) {
+            (try? redisCLI(port: target.port, "PUBSUB", "SHARDNUMSUB", channel))?
+                .split(whereSeparator: \.isNewline).last.map(String.init) == "2"
+        }, "both replicas listen on the slot's new owner")
         try change()
         try change()
 
