@@ -96,7 +96,13 @@ final class HiredisSocket {
             let count = try output.withUnsafeBytes { bytes in
                 Result { () throws(HiredisFailure) in try write(UnsafeRawBufferPointer(rebasing: bytes[written...])) }
             }.get()
-            if count == 0 { return false }
+            if count == 0 {
+                // The socket is full: let go of what it took, or a Redis that
+                // stays behind would keep every byte sent since the buffer last emptied.
+                output.removeSubrange(..<written)
+                written = 0
+                return false
+            }
             written += count
         }
         output.removeAll(keepingCapacity: true)
