@@ -88,8 +88,10 @@ public actor ChromeSession {
                                                  viewportHeight: viewportHeight))
         lastTicket += 1
         if case var .scroll(waiting) = queue.last?.kind {
+            // Taken out first, so the batch grows in place, not copied per report.
+            queue.removeLast()
             waiting.append(batch)
-            queue[queue.count - 1] = Operation(ticket: lastTicket, kind: .scroll(waiting))
+            queue.append(Operation(ticket: lastTicket, kind: .scroll(waiting)))
         } else {
             queue.append(Operation(ticket: lastTicket, kind: .scroll(batch)))
         }
