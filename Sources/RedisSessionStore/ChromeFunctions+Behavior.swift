@@ -37,7 +37,7 @@ extension ChromeFunctions {
 
     /// A float the library wrote as a double: refused unless it is one exactly.
     private static func float(_ text: Substring) -> Float? {
-        guard let value = Double(text), value.isFinite, Double(Float(value)) == value else { return nil }
-        return Float(value)
+        guard let value = Double(text), value.isFinite else { return nil }
+        return Float(exactly: value)
     }
 }

@@ -51,7 +51,7 @@ extension SnapshotFile {
 
     /// A float written as the double it widens to; nil for anything else.
     private static func float(_ value: JSONValue) -> Float? {
-        guard case let .number(number, _) = value, number.isFinite, Double(Float(number)) == number else { return nil }
-        return Float(number)
+        guard case let .number(number, _) = value, number.isFinite else { return nil }
+        return Float(exactly: number)
     }
 }
