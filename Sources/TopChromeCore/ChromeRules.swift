@@ -65,7 +65,7 @@ public struct ChromeRules: Sendable, Hashable {
             if inset != next.inset { next.inset = inset }
             // A shorter chrome cannot collapse further than it is tall.
             if let chosen = next.chosenCollapsibleHeight {
-                next.chosenCollapsibleHeight = chosen.atMost(ChromeState.heightWithin(Float(inset)))
+                next.chosenCollapsibleHeight = ChromeState.chosenHeight(chosen, within: inset)
             }
             next.trackedHeightOffset = next.trackedHeightOffset.atLeast(-next.collapsibleHeight)
             next.settleRevealed()
@@ -84,7 +84,7 @@ public struct ChromeRules: Sendable, Hashable {
             let standing = state.heightOffset
             next.behavior = settings.behavior
             next.snap = settings.snap
-            next.chosenCollapsibleHeight = settings.collapsibleHeight.map { $0.atMost(ChromeState.heightWithin(Float(next.inset))) }
+            next.chosenCollapsibleHeight = settings.collapsibleHeight.map { ChromeState.chosenHeight($0, within: next.inset) }
             next.lastOffset = nil
             switch settings.behavior {
             case .revealAtTop:

@@ -43,7 +43,7 @@ public struct ChromeState: Sendable, Hashable {
         self.init(inset: inset, isRevealed: true, version: 1, lastAppliedSeq: nil)
         behavior = settings.behavior
         snap = settings.snap
-        chosenCollapsibleHeight = settings.collapsibleHeight.map { $0.atMost(Self.heightWithin(Float(inset))) }
+        chosenCollapsibleHeight = settings.collapsibleHeight.map { Self.chosenHeight($0, within: inset) }
     }
 
     /// A state exactly as stored, e.g. read back from another store.
@@ -66,6 +66,12 @@ public struct ChromeState: Sendable, Hashable {
     /// state file or another store holds.
     public var collapsibleHeight: Float {
         Self.heightWithin(chosenCollapsibleHeight ?? Float(inset))
+    }
+
+    /// A chosen height no taller than the chrome of `inset`: a chrome cannot
+    /// collapse further than it is tall.
+    static func chosenHeight(_ height: Float, within inset: Double) -> Float {
+        height.atMost(heightWithin(Float(inset)))
     }
 
     /// `height` within the heights a client may choose.
