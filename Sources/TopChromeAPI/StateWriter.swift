@@ -4,12 +4,14 @@ import TopChromeCore
 /// response body (a fractional inset goes through `String`): every answer to
 /// a scroll report carries one, so this is on the hot path of every client.
 enum StateWriter {
-    /// Longest possible output: the fixed text (with `lastSeq`), 32 id
-    /// digits, the longest `Double` description (24 bytes) and two of the
-    /// longest `UInt64` (20 each): 7 + 32 + 10 + 24 + 30 + 20 + 11 + 20 + 1 = 155;
-    /// and the behaviour's members: 32 + 21 + 15 + 13 + 21 + 4 + 16 + 15 = 137
-    /// (a `Float` description is 15 bytes at most).
-    private static let capacity = 300
+    /// Room for the longest output, which the writer does not check as it
+    /// goes: the fixed text (with `lastSeq`), 32 id digits, the longest
+    /// `Double` description (24 bytes) and two of the longest `UInt64` (20
+    /// each): 7 + 32 + 10 + 24 + 30 + 20 + 11 + 20 + 1 = 155; the behaviour's
+    /// members, each number as long as a `Double`'s description, since a whole
+    /// float past 2^53 is written as one: 13 + 18 + 22 + 24 + 34 + 24 + 16 + 24
+    /// = 175. 330 in all; a state from another store or a file may be any of it.
+    private static let capacity = 384
 
     static func json(_ session: Session) -> [UInt8] {
         var json: [UInt8] = []
