@@ -80,7 +80,7 @@ extension ServiceConfiguration {
         Option(name: "max-connections", placeholder: "N", help: "Open connections at most (default {default}).", default: { "\($0.maxConnections)" }) { value, source, config throws(UsageError) in
             config.maxConnections = try integer(value, source, in: 1...1_000_000)
         },
-        Option(name: "max-connections-per-ip", placeholder: "N", help: "Connections from one client address at most; {default} = no limit (default).", default: { "\($0.maxConnectionsPerIP)" }) { value, source, config throws(UsageError) in
+        Option(name: "max-connections-per-ip", placeholder: "N", help: "Connections from one client address at most, 0 for no limit (default {default}).", default: { "\($0.maxConnectionsPerIP)" }) { value, source, config throws(UsageError) in
             config.maxConnectionsPerIP = try integer(value, source, in: 0...1_000_000)
         },
         Option(name: "connection-memory", placeholder: "B", help: "Bytes per connection for request line and headers; more gets 431 (default {default}).", default: { "\($0.connectionMemory)" }) { value, source, config throws(UsageError) in
@@ -110,19 +110,19 @@ extension ServiceConfiguration {
             config.tlsKeyPEM = try contents(of: value, source)
             config.tlsKeyFile = value
         },
-        Option(name: "log-format", placeholder: "F", help: "Log lines as '{default}' (default) or 'json'.", default: { $0.logFormat.rawValue }) { value, source, config throws(UsageError) in
+        Option(name: "log-format", placeholder: "F", help: "Log lines as 'text' or 'json' (default '{default}').", default: { $0.logFormat.rawValue }) { value, source, config throws(UsageError) in
             guard let format = LogFormat(rawValue: value) else {
                 throw UsageError(description: "\(source) must be text or json, not '\(value)'")
             }
             config.logFormat = format
         },
-        Option(name: "log-level", placeholder: "L", help: "debug, {default} (default; one line per request), warn or error.", default: { $0.logLevel.name }) { value, source, config throws(UsageError) in
+        Option(name: "log-level", placeholder: "L", help: "debug, info (one line per request), warn or error (default {default}).", default: { $0.logLevel.name }) { value, source, config throws(UsageError) in
             guard let level = LogLevel(name: value) else {
                 throw UsageError(description: "\(source) must be debug, info, warn or error, not '\(value)'")
             }
             config.logLevel = level
         },
-        Option(name: "log-errors-to", placeholder: "S", help: "Where warn and error lines go: {default} (default, with the rest) or stderr.", default: { $0.logErrorsToStderr ? "stderr" : "stdout" }) { value, source, config throws(UsageError) in
+        Option(name: "log-errors-to", placeholder: "S", help: "Where warn and error lines go: stdout (with the rest) or stderr (default {default}).", default: { $0.logErrorsToStderr ? "stderr" : "stdout" }) { value, source, config throws(UsageError) in
             guard value == "stdout" || value == "stderr" else {
                 throw UsageError(description: "\(source) must be stdout or stderr, not '\(value)'")
             }
@@ -140,7 +140,7 @@ extension ServiceConfiguration {
             guard !value.isEmpty else { throw UsageError(description: "\(source) must not be empty") }
             config.stateFile = value
         },
-        Option(name: "store", placeholder: "S", help: "'{default}' (default), redis://HOST:PORT[,HOST:PORT...]: Redis or a Redis Cluster's seeds (rediss:// over TLS), or redis-sentinel://HOST:PORT[,HOST:PORT...]/MASTERNAME: the primary Sentinel names (no TLS); shared by replicas.", default: { $0.store.description }) { value, source, config throws(UsageError) in
+        Option(name: "store", placeholder: "S", help: "'memory', redis://HOST:PORT[,HOST:PORT...]: Redis or a Redis Cluster's seeds (rediss:// over TLS), or redis-sentinel://HOST:PORT[,HOST:PORT...]/MASTERNAME: the primary Sentinel names (no TLS); shared by replicas (default '{default}').", default: { $0.store.description }) { value, source, config throws(UsageError) in
             config.store = try storage(value, source)
             config.redisOverTLS = value.hasPrefix("rediss://")
         },
