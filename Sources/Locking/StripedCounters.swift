@@ -54,9 +54,16 @@ public final class StripedCounters: @unchecked Sendable {  // every access is at
         return total
     }
 
-    /// The calling thread's stripe: its id, hashed (ids are addresses, far apart and aligned).
+    /// The calling thread's stripe.
     @inlinable @inline(__always)
     static func currentStripe() -> Int {
-        Int(truncatingIfNeeded: (UInt64(pthread_self()) &* 0x9E37_79B9_7F4A_7C15) >> 32) & (stripeCount - 1)
+        threadSlot(among: stripeCount)
     }
+}
+
+/// The calling thread's place among `count` (a power of two) per-thread
+/// places: its id, hashed (ids are addresses, far apart and aligned).
+@inlinable @inline(__always)
+public func threadSlot(among count: Int) -> Int {
+    Int(truncatingIfNeeded: (UInt64(pthread_self()) &* 0x9E37_79B9_7F4A_7C15) >> 32) & (count - 1)
 }

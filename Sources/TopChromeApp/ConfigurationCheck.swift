@@ -145,9 +145,7 @@ public struct ConfigurationCheck: Sendable {
         var refusal: String? { lock.withLock { refused } }
 
         func wait(upTo timeout: Duration) {
-            let (seconds, attoseconds) = timeout.components
-            let nanoseconds = Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000)
-            if reported.wait(timeout: .now() + .nanoseconds(nanoseconds)) == .success { reported.signal() }
+            if reported.wait(timeout: .now() + timeout.timeInterval) == .success { reported.signal() }
         }
     }
 

@@ -162,9 +162,9 @@ public final class Logger: @unchecked Sendable {  // each buffer is guarded by i
         writeLock.unlock()
     }
 
-    /// The calling thread's buffer: its id, hashed (ids are addresses, far apart and aligned).
+    /// The calling thread's buffer.
     private static func bufferIndex() -> Int {
-        Int(truncatingIfNeeded: (UInt64(pthread_self()) &* 0x9E37_79B9_7F4A_7C15) >> 32) & (bufferCount - 1)
+        threadSlot(among: bufferCount)
     }
 }
 
