@@ -122,7 +122,7 @@ if [ -n "$BEHAVIORS" ]; then
     IDS_FILE="$work/ids" wrk -t"$WRK_THREADS" -c"$WRK_CONNS" -d"$WRK_DURATION" --latency \
       -s "$BENCH_LUA_DIR/scroll.lua" "$base" >"$work/behavior.txt"
     ticks=$(( $(cpu_ticks "$server_pid") - ticks_before ))
-    wrk_row "$(printf '%-26s' "scroll $behavior")" "$work/behavior.txt" "$ticks" || failed=1
+    wrk_row "$(printf '%-26s' "scroll $behavior")" "$work/behavior.txt" "$ticks" sockets || failed=1
     stop_server
     rm -f "$work/server.log"
   done
