@@ -22,7 +22,7 @@ trap 'rm -f "$log"' EXIT
 client_tests=TopChromeClientTests
 whole=1
 for argument in "$@"; do
-  [[ $argument == --filter* || $argument == --skip* ]] && whole=0
+  case $argument in --filter | --filter=* | --skip | --skip=*) whole=0 ;; esac
 done
 
 # Unquoted: SWIFT may be a command with arguments ("xcrun swift").
