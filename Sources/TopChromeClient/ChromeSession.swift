@@ -74,7 +74,8 @@ public actor ChromeSession {
     /// Queues a scroll report and returns its `seq` at once (a state whose
     /// `lastSeq` reaches it includes it). Reports from a horizontal scroll
     /// view never change the state, so they are not sent (nil); vertical
-    /// reports that wait for their turn go together in one request.
+    /// reports that wait for their turn go together in one request. One the
+    /// service would refuse is not sent either (nil; told as `.invalidValue`).
     /// `phase` marks a gesture's end for snapping; `contentHeight` and
     /// `viewportHeight` let the service ignore the rubber band at the bottom.
     @discardableResult
@@ -82,6 +83,11 @@ public actor ChromeSession {
                        phase: ScrollReport.Phase? = nil, contentHeight: Double? = nil,
                        viewportHeight: Double? = nil) -> UInt64? {
         guard axis == .vertical, ending == nil else { return nil }
+        if let reason = Self.refusal(contentOffsetY: contentOffsetY, contentInsetTop: contentInsetTop,
+                                     contentHeight: contentHeight, viewportHeight: viewportHeight) {
+            failReport(TopChromeError.invalidValue(reason))
+            return nil
+        }
         let seq = nextSeq()
         let batch = ScrollBatch(ScrollReportBody(contentOffsetY: contentOffsetY, contentInsetTop: contentInsetTop, seq: seq,
                                                  phase: phase?.rawValue, contentHeight: contentHeight,
@@ -97,6 +103,20 @@ public actor ChromeSession {
         }
         sendIfIdle()
         return seq
+    }
+
+    /// Why the service would refuse a report, if it would: an offset that is
+    /// not finite (a division by zero in the app), a height that is not a
+    /// finite 0 or more. Refused on its own here: sent, it would take down
+    /// the reports waiting with it in its batch.
+    nonisolated static func refusal(contentOffsetY: Double, contentInsetTop: Double,
+                                    contentHeight: Double?, viewportHeight: Double?) -> String? {
+        if !contentOffsetY.isFinite { return "contentOffsetY \(contentOffsetY) is not finite" }
+        if !contentInsetTop.isFinite { return "contentInsetTop \(contentInsetTop) is not finite" }
+        for (name, height) in [("contentHeight", contentHeight), ("viewportHeight", viewportHeight)] {
+            if let height, !(height.isFinite && height >= 0) { return "\(name) \(height) is not a finite height of 0 or more" }
+        }
+        return nil
     }
 
     /// Sets the inset, after everything queued before it.

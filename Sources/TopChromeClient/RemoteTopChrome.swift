@@ -152,6 +152,12 @@ import TopChromeCore
     /// requests go out at most one per `minimumSendInterval`.
     public func report(contentOffsetY: Double, contentInsetTop: Double, phase: ScrollReport.Phase? = nil,
                        contentHeight: Double? = nil, viewportHeight: Double? = nil) {
+        // One the service would refuse moves nothing here either.
+        if let reason = ChromeSession.refusal(contentOffsetY: contentOffsetY, contentInsetTop: contentInsetTop,
+                                              contentHeight: contentHeight, viewportHeight: viewportHeight) {
+            lastError = .invalidValue(reason)
+            return
+        }
         let report = ScrollReport(contentOffsetY: contentOffsetY, contentInsetTop: contentInsetTop, phase: phase,
                                   contentHeight: contentHeight, viewportHeight: viewportHeight)
         let ticket = outbox.prediction.predict(report)

@@ -27,6 +27,21 @@ import TopChromeClient
         #expect((1...20).contains(requests), "\(requests) requests for 1,000 reports")
     }
 
+    /// A report the service would refuse (a NaN from a division by zero)
+    /// is refused on its own: the reports waiting with it still arrive.
+    @Test func aNonFiniteReportDoesNotTakeItsBatchDown() async throws {
+        let server = try TestServer()
+        let session = try await server.client().createSession(inset: 59)
+        await session.report(contentOffsetY: -59, contentInsetTop: 59)
+        let refused = await session.report(contentOffsetY: .nan, contentInsetTop: 59)
+        let negative = await session.report(contentOffsetY: 10, contentInsetTop: 59, contentHeight: -1)
+        let last = await session.report(contentOffsetY: 600, contentInsetTop: 59)
+        #expect(refused == nil && negative == nil)
+        try? await session.flush()
+        let state = try await session.state()
+        #expect(state.lastSeq == last && !state.isRevealed, "the report after the refused ones arrived: \(state)")
+    }
+
     /// Steady 120 Hz scrolling: ≤ 25 requests per second of it, counted at
     /// the server (the interval, not the round trip, sets the pace).
     @Test func steadyScrollingAt120HzCostsAtMost25RequestsASecond() async throws {

@@ -22,6 +22,22 @@ import TopChromeClient
         }
     }
 
+    /// A report the service would refuse moves nothing on screen and says why.
+    @Test @MainActor func aNonFiniteReportMovesNothing() async throws {
+        let server = try TestServer()
+        let session = try await server.client().createSession(inset: 59)
+        let chrome = RemoteTopChrome(session: session)
+        chrome.start()
+        defer { chrome.stop() }
+        #expect(await eventually { chrome.inset == 59 }, "the first state arrives")
+        chrome.report(contentOffsetY: .infinity, contentInsetTop: 59)
+        #expect(chrome.isRevealed && chrome.heightOffset == 0)
+        guard case .invalidValue? = chrome.lastError else {
+            Issue.record("not told: \(String(describing: chrome.lastError))")
+            return
+        }
+    }
+
     @Test @MainActor func flipsAreObservedAndNothingElse() async throws {
         let server = try TestServer()
         let session = try await server.client().createSession(inset: 59)
