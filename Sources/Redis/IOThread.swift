@@ -6,18 +6,34 @@ import Musl
 
 /// Runs `body` on a thread of its own: a connection's I/O loop blocks in
 /// `poll`, which would hold one of Dispatch's shared worker threads for good.
-func startIOThread(_ body: @escaping @Sendable () -> Void) {
+/// `name` (at most 15 bytes) is what `top -H` and a debugger show for it.
+func startIOThread(named name: String, _ body: @escaping @Sendable () -> Void) {
     final class Box: Sendable {
         let body: @Sendable () -> Void
-        init(_ body: @escaping @Sendable () -> Void) { self.body = body }
+        init(name: String, _ body: @escaping @Sendable () -> Void) {
+            self.body = {
+                nameThisThread(name)
+                body()
+            }
+        }
     }
     var thread = pthread_t()
     let status = pthread_create(&thread, nil, { raw in
         Unmanaged<Box>.fromOpaque(raw!).takeRetainedValue().body()
         return nil
-    }, Unmanaged.passRetained(Box(body)).toOpaque())
+    }, Unmanaged.passRetained(Box(name: name, body)).toOpaque())
     precondition(status == 0, "pthread_create failed (\(status))")
     pthread_detach(thread)
+}
+
+/// Names the calling thread through `/proc`: `pthread_setname_np` needs
+/// `_GNU_SOURCE`, which Swift's Glibc module is not built with.
+private func nameThisThread(_ name: String) {
+    let fd = open("/proc/thread-self/comm", O_WRONLY | O_CLOEXEC)
+    guard fd >= 0 else { return }
+    let bytes = Array(name.utf8.prefix(15))
+    _ = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+    close(fd)
 }
 
 /// A self-pipe that wakes a thread blocked in `poll` when callers have queued work.

@@ -28,7 +28,7 @@ extension RedisClient {
             home = primary
             currentTopology = .single
             failedDiscoveries = 0
-            let old = [connections.removeValue(forKey: previous), followUpConnections.removeValue(forKey: previous)].compactMap { $0 }
+            let old = (connections.removeValue(forKey: previous) ?? []) + [followUpConnections.removeValue(forKey: previous)].compactMap { $0 }
             // Connected now, so that readiness says so before a command comes.
             _ = connectionLocked(to: primary)
             return (old, wasKnown ? Array(primaryWatchers.values) : [])

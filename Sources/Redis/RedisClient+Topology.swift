@@ -14,7 +14,7 @@ extension RedisClient {
     /// commands go to without one, and the primaries connected now.
     func coverage() -> (topology: Topology, slots: SlotMap?, home: RedisNode, connected: Set<RedisNode>) {
         lock.withLock {
-            (currentTopology, slots, home, Set(connections.filter { $0.value.isConnected }.keys))
+            (currentTopology, slots, home, Set(connections.filter { $0.value.allSatisfy(\.isConnected) }.keys))
         }
     }
 
@@ -102,7 +102,9 @@ extension RedisClient {
     /// command out on it, has a cluster's slot map reloaded (its node may be
     /// failing, and its slots going to a replica). The client is then held
     /// by its connections until `close()` ends them.
-    var refreshingOnDrop: RedisConfiguration {
+    var refreshingOnDrop: RedisConfiguration { refreshingOnDrop(configuration) }
+
+    func refreshingOnDrop(_ configuration: RedisConfiguration) -> RedisConfiguration {
         var watched = configuration
         let reported = configuration.metrics.disconnected
         watched.metrics.disconnected = { node in
@@ -198,7 +200,7 @@ extension RedisClient {
             let goneFollowUps = followUpConnections.filter { !keep.contains($0.key) }
             for node in gone.keys { connections[node] = nil }
             for node in goneFollowUps.keys { followUpConnections[node] = nil }
-            return Array(gone.values) + Array(goneFollowUps.values)
+            return gone.values.flatMap { $0 } + Array(goneFollowUps.values)
         }
         for connection in gone { connection.close() }
         refreshEnded()

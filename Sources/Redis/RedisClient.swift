@@ -25,9 +25,9 @@ public final class RedisClient: @unchecked Sendable {
 
     let seeds: [RedisNode]
     let configuration: RedisConfiguration
-    /// For the connections of commands with a follow-up: they tell nobody of
-    /// outages and reconnections, which the shared connection to the same
-    /// node already reports.
+    /// For the connections of commands with a follow-up and a node's lanes
+    /// after the first: they tell nobody of outages and reconnections,
+    /// which the first lane to the same node already reports.
     private let followUpConfiguration: RedisConfiguration
     /// Set when the primary is found through Sentinel; `seeds` are then the sentinels.
     let sentinel: SentinelResolver?
@@ -38,7 +38,9 @@ public final class RedisClient: @unchecked Sendable {
     let askedSlots = AskedSlots()
 
     // Guarded by `lock`.
-    var connections: [RedisNode: RedisConnection] = [:]
+    /// Each node's `connectionsPerNode` connections, its lanes (see
+    /// `connection(to:slot:)`); the first reports the node's outages.
+    var connections: [RedisNode: [RedisConnection]] = [:]
     /// A second connection per node, for commands with a follow-up (a change
     /// and its `WAIT`): `WAIT` holds the connection it runs on until enough
     /// replicas answer or it times out, which on the shared connection would
@@ -104,7 +106,7 @@ public final class RedisClient: @unchecked Sendable {
     public var isConnected: Bool {
         lock.withLock {
             let nodes = slots?.nodes ?? [home]
-            return currentTopology != .unknown && nodes.allSatisfy { connections[$0]?.isConnected == true }
+            return currentTopology != .unknown && nodes.allSatisfy { connections[$0]?.allSatisfy(\.isConnected) == true }
         }
     }
 
@@ -115,8 +117,9 @@ public final class RedisClient: @unchecked Sendable {
     public func isAway(forKey key: [UInt8]) -> Bool {
         lock.withLock {
             guard !closed else { return true }
-            let node = slots?[HashSlot.of(key)] ?? home
-            return connections[node]?.isAway == true
+            let slot = HashSlot.of(key)
+            let node = slots?[slot] ?? home
+            return connections[node].map { Self.lane(of: $0, forSlot: slot).isAway } == true
         }
     }
 
@@ -128,11 +131,14 @@ public final class RedisClient: @unchecked Sendable {
                 return "no sentinel of \(seeds.map(\.description).joined(separator: ", ")) named the primary of \(sentinel.masterName)"
             }
             if currentTopology == .unknown {
-                let failure = connections[home]?.lastFailureReason
+                let failure = connections[home]?.first?.lastFailureReason
                 return "no answer from \(seeds.map(\.description).joined(separator: ", "))" + (failure.map { ": \($0)" } ?? "")
             }
-            for node in nodes where connections[node]?.isConnected != true {
-                return "\(node) is not connected" + (connections[node]?.lastFailureReason.map { ": \($0)" } ?? "")
+            for node in nodes {
+                guard let lanes = connections[node] else { return "\(node) is not connected" }
+                if let away = lanes.first(where: { !$0.isConnected }) {
+                    return "\(node) is not connected" + (away.lastFailureReason.map { ": \($0)" } ?? "")
+                }
             }
             return nil
         }
@@ -229,7 +235,7 @@ public final class RedisClient: @unchecked Sendable {
                 connections = [:]
                 followUpConnections = [:]
             }
-            return Array(connections.values) + Array(followUpConnections.values)
+            return connections.values.flatMap { $0 } + Array(followUpConnections.values)
         }
         sentinel?.close()
         for connection in open { connection.close() }
@@ -261,7 +267,7 @@ public final class RedisClient: @unchecked Sendable {
             // Until a sentinel names the primary, `home` is a sentinel.
             if sentinel != nil && currentTopology == .unknown { return (nil, mustDiscover) }
             let node = target ?? command.slot.flatMap { slots?[$0] } ?? home
-            return (connectionLocked(to: node, forFollowUps: command.hasFollowUp), mustDiscover)
+            return (connectionLocked(to: node, slot: command.slot, forFollowUps: command.hasFollowUp), mustDiscover)
         }
         if mustDiscover { discover() }
         guard let connection else {
@@ -358,10 +364,25 @@ public final class RedisClient: @unchecked Sendable {
         command.finish(.failure(error))
     }
 
-    func connectionLocked(to node: RedisNode, forFollowUps: Bool = false) -> RedisConnection {
-        if let connection = forFollowUps ? followUpConnections[node] : connections[node] { return connection }
-        let connection = RedisConnection(to: node, configuration: forFollowUps ? followUpConfiguration : refreshingOnDrop)
-        if forFollowUps { followUpConnections[node] = connection } else { connections[node] = connection }
-        return connection
+    /// The connection a command for `slot` takes to `node` (one without a
+    /// slot: the first), made on first use with the node's other lanes.
+    func connectionLocked(to node: RedisNode, slot: Int? = nil, forFollowUps: Bool = false) -> RedisConnection {
+        if forFollowUps {
+            if let connection = followUpConnections[node] { return connection }
+            let connection = RedisConnection(to: node, configuration: followUpConfiguration)
+            followUpConnections[node] = connection
+            return connection
+        }
+        if let lanes = connections[node] { return Self.lane(of: lanes, forSlot: slot) }
+        // The other lanes tell nobody of outages, which the first one reports.
+        let lanes = (0..<max(1, configuration.connectionsPerNode)).map { lane in
+            RedisConnection(to: node, configuration: lane == 0 ? refreshingOnDrop : refreshingOnDrop(followUpConfiguration))
+        }
+        connections[node] = lanes
+        return Self.lane(of: lanes, forSlot: slot)
+    }
+
+    static func lane(of lanes: [RedisConnection], forSlot slot: Int?) -> RedisConnection {
+        lanes[(slot ?? 0) % lanes.count]
     }
 }

@@ -45,6 +45,15 @@ public struct RedisConfiguration: Sendable {
     /// subscriptions go on using the old node.
     public var slotMapRefreshInterval: Duration = .seconds(10)
 
+    /// Connections to each node for commands, each with its own I/O thread
+    /// (besides the one for changes followed by `WAIT`). A command goes by its
+    /// key's slot, so one session's commands keep one connection and their
+    /// order; with more than one, the replies of different sessions are read,
+    /// decoded and answered on as many threads, where one would carry every
+    /// request's reply alone. Calls waiting for one connection still leave
+    /// in one write.
+    public var connectionsPerNode = 1
+
     public var metrics = RedisMetrics()
 
     public init() {}

@@ -144,7 +144,7 @@ public final class RedisConnection: @unchecked Sendable {
         }
         if pushes == nil { setup += configuration.setupCommands.map { RESPRequest($0) } }
         self.setup = setup.isEmpty ? [RESPRequest(["PING"])] : setup
-        startIOThread { self.run() }
+        startIOThread(named: pushes == nil ? "redis-io" : "redis-pubsub") { self.run() }
     }
 
     /// Whether the connection is up and has answered its setup commands.

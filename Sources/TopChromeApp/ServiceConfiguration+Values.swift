@@ -164,6 +164,7 @@ extension ServiceConfiguration {
         redis.password = redisPassword
         redis.tls = redisTLS
         redis.commandTimeout = .milliseconds(Int((redisTimeout * 1000).rounded(.up)))
+        redis.connectionsPerNode = redisConnections
         return redis
     }
 

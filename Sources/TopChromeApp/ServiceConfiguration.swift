@@ -78,6 +78,10 @@ public struct ServiceConfiguration: Sendable, Equatable {
     /// Replicas of a session's primary that must hold each change before it
     /// is acknowledged (`WAIT`, up to `redisTimeout`); 0 acknowledges at once.
     public var redisWaitReplicas = 0
+    /// Connections to each Redis node, each read and answered on a thread of
+    /// its own (`RedisConfiguration.connectionsPerNode`): one per core, up
+    /// to 4, so that no one thread carries every reply.
+    public var redisConnections = min(4, max(1, ProcessInfo.processInfo.activeProcessorCount))
     /// Origins of web pages allowed to call the API from a browser (CORS),
     /// as browsers send them (`https://app.example.com`); none by default.
     public var corsOrigins: [String] = []

@@ -53,7 +53,7 @@ struct OptionTableTests {
             "store": ("redis://h:1", []), "redis-password-file": (secret, redis),
             "redis-username": ("topchrome", redis + ["--redis-password-file", secret]),
             "redis-ca-file": ("/etc/ssl/certs/ca-certificates.crt", ["--store", "rediss://h:1"]),
-            "redis-key-prefix": ("other:", redis), "redis-timeout": ("2.5", redis), "redis-wait-replicas": ("1", redis),
+            "redis-key-prefix": ("other:", redis), "redis-timeout": ("2.5", redis), "redis-wait-replicas": ("1", redis), "redis-connections": ("3", redis),
             "cors-origin": ("https://app.example.com", []), "snapshot-interval": ("5", ["--state-file", secret]),
         ]
         // Read into an OpenSSL context, which needs a real certificate and key:

@@ -101,16 +101,27 @@ import Testing
         #expect(try serve(redis + ["--redis-wait-replicas", "0"], ["TOPCHROME_REDIS_WAIT_REPLICAS": "3"]).redisWaitReplicas == 0)
     }
 
+    @Test func redisConnectionsFollowTheCoresUnlessSet() throws {
+        let redis = ["--store", "redis://127.0.0.1:6379"]
+        let cores = ProcessInfo.processInfo.activeProcessorCount
+        #expect(try serve(redis).redisConnections == min(4, cores))
+        #expect(try serve(redis).redisClient.connectionsPerNode == min(4, cores))
+        #expect(try serve(redis + ["--redis-connections", "8"]).redisClient.connectionsPerNode == 8)
+        #expect(try serve(redis, ["TOPCHROME_REDIS_CONNECTIONS": "1"]).redisConnections == 1)
+        #expect(throws: ServiceConfiguration.UsageError.self) { try serve(redis + ["--redis-connections", "0"]) }
+    }
+
     /// An option the chosen store never reads is refused, not ignored: the
     /// operator who set it expects it to hold. The message says why and what to do.
     @Test(arguments: [("redis-password-file", "PASSWORD_FILE"), ("redis-key-prefix", "KEY_PREFIX"),
-                      ("redis-timeout", "TIMEOUT"), ("redis-wait-replicas", "WAIT_REPLICAS")])
+                      ("redis-timeout", "TIMEOUT"), ("redis-wait-replicas", "WAIT_REPLICAS"),
+                      ("redis-connections", "CONNECTIONS")])
     func redisOptionsAreRefusedWithTheMemoryStore(_ option: String, _ variable: String) throws {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("password-\(UUID().uuidString)")
         try "s3cret\n".write(to: file, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(at: file) }
         let value = ["redis-password-file": file.path, "redis-key-prefix": "app:", "redis-timeout": "2",
-                     "redis-wait-replicas": "1"][option]!
+                     "redis-wait-replicas": "1", "redis-connections": "2"][option]!
         let hint = "is for a Redis store and does nothing with the memory store; add --store redis://HOST:PORT, or remove it"
         #expect(throws: ServiceConfiguration.UsageError(description: "--\(option) \(hint)")) {
             try serve(["--\(option)", value])
