@@ -23,14 +23,15 @@
 # Settings (environment): RUNS=3 WRK_CONNS=32 WRK_DURATION=5s SESSIONS=1000
 # CEILING_N=200000 (calls per redis-benchmark run) ROUNDS=20 (changes per
 # latency run of 1,000 watchers) ROUNDS_ONE=200 (of 1 watcher) MEMORY_SESSIONS=100000
-# THREADS= (replica --threads; default: cores) LOG_LEVEL=info (the replicas'
+# THREADS= (replica --threads; default: cores) REDIS_CONNECTIONS= (replica
+# --redis-connections on Redis; default: cores, up to 4) LOG_LEVEL=info (the replicas'
 # --log-level: info, the default users run, writes an access line per request)
 # INSTRUCTIONS=1 (0 skips the callgrind counts, a minute under valgrind)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 : "${RUNS:=3}" "${WRK_CONNS:=32}" "${WRK_DURATION:=5s}" "${SESSIONS:=1000}" "${CEILING_N:=200000}"
 : "${ROUNDS:=20}" "${ROUNDS_ONE:=200}" "${MEMORY_SESSIONS:=100000}" "${THREADS:=}"
-: "${LOG_LEVEL:=info}" "${INSTRUCTIONS:=1}"
+: "${LOG_LEVEL:=info}" "${INSTRUCTIONS:=1}" "${REDIS_CONNECTIONS:=}"
 
 for tool in redis-server redis-cli redis-benchmark wrk; do
   command -v "$tool" >/dev/null || { echo "bench-redis: $tool is missing (scripts/install-deps.sh --test installs redis; apt-get install wrk)" >&2; exit 2; }
@@ -80,7 +81,9 @@ source scripts/server.sh
 start_replica() {  # start_replica NAME STORE [FLAGS...]: sets replica_pid and replica_base
   local name=$1 store=$2
   shift 2
-  start_topchrome "$binary" "$work/$name.log" --log-level "$LOG_LEVEL" --store "$store" ${THREADS:+--threads "$THREADS"} "$@" || exit 1
+  local lanes=()
+  [ "$store" != memory ] && [ -n "$REDIS_CONNECTIONS" ] && lanes=(--redis-connections "$REDIS_CONNECTIONS")
+  start_topchrome "$binary" "$work/$name.log" --log-level "$LOG_LEVEL" --store "$store" ${THREADS:+--threads "$THREADS"} "${lanes[@]}" "$@" || exit 1
   pids+=("$server_pid")
   replica_pid=$server_pid
   replica_base=$base_url
