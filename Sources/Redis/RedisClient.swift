@@ -39,7 +39,7 @@ public final class RedisClient: @unchecked Sendable {
 
     // Guarded by `lock`.
     /// Each node's `connectionsPerNode` connections, its lanes (see
-    /// `connection(to:slot:)`); the first reports the node's outages.
+    /// `connectionLocked(to:slot:forFollowUps:)`); the first reports the node's outages.
     var connections: [RedisNode: [RedisConnection]] = [:]
     /// A second connection per node, for commands with a follow-up (a change
     /// and its `WAIT`): `WAIT` holds the connection it runs on until enough
