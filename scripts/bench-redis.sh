@@ -24,7 +24,7 @@
 # CEILING_N=200000 (calls per redis-benchmark run) ROUNDS=20 (changes per
 # latency run of 1,000 watchers) ROUNDS_ONE=200 (of 1 watcher) MEMORY_SESSIONS=100000
 # THREADS= (replica --threads; default: cores) REDIS_CONNECTIONS= (replica
-# --redis-connections on Redis; default: cores, up to 4) LOG_LEVEL=info (the replicas'
+# --redis-connections on Redis; default: one per two cores, up to 4) LOG_LEVEL=info (the replicas'
 # --log-level: info, the default users run, writes an access line per request)
 # INSTRUCTIONS=1 (0 skips the callgrind counts, a minute under valgrind)
 set -euo pipefail

@@ -174,7 +174,7 @@ extension ServiceConfiguration {
         Option(name: "redis-wait-replicas", placeholder: "N", help: "Redis replicas that must have each change before it is acknowledged, else 503 (default {default}).", default: { "\($0.redisWaitReplicas)" }, redisOnly: true) { value, source, config throws(UsageError) in
             config.redisWaitReplicas = try integer(value, source, in: 0...16)
         },
-        Option(name: "redis-connections", placeholder: "N", help: "Connections to each Redis node, each answered on a thread of its own (default: cores, up to 4; here {default}).", default: { "\($0.redisConnections)" }, redisOnly: true) { value, source, config throws(UsageError) in
+        Option(name: "redis-connections", placeholder: "N", help: "Connections to each Redis node, each answered on a thread of its own (default: one per two cores, up to 4; here {default}).", default: { "\($0.redisConnections)" }, redisOnly: true) { value, source, config throws(UsageError) in
             config.redisConnections = try integer(value, source, in: 1...64)
         },
         Option(name: "cors-origin", placeholder: "ORIGIN", help: "Let web pages from ORIGIN (scheme://host[:port]) call the API from a browser; repeatable (the variable: a list separated by commas or spaces).") { value, source, config throws(UsageError) in

@@ -79,9 +79,11 @@ public struct ServiceConfiguration: Sendable, Equatable {
     /// is acknowledged (`WAIT`, up to `redisTimeout`); 0 acknowledges at once.
     public var redisWaitReplicas = 0
     /// Connections to each Redis node, each read and answered on a thread of
-    /// its own (`RedisConfiguration.connectionsPerNode`): one per core, up
-    /// to 4, so that no one thread carries every reply.
-    public var redisConnections = min(4, max(1, ProcessInfo.processInfo.activeProcessorCount))
+    /// its own (`RedisConfiguration.connectionsPerNode`): one per two cores,
+    /// up to 4. More lanes leave fewer cores idle but make each pipeline
+    /// shallower, and Redis pays per read: on 2 cores, 2 lanes cost Redis
+    /// ~12 % more per call for no CPU saved in the replica (BENCHMARKS.md).
+    public var redisConnections = min(4, max(1, ProcessInfo.processInfo.activeProcessorCount / 2))
     /// Origins of web pages allowed to call the API from a browser (CORS),
     /// as browsers send them (`https://app.example.com`); none by default.
     public var corsOrigins: [String] = []

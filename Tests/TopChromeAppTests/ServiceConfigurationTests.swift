@@ -104,8 +104,8 @@ import Testing
     @Test func redisConnectionsFollowTheCoresUnlessSet() throws {
         let redis = ["--store", "redis://127.0.0.1:6379"]
         let cores = ProcessInfo.processInfo.activeProcessorCount
-        #expect(try serve(redis).redisConnections == min(4, cores))
-        #expect(try serve(redis).redisClient.connectionsPerNode == min(4, cores))
+        #expect(try serve(redis).redisConnections == min(4, max(1, cores / 2)))
+        #expect(try serve(redis).redisClient.connectionsPerNode == min(4, max(1, cores / 2)))
         #expect(try serve(redis + ["--redis-connections", "8"]).redisClient.connectionsPerNode == 8)
         #expect(try serve(redis, ["TOPCHROME_REDIS_CONNECTIONS": "1"]).redisConnections == 1)
         #expect(throws: ServiceConfiguration.UsageError.self) { try serve(redis + ["--redis-connections", "0"]) }
