@@ -68,12 +68,21 @@ extension RedisClient {
 
     /// Sends `TIME` to the node serving `slot`, and hands the reading to
     /// whoever waits for it.
+    ///
+    /// A reading is off by its round trip (it is taken as made when its
+    /// reply arrived), so one held up on the way (a loaded process, a slow
+    /// command ahead of it on the connection) would make every change to
+    /// the node look late to the function until the next reading, 30 s on.
+    /// One slower than a tenth of the command timeout is not kept: the
+    /// last reading serves, or none (the function then checks no deadline),
+    /// and the next call reads again.
     private func readClock(of node: RedisNode, throughSlot slot: Int) {
         let sent = ContinuousClock.now
+        let slowest = configuration.commandTimeout / 10
         send(RESPRequest([Array("TIME".utf8)]), slot: slot) { [clocks] result in
             let arrived = ContinuousClock.now
             var reading: NodeClocks.Reading?
-            if case let .success(.array(parts)) = result, parts.count == 2,
+            if case let .success(.array(parts)) = result, parts.count == 2, arrived - sent <= slowest,
                let seconds = parts[0].string.flatMap({ Int64($0) }), let micros = parts[1].string.flatMap({ Int64($0) }) {
                 reading = NodeClocks.Reading(
                     microsecondsAtReference: seconds * 1_000_000 + micros - NodeClocks.microseconds(arrived - NodeClocks.reference),
