@@ -9,17 +9,15 @@ import Musl
 /// `name` (at most 15 bytes) is what `top -H` and a debugger show for it.
 func startIOThread(named name: String, _ body: @escaping @Sendable () -> Void) {
     final class Box: Sendable {
+        let name: String
         let body: @Sendable () -> Void
-        init(name: String, _ body: @escaping @Sendable () -> Void) {
-            self.body = {
-                nameThisThread(name)
-                body()
-            }
-        }
+        init(name: String, _ body: @escaping @Sendable () -> Void) { (self.name, self.body) = (name, body) }
     }
     var thread = pthread_t()
     let status = pthread_create(&thread, nil, { raw in
-        Unmanaged<Box>.fromOpaque(raw!).takeRetainedValue().body()
+        let box = Unmanaged<Box>.fromOpaque(raw!).takeRetainedValue()
+        nameThisThread(box.name)
+        box.body()
         return nil
     }, Unmanaged.passRetained(Box(name: name, body)).toOpaque())
     precondition(status == 0, "pthread_create failed (\(status))")

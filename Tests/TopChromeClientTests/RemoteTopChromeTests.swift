@@ -25,11 +25,8 @@ import TopChromeClient
     /// A report the service would refuse moves nothing on screen and says why.
     @Test @MainActor func aNonFiniteReportMovesNothing() async throws {
         let server = try TestServer()
-        let session = try await server.client().createSession(inset: 59)
-        let chrome = RemoteTopChrome(session: session)
-        chrome.start()
+        let (_, chrome) = try await followingChrome(on: server)
         defer { chrome.stop() }
-        #expect(await eventually { chrome.inset == 59 }, "the first state arrives")
         chrome.report(contentOffsetY: .infinity, contentInsetTop: 59)
         #expect(chrome.isRevealed && chrome.heightOffset == 0)
         guard case .invalidValue? = chrome.lastError else {
@@ -40,11 +37,8 @@ import TopChromeClient
 
     @Test @MainActor func flipsAreObservedAndNothingElse() async throws {
         let server = try TestServer()
-        let session = try await server.client().createSession(inset: 59)
-        let chrome = RemoteTopChrome(session: session)
-        chrome.start()
+        let (session, chrome) = try await followingChrome(on: server)
         defer { chrome.stop() }
-        #expect(await eventually { chrome.inset == 59 }, "the first state arrives")
 
         let flips = ChangeCounter(), insets = ChangeCounter()
         // Weakly: a registration still pending at the end must not keep
@@ -92,4 +86,14 @@ import TopChromeClient
         chrome.stop()
         #expect(try await eventually { try await server.gauge("topchrome_watchers") == 0 })
     }
+
+    /// A chrome following a new session (inset 59) on `server`, once its first state arrived.
+    @MainActor private func followingChrome(on server: TestServer) async throws -> (ChromeSession, RemoteTopChrome) {
+        let session = try await server.client().createSession(inset: 59)
+        let chrome = RemoteTopChrome(session: session)
+        chrome.start()
+        #expect(await eventually { chrome.inset == 59 }, "the first state arrives")
+        return (session, chrome)
+    }
+
 }
