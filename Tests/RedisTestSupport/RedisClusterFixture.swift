@@ -7,7 +7,9 @@ public final class RedisClusterFixture: Sendable {
     public let servers: [RedisServer]
 
     /// 3 primaries and 3 replicas, started by the first test that asks for
-    /// it. Tests using it may kill a primary or move slots.
+    /// it. Tests using it may kill a primary or move slots: they are
+    /// serialized (`RedisClusterTests`), and a test that cannot wait out a
+    /// failover takes a cluster of its own.
     public static func shared() throws -> RedisClusterFixture {
         try started.get()
     }
