@@ -25,6 +25,12 @@ for argument in "$@"; do
   case $argument in --filter | --filter=* | --skip | --skip=*) whole=0 ;; esac
 done
 
+# Under a sanitizer the code runs several times slower: the tests' waits
+# for what must happen wait three times as long (TopChromeTesting's testTimeScale).
+for argument in "$@"; do
+  case $argument in --sanitize | --sanitize=*) export TOPCHROME_TEST_TIME_SCALE=${TOPCHROME_TEST_TIME_SCALE:-3} ;; esac
+done
+
 # Unquoted: SWIFT may be a command with arguments ("xcrun swift").
 if (( whole )); then
   ${SWIFT:-swift} test "$@" --filter "$client_tests" 2>&1 | tee "$log"

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TopChromeTesting
 
 /// The `topchrome` executable as operators run it: flags, the start line, signals, exit codes.
 @Suite struct ProcessLifecycleTests {
@@ -78,9 +79,10 @@ import Testing
             kill(process.processIdentifier, number)
         }
 
-        /// Waits for the exit; returns the status, or nil if it did not exit in time.
+        /// Waits for the exit (`seconds` times `testTimeScale`); returns the
+        /// status, or nil if it did not exit in time.
         func waitForExit(within seconds: Double) -> Int32? {
-            let deadline = Date().addingTimeInterval(seconds)
+            let deadline = Date().addingTimeInterval(seconds * testTimeScale)
             while process.isRunning, Date() < deadline { usleep(10_000) }
             if process.isRunning {
                 process.terminate()

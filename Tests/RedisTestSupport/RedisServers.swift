@@ -202,10 +202,10 @@ private func acceptsConnections(port: Int) -> Bool {
     return true
 }
 
-/// Polls `condition` until it holds or `seconds` pass: servers and
-/// connections come and go asynchronously.
+/// Polls `condition` until it holds or `seconds` (times `testTimeScale`)
+/// pass: servers and connections come and go asynchronously.
 public func eventually(within seconds: Double = 10, _ condition: () async -> Bool) async -> Bool {
-    let deadline = Date().addingTimeInterval(seconds)
+    let deadline = Date().addingTimeInterval(seconds * testTimeScale)
     while Date() < deadline {
         if await condition() { return true }
         try? await Task.sleep(for: .milliseconds(20))

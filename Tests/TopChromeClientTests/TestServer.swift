@@ -4,6 +4,7 @@ import FoundationNetworking
 #endif
 import TopChromeClient
 import TopChromeApp
+import var TopChromeTesting.testTimeScale
 
 /// A real TopChrome server in this process on a loopback port, which a test
 /// can stop and start again on the same port (with the same state file).
@@ -80,11 +81,12 @@ final class TestServer: @unchecked Sendable {
 
 struct TimedOut: Error {}
 
-/// Polls `condition` every 10 ms for up to `seconds`: servers and streams
-/// act asynchronously, and every wait in these tests is bounded.
+/// Polls `condition` every 10 ms for up to `seconds` (times
+/// `testTimeScale`): servers and streams act asynchronously, and every
+/// wait in these tests is bounded.
 func eventually(within seconds: Double = 30, isolation: isolated (any Actor)? = #isolation,
                 _ condition: () async throws -> Bool) async rethrows -> Bool {
-    let deadline = Date().addingTimeInterval(seconds)
+    let deadline = Date().addingTimeInterval(seconds * testTimeScale)
     while Date() < deadline {
         if try await condition() { return true }
         try? await Task.sleep(nanoseconds: 10_000_000)
@@ -92,12 +94,12 @@ func eventually(within seconds: Double = 30, isolation: isolated (any Actor)? = 
     return try await condition()
 }
 
-/// Runs `body`, or throws `TimedOut` after `seconds`.
+/// Runs `body`, or throws `TimedOut` after `seconds` (times `testTimeScale`).
 func within<T: Sendable>(_ seconds: Double = 10, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
     try await withThrowingTaskGroup(of: T.self) { group in
         group.addTask { try await body() }
         group.addTask {
-            try await Task.sleep(nanoseconds: UInt64(seconds * 1_000_000_000))
+            try await Task.sleep(nanoseconds: UInt64(seconds * testTimeScale * 1_000_000_000))
             throw TimedOut()
         }
         defer { group.cancelAll() }
