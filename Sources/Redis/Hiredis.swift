@@ -85,7 +85,7 @@ final class HiredisSocket {
     }
 
     /// Copies encoded commands into the output buffer.
-    func append(_ bytes: [UInt8]) {
+    func append(_ bytes: some Collection<UInt8>) {
         output += bytes
     }
 

@@ -66,6 +66,17 @@ extension RedisClient {
         if mustRead { readClock(of: node, throughSlot: slot) }
     }
 
+    /// The same at once, from a reading of the node's clock taken recently,
+    /// as nearly every call finds; nil when it must be read first
+    /// (`redisMilliseconds(at:forSlot:completion:)` reads it).
+    public func freshRedisMilliseconds(at deadline: ContinuousClock.Instant, forSlot slot: Int) -> Int64? {
+        guard let node = node(serving: slot) else { return nil }
+        return clocks.lock.withLock {
+            guard let known = clocks.readings[node], ContinuousClock.now - known.taken < NodeClocks.freshness else { return nil }
+            return known.milliseconds(at: deadline)
+        }
+    }
+
     /// Sends `TIME` to the node serving `slot`, and hands the reading to
     /// whoever waits for it.
     ///

@@ -97,7 +97,8 @@ public struct ChromeFunctions: Sendable {
     // The same words in every call, written once.
     private let keyPrefixBytes: [UInt8]
     private let ttlArgument: [UInt8]
-    private let thresholdArgument: [UInt8]
+    /// The idle timeout and the reveal threshold, as every `apply` passes them.
+    private let applySettings: EncodedArguments
 
     public init(client: RedisClient, keyPrefix: String = "topchrome:", rules: ChromeRules = ChromeRules(),
                 idleTimeout: Duration? = .seconds(3600), replicaAcknowledgement: ReplicaAcknowledgement? = nil) {
@@ -108,7 +109,7 @@ public struct ChromeFunctions: Sendable {
         self.replicaAcknowledgement = replicaAcknowledgement
         keyPrefixBytes = Array(keyPrefix.utf8)
         ttlArgument = Self.ttlArgument(idleTimeout)
-        thresholdArgument = Self.text(rules.revealThreshold)
+        applySettings = EncodedArguments([ttlArgument, Self.text(rules.revealThreshold)])
     }
 
     public func key(for id: SessionID) -> [UInt8] {
@@ -133,30 +134,29 @@ public struct ChromeFunctions: Sendable {
     /// Creates the session `id`, revealed at version 1; nil if the id is taken.
     public func create(_ id: SessionID, inset: Double, settings: RevealSettings = RevealSettings(),
                        completion: @escaping Completion<Session?>) {
-        call(Self.createFunction, id, completion, changed: { $0 != .null && !Self.isLate($0) }, arguments: { [ttlArgument] in
+        call(Self.createCall, id, completion, changed: { $0 != .null && !Self.isLate($0) }, arguments: { [ttlArgument] in
             $0.append(ttlArgument)
             $0.append(inset)
             Self.append(.setBehavior(settings), to: &$0)
-        }) { reply in
-            try Self.session(id, from: reply, status: "done")
-        }
+        }, decode: Self.doneSession)
     }
 
     /// The session, as a use of it; nil if there is none (or it expired).
     /// When Redis takes no writes (a failed save, too few replicas), read
     /// without sliding the expiry: a read must not fail for a write it need not make.
     public func session(_ id: SessionID, completion: @escaping Completion<Session?>) {
-        call(Self.getFunction, id, { [self] result in
+        call(Self.getCall, id, { [self] result in
             guard case let .failure(.refused(message)) = result, Self.refusesWrites(message) else { return completion(result) }
-            call(Self.readFunction, id, completion, command: Self.fcallReadOnly, arguments: { _ in }) { reply in
-                try Self.session(id, from: reply, status: "done")
-            }
+            call(Self.readCall, id, completion, arguments: { _ in }, decode: Self.doneSession)
         }, arguments: {
             $0.append(StateTagSource.shared.next().hex)
             $0.append(ttlArgument)
-        }) { reply in
-            try Self.session(id, from: reply, status: "done")
-        }
+        }, decode: Self.doneSession)
+    }
+
+    /// A reply of `create`, `get` or `read`: the session, nil for none.
+    private static let doneSession: @Sendable (SessionID, RESPValue) throws -> Session? = { id, reply in
+        try session(id, from: reply, status: "done")
     }
 
     /// What the periodic check of watched sessions learns of one.
@@ -179,7 +179,8 @@ public struct ChromeFunctions: Sendable {
         for id in ids { command.append(key(for: id)) }
         command.append(ttlArgument)
         let key = key(for: first)
-        send(command.request, key: key, slot: HashSlot.of(key), deadline: nil, completion, reloading: true, changed: nil) { reply in
+        FunctionCall(self, first, key: key, slot: HashSlot.of(key), request: command.take(), deadline: nil, changed: nil, relay: nil,
+                     asked: nil, decode: { _, reply in
             guard case let .array(values) = reply, values.count == ids.count else { throw ChromeFunctionError.unexpectedReply(reply) }
             return try values.map { value in
                 switch value {
@@ -188,7 +189,7 @@ public struct ChromeFunctions: Sendable {
                 default: throw ChromeFunctionError.unexpectedReply(reply)
                 }
             }
-        }
+        }, completion: completion).send()
     }
 
     /// Slides the session's expiry without reading it: a watched session is
@@ -211,22 +212,35 @@ public struct ChromeFunctions: Sendable {
     /// `SessionStore.apply` in one `FCALL`.
     public func apply(_ inputs: [ChromeInput], to id: SessionID, if condition: VersionCondition,
                       completion: @escaping Completion<AppliedInputs>) {
-        call(Self.applyFunction, id, completion, changed: Self.appliedAChange, relay: { reply in
-            guard Self.appliedAChange(reply), let session = try? Self.session(id, from: reply, status: "done") else { return nil }
-            return Self.message(session)
-        }, arguments: { [ttlArgument, thresholdArgument] command in
-            command.append(ttlArgument)
-            command.append(thresholdArgument)
+        applying(inputs, to: id, if: condition, completion: completion)
+    }
+
+    /// The same for one input (a scroll report usually comes alone), without an array for it.
+    public func apply(_ input: ChromeInput, to id: SessionID, if condition: VersionCondition,
+                      completion: @escaping Completion<AppliedInputs>) {
+        applying(CollectionOfOne(input), to: id, if: condition, completion: completion)
+    }
+
+    private func applying(_ inputs: some Collection<ChromeInput> & Sendable, to id: SessionID, if condition: VersionCondition,
+                          completion: @escaping Completion<AppliedInputs>) {
+        call(Self.applyCall, id, completion, changed: Self.appliedAChange, relay: Self.appliedState, arguments: {
+            [applySettings] command in
+            command.append(applySettings)
             Self.append(condition, to: &command)
             for input in inputs { Self.append(input, to: &command) }
-        }) { reply in try Self.applied(id, from: reply) }
+        }, decode: Self.applied)
+    }
+
+    /// What an `apply` that changed the session publishes.
+    private static let appliedState: @Sendable (SessionID, RESPValue) -> [UInt8]? = { id, reply in
+        guard appliedAChange(reply), let session = try? session(id, from: reply, status: "done") else { return nil }
+        return message(session)
     }
 
     /// `SessionStore.remove` in one `FCALL`.
     public func remove(_ id: SessionID, if condition: VersionCondition, completion: @escaping Completion<StoreOutcome>) {
-        call(Self.deleteFunction, id, completion, changed: Self.isDone, relay: { Self.isDone($0) ? Self.gone : nil }, arguments: {
-            Self.append(condition, to: &$0)
-        }) { reply in
+        call(Self.deleteCall, id, completion, changed: Self.isDone, relay: { _, reply in Self.isDone(reply) ? Self.gone : nil },
+             arguments: { Self.append(condition, to: &$0) }) { id, reply in
             try Self.outcome(id, from: reply) ?? .notFound
         }
     }
@@ -269,6 +283,13 @@ public struct ChromeFunctions: Sendable {
     private static let createFunction = Array("\(libraryName)_create".utf8), getFunction = Array("\(libraryName)_get".utf8)
     private static let readFunction = Array("\(libraryName)_read".utf8), watchedFunction = Array("\(libraryName)_watched".utf8)
     private static let applyFunction = Array("\(libraryName)_apply".utf8), deleteFunction = Array("\(libraryName)_delete".utf8)
+    /// How each call begins (`FCALL function 1`), encoded once.
+    private static let createCall = head(createFunction), getCall = head(getFunction), applyCall = head(applyFunction)
+    private static let deleteCall = head(deleteFunction), readCall = EncodedArguments([fcallReadOnly, readFunction, oneKey])
+
+    private static func head(_ function: [UInt8]) -> EncodedArguments {
+        EncodedArguments([fcall, function, oneKey])
+    }
 
     private static func ttlArgument(_ idleTimeout: Duration?) -> [UInt8] {
         guard let idleTimeout else { return Array("none".utf8) }

@@ -68,12 +68,16 @@ public final class RedisSessionStore: SessionStore, SessionChangeFeed {
 
     public func apply(_ inputs: [ChromeInput], to id: SessionID, if condition: VersionCondition,
                       reply: @escaping StoreReply<StoreOutcome>) {
-        functions.apply(inputs, to: id, if: condition) { [statistics] result in
-            reply(result.map { applied in
-                for report in applied.reports { statistics.record(report, flipped: false) }
-                return applied.outcome
-            }.mapError(Self.storeError))
-        }
+        functions.apply(inputs, to: id, if: condition) { [statistics] result in reply(Self.outcome(result, statistics)) }
+    }
+
+    /// What a batch did, its reports counted.
+    private static func outcome(_ result: Result<AppliedInputs, ChromeFunctionError>,
+                                _ statistics: ChromeStatistics) -> Result<StoreOutcome, StoreError> {
+        result.map { applied in
+            for report in applied.reports { statistics.record(report, flipped: false) }
+            return applied.outcome
+        }.mapError(Self.storeError)
     }
 
     public func remove(_ id: SessionID, if condition: VersionCondition, reply: @escaping StoreReply<StoreOutcome>) {
@@ -100,7 +104,18 @@ public final class RedisSessionStore: SessionStore, SessionChangeFeed {
 
     public func requestApply(_ inputs: [ChromeInput], to id: SessionID,
                              if condition: VersionCondition) -> StoreAnswer<StoreOutcome> {
-        later { apply(inputs, to: id, if: condition, reply: $0) }
+        let pending = PendingAnswer<StoreOutcome>()
+        functions.apply(inputs, to: id, if: condition) { [statistics] in pending.complete(with: Self.outcome($0, statistics)) }
+        return .later(pending)
+    }
+
+    /// A lone input, as every scroll report is: one answer's worth of work
+    /// less than `later`'s wrapping, and no array for the input.
+    public func requestApply(_ input: ChromeInput, to id: SessionID,
+                             if condition: VersionCondition) -> StoreAnswer<StoreOutcome> {
+        let pending = PendingAnswer<StoreOutcome>()
+        functions.apply(input, to: id, if: condition) { [statistics] in pending.complete(with: Self.outcome($0, statistics)) }
+        return .later(pending)
     }
 
     public func requestRemove(_ id: SessionID, if condition: VersionCondition) -> StoreAnswer<StoreOutcome> {
