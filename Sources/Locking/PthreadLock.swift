@@ -9,33 +9,42 @@ import Musl
 /// sanitizer reports false races with this toolchain, and rather than
 /// `NSLock`, which would link Foundation, and with it ICU's data, into the
 /// server binary.
-public final class PthreadLock: @unchecked Sendable {
-    // Allocated once and never moved: a pthread mutex must stay at one address.
-    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
+public struct PthreadLock: @unchecked Sendable {
+    private let storage = MutexStorage.make()
 
-    public init() {
-        mutex = .allocate(capacity: 1)
-        mutex.initialize(to: pthread_mutex_t())
-        let status = pthread_mutex_init(mutex, nil)
-        precondition(status == 0, "pthread_mutex_init failed (\(status))")
-    }
-
-    deinit {
-        pthread_mutex_destroy(mutex)
-        mutex.deallocate()
-    }
+    public init() {}
 
     public func lock() {
-        pthread_mutex_lock(mutex)
+        storage.withUnsafeMutablePointerToElements { _ = pthread_mutex_lock($0) }
     }
 
     public func unlock() {
-        pthread_mutex_unlock(mutex)
+        storage.withUnsafeMutablePointerToElements { _ = pthread_mutex_unlock($0) }
     }
 
     public func withLock<Result, Failure: Error>(_ body: () throws(Failure) -> Result) throws(Failure) -> Result {
         lock()
         defer { unlock() }
         return try body()
+    }
+}
+
+/// The mutex, in the same allocation as the object that owns it (as
+/// swift-nio's locks keep theirs): a pthread mutex must stay at one
+/// address, and a lock made for every request (an answer that comes
+/// later) then costs one allocation, not two.
+private final class MutexStorage: ManagedBuffer<Void, pthread_mutex_t> {
+    static func make() -> MutexStorage {
+        let storage = unsafeDowncast(create(minimumCapacity: 1) { _ in () }, to: MutexStorage.self)
+        storage.withUnsafeMutablePointerToElements { mutex in
+            mutex.initialize(to: pthread_mutex_t())
+            let status = pthread_mutex_init(mutex, nil)
+            precondition(status == 0, "pthread_mutex_init failed (\(status))")
+        }
+        return storage
+    }
+
+    deinit {
+        _ = withUnsafeMutablePointerToElements { pthread_mutex_destroy($0) }
     }
 }
