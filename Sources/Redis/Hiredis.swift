@@ -255,6 +255,19 @@ final class ReplyBuilder {
         finished = value
     }
 
+    /// A bulk string's bytes. Those of one byte (a flag, a report's letter)
+    /// and the word `done` come from arrays made once: a reply of the
+    /// function library carries four of them, and an array made for each
+    /// cost as much again as the rest of reading them.
+    static func bulk(_ bytes: UnsafeRawBufferPointer) -> [UInt8] {
+        if bytes.count == 1 { return oneByte[Int(bytes[0])] }
+        if bytes.count == 4, bytes.elementsEqual(done) { return done }
+        return Array(bytes)
+    }
+
+    private static let oneByte = (0...255).map { [UInt8($0)] }
+    private static let done = Array("done".utf8)
+
     /// The reader gave up on a reply (bytes that are not RESP), or was freed in the middle of one.
     func discard() {
         open.removeAll()
@@ -281,11 +294,11 @@ private func made(_ task: UnsafePointer<redisReadTask>?) -> UnsafeMutableRawPoin
 nonisolated(unsafe) private let valueReplyFunctions: UnsafeMutablePointer<redisReplyObjectFunctions> = {
     var functions = redisReplyObjectFunctions()
     functions.createString = { task, text, length in
-        let bytes = Array(UnsafeRawBufferPointer(start: text, count: length))
+        let bytes = UnsafeRawBufferPointer(start: text, count: length)
         switch task!.pointee.type {
         case REDIS_REPLY_STATUS: builder(of: task).add(.simple(String(decoding: bytes, as: UTF8.self)))
         case REDIS_REPLY_ERROR: builder(of: task).add(.error(String(decoding: bytes, as: UTF8.self)))
-        default: builder(of: task).add(.bulk(bytes))
+        default: builder(of: task).add(.bulk(ReplyBuilder.bulk(bytes)))
         }
         return made(task)
     }

@@ -38,6 +38,11 @@ public struct RESPRequestBuilder: Sendable {
     /// `capacity`: the bytes the arguments are expected to take, with their framing.
     public init(capacity: Int = 256) {
         body.reserveCapacity(Self.headerRoom + capacity)
+        makeRoom()
+    }
+
+    /// The header's room, before the first argument (again after `take()`).
+    private mutating func makeRoom() {
         body.append(contentsOf: repeatElement(0, count: Self.headerRoom))
     }
 
@@ -50,6 +55,7 @@ public struct RESPRequestBuilder: Sendable {
 
     /// Arguments encoded once (see `EncodedArguments`).
     public mutating func append(_ arguments: EncodedArguments) {
+        if body.isEmpty { makeRoom() }
         count += arguments.count
         body.append(contentsOf: arguments.bytes)
     }
@@ -84,12 +90,15 @@ public struct RESPRequestBuilder: Sendable {
         return copy.framed()
     }
 
-    /// The command, for the builder's last use: its bytes are taken as they are.
-    public consuming func take() -> RESPRequest {
-        framed()
+    /// The command, taking the bytes written as they are, without a copy;
+    /// the builder is left empty.
+    public mutating func take() -> RESPRequest {
+        defer { (body, count) = ([], 0) }
+        return framed()
     }
 
     private mutating func framed() -> RESPRequest {
+        if body.isEmpty { makeRoom() }
         var digits = 1, rest = count
         while rest >= 10 {
             digits += 1
@@ -116,6 +125,7 @@ public struct RESPRequestBuilder: Sendable {
     }
 
     private mutating func appendLength(_ length: Int) {
+        if body.isEmpty { makeRoom() }
         count += 1
         Self.appendLength(length, to: &body)
     }

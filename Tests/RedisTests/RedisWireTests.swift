@@ -45,6 +45,33 @@ struct RedisWireTests {
         #expect(String(decoding: twelve.bytes, as: UTF8.self) == "*12\r\n" + String(repeating: "$1\r\nx\r\n", count: 12))
     }
 
+    /// `take()` gives the bytes `request` gives, without a copy, and leaves
+    /// the builder empty and ready for another command; arguments encoded
+    /// once are written as if appended one by one.
+    @Test func aTakenCommandIsTheSameAndTheBuilderStartsAgain() {
+        let words = (0..<11).map { Array("w\($0)".utf8) }
+        var oneByOne = RESPRequestBuilder(capacity: 4)
+        for word in words { oneByOne.append(word) }
+        var encoded = RESPRequestBuilder()
+        encoded.append(EncodedArguments(Array(words[..<3])))
+        for word in words[3...] { encoded.append(word) }
+        let expected = "*11\r\n" + words.map { "$\($0.count)\r\n\(String(decoding: $0, as: UTF8.self))\r\n" }.joined()
+        #expect(String(decoding: oneByOne.request.bytes, as: UTF8.self) == expected)
+        #expect(String(decoding: encoded.take().bytes, as: UTF8.self) == expected)
+        encoded.append(Array("PING".utf8))
+        #expect(String(decoding: encoded.take().bytes, as: UTF8.self) == "*1\r\n$4\r\nPING\r\n")
+        #expect(String(decoding: encoded.take().bytes, as: UTF8.self) == "*0\r\n")
+    }
+
+    /// Bulk strings of one byte and the word `done` come from arrays made
+    /// once: they read as any other.
+    @Test func sharedBulkStringsReadAsTheirBytes() throws {
+        let stream = "*6\r\n$4\r\ndone\r\n$1\r\n0\r\n$1\r\n\u{7F}\r\n$4\r\nDONE\r\n$4\r\ndon!\r\n$5\r\ndone!\r\n"
+        let values = try #require(RESPValue.parse(Array(stream.utf8)))
+        #expect(values == [.array([.bulk(Array("done".utf8)), .bulk([0x30]), .bulk([0x7F]), .bulk(Array("DONE".utf8)),
+                                   .bulk(Array("don!".utf8)), .bulk(Array("done!".utf8))])])
+    }
+
     /// Numbers of every length a call carries, from one digit to a
     /// deadline's thirteen: each written whole, in order.
     @Test(arguments: [9, 10, 99, 100, 101, 999, 1000, 1_796_148_545_039, 10_000_000_000_000_000_000] as [UInt64])
