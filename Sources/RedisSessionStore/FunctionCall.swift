@@ -7,7 +7,10 @@ import TopChromeCore
 /// slot. What the steps share is held here once, where a closure per step
 /// would each be made and freed for every scroll report.
 final class FunctionCall<Value: Sendable>: Sendable {
-    let functions: ChromeFunctions
+    // The two parts of `ChromeFunctions` a call uses, not all of it: each
+    // reference held is taken and let go once more per call.
+    let client: RedisClient
+    let acknowledgement: ReplicaAcknowledgement?
     let id: SessionID
     let key: [UInt8]
     /// `HashSlot.of(key)`: routing, the node's clock and the `ASK` counts all go by it.
@@ -28,11 +31,21 @@ final class FunctionCall<Value: Sendable>: Sendable {
     let decode: @Sendable (SessionID, RESPValue) throws -> Value
     let completion: ChromeFunctions.Completion<Value>
 
-    init(_ functions: ChromeFunctions, _ id: SessionID, key: [UInt8], slot: Int, request: RESPRequest,
-         deadline: ContinuousClock.Instant?, reloading: Bool = true, changed: (@Sendable (RESPValue) -> Bool)?,
-         relay: (@Sendable (SessionID, RESPValue) -> [UInt8]?)?, asked: UInt32?,
-         decode: @escaping @Sendable (SessionID, RESPValue) throws -> Value, completion: @escaping ChromeFunctions.Completion<Value>) {
-        self.functions = functions
+    convenience init(_ functions: ChromeFunctions, _ id: SessionID, key: [UInt8], slot: Int, request: RESPRequest,
+                     deadline: ContinuousClock.Instant?, changed: (@Sendable (RESPValue) -> Bool)?,
+                     relay: (@Sendable (SessionID, RESPValue) -> [UInt8]?)?, asked: UInt32?,
+                     decode: @escaping @Sendable (SessionID, RESPValue) throws -> Value,
+                     completion: @escaping ChromeFunctions.Completion<Value>) {
+        self.init(functions.client, functions.replicaAcknowledgement, id, key: key, slot: slot, request: request, deadline: deadline,
+                  reloading: true, changed: changed, relay: relay, asked: asked, decode: decode, completion: completion)
+    }
+
+    private init(_ client: RedisClient, _ acknowledgement: ReplicaAcknowledgement?, _ id: SessionID, key: [UInt8], slot: Int,
+                 request: RESPRequest, deadline: ContinuousClock.Instant?, reloading: Bool, changed: (@Sendable (RESPValue) -> Bool)?,
+                 relay: (@Sendable (SessionID, RESPValue) -> [UInt8]?)?, asked: UInt32?,
+                 decode: @escaping @Sendable (SessionID, RESPValue) throws -> Value, completion: @escaping ChromeFunctions.Completion<Value>) {
+        self.client = client
+        self.acknowledgement = acknowledgement
         self.id = id
         self.key = key
         self.slot = slot
@@ -46,10 +59,8 @@ final class FunctionCall<Value: Sendable>: Sendable {
         self.completion = completion
     }
 
-    private var client: RedisClient { functions.client }
-
     func send() {
-        guard let changed, let acknowledgement = functions.replicaAcknowledgement else {
+        guard let changed, let acknowledgement else {
             // A read (no `changed`) may run twice: it is sent again if its connection drops under it.
             client.send(request, slot: slot, deadline: deadline, idempotent: changed == nil) { [self] result in
                 answered(result, confirmation: nil, acknowledgement: nil)
@@ -99,8 +110,8 @@ final class FunctionCall<Value: Sendable>: Sendable {
         guard reloading, case let .success(.error(message)) = result, message.hasPrefix("ERR Function not found") else {
             return false
         }
-        let again = FunctionCall(functions, id, key: key, slot: slot, request: request, deadline: deadline, reloading: false,
-                                 changed: changed, relay: relay, asked: asked, decode: decode, completion: completion)
+        let again = FunctionCall(client, acknowledgement, id, key: key, slot: slot, request: request, deadline: deadline,
+                                 reloading: false, changed: changed, relay: relay, asked: asked, decode: decode, completion: completion)
         // A node importing the slot, which the call may have reached by
         // `ASK`, is not the one routing by key reaches: load it there too.
         if mayHaveRunOnImporter {
