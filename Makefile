@@ -99,6 +99,13 @@ clean:
 bench-redis:
 	scripts/bench-redis.sh
 
+## What answering later costs any server on libmicrohttpd (BENCHMARKS.md):
+## TopChrome on both stores beside a C server on the same library answering
+## inline, after a hand-off to a thread, and after a call to Redis.
+.PHONY: bench-floor
+bench-floor:
+	scripts/bench-floor.sh
+
 ## Fan-out benchmark: N Server-Sent Events watchers of one session, one change,
 ## time until all have it (FANOUT_N="1000 5000" ROUNDS=20 THREADS=; see the script).
 .PHONY: bench-fanout
