@@ -47,8 +47,6 @@ redis_pid=$!
 pids+=("$redis_pid")
 for _ in $(seq 500); do redis-cli -p "$redis_port" PING 2>/dev/null | grep -q PONG && break; sleep 0.02; done
 
-proc_ticks() { local sum=0 pid; for pid in "$@"; do sum=$(( sum + $(awk '{print $14 + $15}' "/proc/$pid/stat") )); done; echo "$sum"; }
-machine_ticks() { awk '/^cpu / {print $2 + $3 + $4 + $7 + $8 + $9, $5 + $6}' /proc/stat; }  # busy idle
 ticks_per_second=$(getconf CLK_TCK)
 results="$work/results"  # one line per round: server requests/s server_us redis_us idle%
 : > "$results"
@@ -110,7 +108,8 @@ instructions="$work/instructions"
 : > "$instructions"
 if [ "$INSTRUCTIONS" = 1 ]; then
   for mode in inline redis; do
-    WORKLOADS=scroll scripts/bench-instructions.sh "$work/floor" "$mode" {port} 1 "$redis_port" >"$work/count.txt" 2>&1 \
+    # At bench-instructions' own wrk -c8, as TopChrome's counts are taken.
+    WRK_CONNS=8 WORKLOADS=scroll scripts/bench-instructions.sh "$work/floor" "$mode" {port} 1 "$redis_port" >"$work/count.txt" 2>&1 \
       || { cat "$work/count.txt" >&2; exit 1; }
     echo "$mode $(awk '$1 == "custom" && $2 == "scroll" { print $6 }' "$work/count.txt")" >>"$instructions"
   done

@@ -100,9 +100,6 @@ start_replica() {  # start_replica NAME STORE [FLAGS...]: sets replica_pid and r
 }
 stop_pid() { kill "$1" 2>/dev/null || true; wait "$1" 2>/dev/null || true; }
 
-# CPU of processes in clock ticks (user + system), and of the whole machine.
-proc_ticks() { local sum=0 pid; for pid in "$@"; do sum=$(( sum + $(awk '{print $14 + $15}' "/proc/$pid/stat") )); done; echo "$sum"; }
-machine_ticks() { awk '/^cpu / {print $2 + $3 + $4 + $7 + $8 + $9, $5 + $6}' /proc/stat; }  # busy idle
 ticks_per_second=$(getconf CLK_TCK)
 
 results="$work/results"  # one line per run: scenario rate p99_us replica_us redis_us replica% redis% wrk% rest% idle%
@@ -341,8 +338,8 @@ fi
 # --- 6. libmicrohttpd's floor ---------------------------------------------------------------
 floor="$work/floor.txt"
 RUNS=$RUNS WRK_CONNS=$WRK_CONNS WRK_DURATION=$WRK_DURATION SESSIONS=$SESSIONS THREADS=${THREADS:-$(nproc)} \
-  REDIS_CONNECTIONS=$REDIS_CONNECTIONS LOG_LEVEL=$LOG_LEVEL INSTRUCTIONS=$INSTRUCTIONS scripts/bench-floor.sh >"$floor" 2>&1 \
-  || { cat "$floor" >&2; exit 1; }
+  REDIS_CONNECTIONS=$REDIS_CONNECTIONS LOG_LEVEL=$LOG_LEVEL INSTRUCTIONS=$INSTRUCTIONS scripts/bench-floor.sh >"$floor" 2>"$work/floor.err" \
+  || { cat "$floor" "$work/floor.err" >&2; exit 1; }
 
 # --- report ----------------------------------------------------------------------------
 echo "# load after: $(uptime)"

@@ -45,9 +45,8 @@ start_server() {  # start_server LEVEL ARGS...: sets server_pid and base
 }
 stop_server() { kill "$server_pid"; wait "$server_pid" 2>/dev/null || true; server_pid=; }
 rss_kib() { awk '/VmRSS/ {print $2}' "/proc/$1/status"; }
-# User + system CPU of a process in clock ticks. The server's CPU per request
-# is its cost: unlike req/s, it does not stop at what the client can send.
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+# The server's CPU per request (proc_ticks, scripts/server.sh) is its cost:
+# unlike req/s, it does not stop at what the client can send.
 
 # One table row from wrk's --latency output: LABEL req/s p50 p99 CPU-per-request non-2xx; fails on any non-2xx.
 # wrk_row LABEL WRK_OUTPUT TICKS [sockets [CPU_LOG KEY]]: `sockets` also reports and fails on socket errors;
@@ -87,10 +86,10 @@ for level in $LOG_LEVELS; do
   create_sessions "$base" "$SESSIONS" "$work/ids"
   IDS_FILE="$work/ids" wrk -t1 -c"$WRK_CONNS" -d2s -s "$BENCH_LUA_DIR/mixed.lua" "$base" >/dev/null  # warm-up
   for workload in $WORKLOADS; do
-    ticks_before=$(cpu_ticks "$server_pid")
+    ticks_before=$(proc_ticks "$server_pid")
     IDS_FILE="$work/ids" wrk -t"$WRK_THREADS" -c"$WRK_CONNS" -d"$WRK_DURATION" --latency \
       -s "$BENCH_LUA_DIR/$workload.lua" "$base" >"$work/$workload.txt"
-    ticks=$(( $(cpu_ticks "$server_pid") - ticks_before ))
+    ticks=$(( $(proc_ticks "$server_pid") - ticks_before ))
     wrk_row "$(printf '%-8s %-5s' "$workload" "$level")" "$work/$workload.txt" "$ticks" sockets \
       "$work/cpu" "$workload $level" || failed=1
   done
@@ -118,10 +117,10 @@ if [ -n "$BEHAVIORS" ]; then
     start_server warn
     create_sessions "$base" "$SESSIONS" "$work/ids" "$behavior"
     IDS_FILE="$work/ids" wrk -t1 -c"$WRK_CONNS" -d2s -s "$BENCH_LUA_DIR/scroll.lua" "$base" >/dev/null  # warm-up
-    ticks_before=$(cpu_ticks "$server_pid")
+    ticks_before=$(proc_ticks "$server_pid")
     IDS_FILE="$work/ids" wrk -t"$WRK_THREADS" -c"$WRK_CONNS" -d"$WRK_DURATION" --latency \
       -s "$BENCH_LUA_DIR/scroll.lua" "$base" >"$work/behavior.txt"
-    ticks=$(( $(cpu_ticks "$server_pid") - ticks_before ))
+    ticks=$(( $(proc_ticks "$server_pid") - ticks_before ))
     wrk_row "$(printf '%-26s' "scroll $behavior")" "$work/behavior.txt" "$ticks" sockets || failed=1
     stop_server
     rm -f "$work/server.log"

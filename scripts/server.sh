@@ -47,3 +47,8 @@ with open(path, "w") as out:
         out.write(json.loads(response.read())["id"] + "\n")
 PY
 }
+
+# proc_ticks PID...: CPU the processes used so far, in clock ticks (user + system).
+proc_ticks() { local sum=0 pid; for pid in "$@"; do sum=$(( sum + $(awk '{print $14 + $15}' "/proc/$pid/stat") )); done; echo "$sum"; }
+# machine_ticks: the whole machine's busy and idle ticks so far.
+machine_ticks() { awk '/^cpu / {print $2 + $3 + $4 + $7 + $8 + $9, $5 + $6}' /proc/stat; }

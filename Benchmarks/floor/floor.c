@@ -272,14 +272,15 @@ int main(int argc, char **argv) {
   }
   if (pipe2(wake_pipe, O_NONBLOCK | O_CLOEXEC) != 0) { perror("pipe2"); return 1; }
   signal(SIGPIPE, SIG_IGN);
-  pthread_t store;
-  if (mode != INLINE && pthread_create(&store, NULL, store_thread, NULL) != 0) { perror("pthread_create"); return 1; }
-
+  /* Blocked before any thread starts, so that every thread inherits it and sigwait gets it. */
   sigset_t stop;
   sigemptyset(&stop);
   sigaddset(&stop, SIGTERM);
   sigaddset(&stop, SIGINT);
   pthread_sigmask(SIG_BLOCK, &stop, NULL);
+  pthread_t store;
+  if (mode != INLINE && pthread_create(&store, NULL, store_thread, NULL) != 0) { perror("pthread_create"); return 1; }
+
   struct sockaddr_in loopback = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
                                  .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
   struct MHD_Daemon *daemon = MHD_start_daemon(

@@ -25,6 +25,12 @@ final class NodeClocks: @unchecked Sendable {
     var readings: [RedisNode: Reading] = [:]
     var waiting: [RedisNode: [@Sendable (Reading?) -> Void]] = [:]
 
+    /// `node`'s reading, if taken within `freshness`. Under `lock`.
+    func freshReading(of node: RedisNode) -> Reading? {
+        guard let known = readings[node], ContinuousClock.now - known.taken < Self.freshness else { return nil }
+        return known
+    }
+
     static func microseconds(_ duration: Duration) -> Int64 {
         let (seconds, attoseconds) = duration.components
         return seconds * 1_000_000 + attoseconds / 1_000_000_000_000
@@ -51,8 +57,8 @@ extension RedisClient {
         guard let node = node(serving: slot) else { return completion(nil) }
         // A fresh reading, the case of nearly every call, is looked up once and waits for nothing.
         let (known, mustRead): (NodeClocks.Reading?, Bool) = clocks.lock.withLock {
+            if let fresh = clocks.freshReading(of: node) { return (fresh, false) }
             let known = clocks.readings[node]
-            if let known, ContinuousClock.now - known.taken < NodeClocks.freshness { return (known, false) }
             let reading = clocks.waiting[node] != nil
             // A stale reading still serves while a new one is taken.
             if known == nil {
@@ -71,10 +77,7 @@ extension RedisClient {
     /// (`redisMilliseconds(at:forSlot:completion:)` reads it).
     public func freshRedisMilliseconds(at deadline: ContinuousClock.Instant, forSlot slot: Int) -> Int64? {
         guard let node = node(serving: slot) else { return nil }
-        return clocks.lock.withLock {
-            guard let known = clocks.readings[node], ContinuousClock.now - known.taken < NodeClocks.freshness else { return nil }
-            return known.milliseconds(at: deadline)
-        }
+        return clocks.lock.withLock { clocks.freshReading(of: node)?.milliseconds(at: deadline) }
     }
 
     /// Sends `TIME` to the node serving `slot`, and hands the reading to
