@@ -47,14 +47,9 @@ export BENCH_LUA_DIR="$PWD/Benchmarks/wrk"
 library="$work/topchrome.lua"  # the library is its two files, one after the other
 cat Sources/RedisSessionStore/topchrome.lua Sources/RedisSessionStore/topchrome-rules.lua >"$library"
 
+source scripts/server.sh
 pids=()  # everything started here, stopped on exit
-cleanup() {
-  local pid
-  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
-  rm -rf "$work"
-}
-trap cleanup EXIT
+trap stop_started EXIT
 ulimit -n 4096 || { echo "bench-redis: 1,000 watchers need 4096 open files (ulimit -n)" >&2; exit 2; }
 
 start_redis() {  # start_redis NAME [FLAGS...]: sets redis_pid and redis_port
@@ -80,7 +75,6 @@ start_redis() {  # start_redis NAME [FLAGS...]: sets redis_pid and redis_port
   exit 1
 }
 
-source scripts/server.sh
 start_replica() {  # start_replica NAME STORE [FLAGS...]: sets replica_pid and replica_base
   local name=$1 store=$2
   shift 2

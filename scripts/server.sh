@@ -48,6 +48,15 @@ with open(path, "w") as out:
 PY
 }
 
+# stop_started: stops every process in the array `pids` (a script adds each
+# one it starts) and removes the folder `$work`; scripts trap it on EXIT.
+stop_started() {
+  local pid
+  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+  rm -rf "$work"
+}
+
 # proc_ticks PID...: CPU the processes used so far, in clock ticks (user + system).
 proc_ticks() { local sum=0 pid; for pid in "$@"; do sum=$(( sum + $(awk '{print $14 + $15}' "/proc/$pid/stat") )); done; echo "$sum"; }
 # machine_ticks: the whole machine's busy and idle ticks so far.
