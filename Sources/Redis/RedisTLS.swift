@@ -26,12 +26,21 @@ public final class RedisTLS: @unchecked Sendable, Equatable, CustomStringConvert
         public let description: String
     }
 
+    /// OpenSSL set up without its clean-up at exit: that frees OpenSSL's own
+    /// state while a connection's I/O thread may still be closing a TLS
+    /// session with it, and the process then dies on a double free
+    /// instead of exiting (seen: `check-config` against a Redis whose
+    /// certificate it refused, exit status 6 where 2 was due). What a
+    /// process holds is the system's to take back at exit anyway.
+    private static let initialized: Bool = OPENSSL_init_ssl(UInt64(OPENSSL_INIT_NO_ATEXIT), nil) == 1
+
     /// `certificateFile` and `keyFile` go together: a client certificate for
     /// servers that check clients (`tls-auth-clients yes`).
     public init(caFile: String?, certificateFile: String? = nil, keyFile: String? = nil) throws(Failure) {
         guard (certificateFile == nil) == (keyFile == nil) else {
             throw Failure(description: "a client certificate and its key go together")
         }
+        _ = Self.initialized
         guard let context = SSL_CTX_new(TLS_client_method()) else { throw Failure(description: Self.openSSLErrors()) }
         func fail(_ what: String) -> Failure {
             let failure = Failure(description: "\(what): \(Self.openSSLErrors())")
