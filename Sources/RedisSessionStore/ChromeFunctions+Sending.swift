@@ -6,18 +6,18 @@ import TopChromeCore
 extension ChromeFunctions {
     /// `FCALL function 1 key arguments…`, encoded as it is written; for a
     /// change, `FCALL function 1 key tag deadline arguments…`.
+    /// - Parameter head: `FCALL function 1` (or `FCALL_RO`), encoded once.
     /// - Parameter changed: set for a change: whether a reply is of one
     ///   that changed the session, which then waits for
     ///   `replicaAcknowledgement` (reads never do). A change carries its
     ///   deadline, on the node's clock, into the function, which refuses it
     ///   once past: its caller was told it timed out by then, and may have
     ///   retried elsewhere.
-    /// - Parameter head: `FCALL function 1` (or `FCALL_RO`), encoded once.
     func call<Value: Sendable>(_ head: EncodedArguments, _ id: SessionID, _ completion: @escaping Completion<Value>,
-                     changed: (@Sendable (RESPValue) -> Bool)? = nil,
-                     relay: (@Sendable (SessionID, RESPValue) -> [UInt8]?)? = nil,
-                     arguments: @escaping @Sendable (inout RESPRequestBuilder) -> Void,
-                     decode: @escaping @Sendable (SessionID, RESPValue) throws -> Value) {
+                               changed: (@Sendable (RESPValue) -> Bool)? = nil,
+                               relay: (@Sendable (SessionID, RESPValue) -> [UInt8]?)? = nil,
+                               arguments: @escaping @Sendable (inout RESPRequestBuilder) -> Void,
+                               decode: @escaping @Sendable (SessionID, RESPValue) throws -> Value) {
         let key = key(for: id)
         // Routing, the node's clock and the `ASK` counts all go by the slot: computed once.
         let slot = HashSlot.of(key)
