@@ -87,11 +87,13 @@ extension ChromeFunctions {
         return ChromeState(inset: inset, isRevealed: revealed, version: version, lastAppliedSeq: seq)
     }
 
-    /// Decimal digits (an optional `+` first, as `UInt64(String)` allows) that fit a `UInt64`.
+    /// Decimal digits that fit a `UInt64`, read as `UInt64(String)` reads
+    /// them: an optional `+` first, or a `-` before a zero.
     static func decimal(_ value: RESPValue) -> UInt64? {
         guard case let .bulk(bytes) = value else { return value.string.flatMap { UInt64($0) } }
         var digits = bytes[...]
-        if digits.first == UInt8(ascii: "+") { digits = digits.dropFirst() }
+        let negative = digits.first == UInt8(ascii: "-")
+        if negative || digits.first == UInt8(ascii: "+") { digits = digits.dropFirst() }
         guard !digits.isEmpty else { return nil }
         var number: UInt64 = 0
         for byte in digits {
@@ -101,7 +103,7 @@ extension ChromeFunctions {
             guard !overflowed, !carried else { return nil }
             number = sum
         }
-        return number
+        return negative && number != 0 ? nil : number
     }
 
     private static func flag(_ value: RESPValue) -> Bool? {
