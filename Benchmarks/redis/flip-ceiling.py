@@ -1,20 +1,22 @@
 #!/usr/bin/env python3
-"""The ceiling of one replica's connection, with its calls' own arguments.
+"""The ceiling of one replica's connection to a node, with its calls' own arguments.
 
 redis-benchmark repeats one command with random numbers in it, so about half
 of its calls change their session. A scroll through the replica (wrk's
 scroll.lua) changes its session on every request. This sends what the
-replica sends for such a scroll, over one connection, DEPTH calls written at
-once and their replies read before the next DEPTH: sessions
-topchrome:{000000000000}.. round robin, each one's reports alternating far
-down and at the top, a fresh tag and seq each. Fails unless nearly every call
+replica sends for such a scroll, over one connection per node, DEPTH calls
+written at once to each and their replies read before the next DEPTH:
+sessions topchrome:{000000000000}.. (created first where missing) round robin,
+each one's reports alternating far down and at the top, a fresh tag and seq
+each. Given a cluster's primaries, each call goes to the primary that holds
+its session's slot, as the replica sends it. Fails unless nearly every call
 changed its session. Prints the calls made and the seconds taken.
 
-Usage: flip-ceiling.py PORT LIBRARY_NAME CALLS [DEPTH=32] [SESSIONS=1000]
+Usage: flip-ceiling.py PORT[,PORT...] LIBRARY_NAME CALLS [DEPTH=32] [SESSIONS=1000]
 """
 import os, socket, sys, time
 
-port, library, calls = int(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+ports, library, calls = [int(port) for port in sys.argv[1].split(",")], sys.argv[2], int(sys.argv[3])
 depth = int(sys.argv[4]) if len(sys.argv) > 4 else 32
 sessions = int(sys.argv[5]) if len(sys.argv) > 5 else 1000
 function = f"{library}_apply".encode()
@@ -23,11 +25,18 @@ seq0 = time.time_ns() // 1000  # above any earlier run's
 parity = (seq0 // 1000) % 2  # so a run does not start where the last ended
 
 
-def command(n):
-    far = (n // sessions + parity) % 2 == 0
-    words = [b"FCALL", function, b"1", b"topchrome:{%012d}" % (n % sessions), os.urandom(6).hex().encode(), deadline,
-             b"3600000", b"1.0", b"0", b"q", b"379.5" if far else b"0.5", b"0.0", b"v", str(seq0 + n).encode()]
+def resp(words):
     return b"*%d\r\n" % len(words) + b"".join(b"$%d\r\n%s\r\n" % (len(w), w) for w in words)
+
+
+def slot(tag):
+    """The cluster's hash slot of a key whose hash tag is TAG: CRC16 (XMODEM) mod 16384."""
+    crc = 0
+    for byte in tag:
+        crc ^= byte << 8
+        for _ in range(8):
+            crc = ((crc << 1) ^ 0x1021 if crc & 0x8000 else crc << 1) & 0xFFFF
+    return crc % 16384
 
 
 class Replies:
@@ -67,16 +76,53 @@ class Replies:
         return rest
 
 
-sock = socket.create_connection(("127.0.0.1", port))
-sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-replies = Replies(sock)
-changed, started = 0, time.monotonic()
-for batch in range(0, calls, depth):
-    count = min(depth, calls - batch)
-    sock.sendall(b"".join(command(n) for n in range(batch, batch + count)))
-    for _ in range(count):
-        reply = replies.value()
-        changed += isinstance(reply, list) and len(reply) == 8 and reply[7] == b"1"
+class Node:
+    """One connection to a Redis node, and the sessions whose calls go to it."""
+
+    def __init__(self, port):
+        self.sock = socket.create_connection(("127.0.0.1", port))
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.replies, self.sessions, self.sent = Replies(self.sock), [], 0
+
+    def ask(self, *words):
+        self.sock.sendall(resp(list(words)))
+        return self.replies.value()
+
+    def command(self, n):
+        """This node's Nth call."""
+        key = self.sessions[n % len(self.sessions)]
+        far = (n // len(self.sessions) + parity) % 2 == 0
+        return resp([b"FCALL", function, b"1", key, os.urandom(6).hex().encode(), deadline,
+                     b"3600000", b"1.0", b"0", b"q", b"379.5" if far else b"0.5", b"0.0", b"v", str(seq0 + n).encode()])
+
+
+nodes = [Node(port) for port in ports]
+owner = {}  # slot -> node, for a cluster
+if len(nodes) > 1:
+    for start, end, primary, *_ in nodes[0].ask(b"CLUSTER", b"SLOTS"):
+        for number in range(int(start), int(end) + 1):
+            owner[number] = nodes[ports.index(int(primary[1]))]
+for i in range(sessions):
+    tag = b"%012d" % i
+    (owner[slot(tag)] if owner else nodes[0]).sessions.append(b"topchrome:{%s}" % tag)
+for node in nodes:  # create returns nil for a session that exists
+    node.sock.sendall(b"".join(resp([b"FCALL", f"{library}_create".encode(), b"1", key, b"0123456789ab", deadline, b"3600000", b"0"])
+                               for key in node.sessions))
+    for _ in node.sessions:
+        node.replies.value()
+
+changed, made, started = 0, 0, time.monotonic()
+while made < calls:
+    written = []
+    for node in nodes:
+        count = min(depth, calls - made)
+        node.sock.sendall(b"".join(node.command(n) for n in range(node.sent, node.sent + count)))
+        node.sent, made = node.sent + count, made + count
+        written.append((node, count))
+    for node, count in written:
+        for _ in range(count):
+            reply = node.replies.value()
+            changed += isinstance(reply, list) and len(reply) == 8 and reply[7] == b"1"
 elapsed = time.monotonic() - started
 if changed < 0.95 * calls:
     sys.exit(f"flip-ceiling: only {changed} of {calls} calls changed their session")
