@@ -93,15 +93,16 @@ clean:
 
 ## The Redis store (BENCHMARKS.md "Redis store"): redis-benchmark's ceiling on
 ## the function library, scroll through one replica on one Redis and on a
-## 3-primary cluster, change on replica A -> event on B, Redis memory per
-## session; starts and stops its own redis-servers (RUNS=3; see the script).
+## 3-primary cluster (beside the cluster's own ceiling), change on replica
+## A -> event on B, Redis memory per session; starts and stops its own
+## redis-servers (RUNS=3; see the script).
 .PHONY: bench-redis
 bench-redis:
 	scripts/bench-redis.sh
 
 ## What answering later costs any server on libmicrohttpd (BENCHMARKS.md):
 ## TopChrome on both stores beside a C server on the same library answering
-## inline, after a hand-off to a thread, and after a call to Redis.
+## inline, after a hand-off to a thread, and after the same call to Redis.
 .PHONY: bench-floor
 bench-floor:
 	scripts/bench-floor.sh

@@ -5,7 +5,8 @@
 #   - Benchmarks/floor/floor.c, a C server on the same library with the same
 #     flags, answering in the request's callback ("inline"), after a hand-off
 #     to a thread that resumes it at once ("later"), and after one pipelined
-#     call to the same Redis over hiredis ("redis"),
+#     call to the same Redis over hiredis ("redis": TopChrome's own library
+#     function and arguments, so that Redis works as hard for either server),
 # in alternating rounds of wrk -c32 POST scroll, each server alone on the
 # machine with its Redis. The C server's redis / inline is the least any
 # server on libmicrohttpd pays for a store in another process: suspend and
@@ -40,6 +41,9 @@ redis-server --port "$redis_port" --bind 127.0.0.1 --save '' --appendonly no --d
 redis_pid=$!
 pids+=("$redis_pid")
 for _ in $(seq 500); do redis-cli -p "$redis_port" PING 2>/dev/null | grep -q PONG && break; sleep 0.02; done
+# The library for the C server, under its source name (TopChrome loads the same text under a digest name).
+cat Sources/RedisSessionStore/topchrome.lua Sources/RedisSessionStore/topchrome-rules.lua | redis-cli -p "$redis_port" -x FUNCTION LOAD REPLACE >/dev/null
+library_name=$(head -1 Sources/RedisSessionStore/topchrome.lua | sed 's/^#!lua name=//')
 
 ticks_per_second=$(getconf CLK_TCK)
 results="$work/results"  # one line per round: server requests/s server_us redis_us idle%
@@ -59,7 +63,7 @@ start() {
     c-*)
       local port
       port=$(free_port)
-      "$work/floor" "${1#c-}" "$port" "$THREADS" "$redis_port" 2>"$work/$1.log" &
+      "$work/floor" "${1#c-}" "$port" "$THREADS" "$redis_port" "$library_name" 2>"$work/$1.log" &
       pid=$! base="http://127.0.0.1:$port" ;;
   esac
   pids+=("$pid")
@@ -103,7 +107,7 @@ instructions="$work/instructions"
 if [ "$INSTRUCTIONS" = 1 ]; then
   for mode in inline redis; do
     # At bench-instructions' own wrk -c8, as TopChrome's counts are taken.
-    WRK_CONNS=8 WORKLOADS=scroll scripts/bench-instructions.sh "$work/floor" "$mode" {port} 1 "$redis_port" >"$work/count.txt" 2>&1 \
+    WRK_CONNS=8 WORKLOADS=scroll scripts/bench-instructions.sh "$work/floor" "$mode" {port} 1 "$redis_port" "$library_name" >"$work/count.txt" 2>&1 \
       || { cat "$work/count.txt" >&2; exit 1; }
     echo "$mode $(awk '$1 == "custom" && $2 == "scroll" { print $6 }' "$work/count.txt")" >>"$instructions"
   done

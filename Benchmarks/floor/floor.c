@@ -11,23 +11,28 @@
  * One server, the flags TopChrome's uses (epoll worker threads, suspend and
  * resume, 8 KiB of connection memory), answering POST .../scroll (and any
  * other request but POST /v1/sessions, which makes an id) with a fixed
- * ~80-byte JSON state, in one of three modes:
+ * ~80-byte JSON state, in one of three modes (for POST .../scroll; the
+ * others are answered at once):
  *
  *   inline  answered in the access callback, as the memory store is;
  *   later   suspended, handed to a "store" thread (a list under a mutex and
  *           a wake-up pipe written only when the thread sleeps, as
  *           TopChrome's Redis connection does) which resumes it at once;
- *   redis   the same, but the store thread first sends one pipelined
- *           EVALSHA per request to Redis over one non-blocking hiredis
- *           connection (calls waiting leave in one write; replies are read
- *           as they come, into hiredis's own reply objects) and resumes
- *           each request once its reply is read. Commands are encoded here
- *           with snprintf, as TopChrome writes its own, not by hiredis's
- *           format parser.
- *           The script writes one hash field and returns an 8-element
- *           array, the shape of TopChrome's `apply` reply.
+ *   redis   the same, but the store thread first calls TopChrome's own
+ *           library function `apply` once per request, pipelined, over one
+ *           non-blocking hiredis connection (calls waiting leave in one
+ *           write; replies are read as they come, into hiredis's own reply
+ *           objects) and resumes each request once its reply is read. The
+ *           call is the one TopChrome makes for a scroll report (the
+ *           offset and seq from the body, a fresh tag), so Redis does the
+ *           same work for either server and takes the same share of the
+ *           machine. Commands are encoded here by hand, as TopChrome writes
+ *           its own, not by hiredis's format parser. POST
+ *           /v1/sessions creates the session in Redis (`create`, over a
+ *           blocking connection of its own) before answering.
  *
- * Usage: floor MODE PORT [THREADS=2] [REDIS_PORT]
+ * Usage: floor MODE PORT [THREADS=2] [REDIS_PORT LIBRARY]
+ * LIBRARY: the name the library was loaded under (its functions are LIBRARY_apply, LIBRARY_create).
  * It prints nothing while serving; stop it with SIGTERM or SIGINT.
  */
 #define _GNU_SOURCE
@@ -48,7 +53,12 @@ enum mode { INLINE, LATER, REDIS };
 
 static enum mode mode;
 static redisContext *redis;
-static char script_sha[41];
+static const char *library;
+/* POST /v1/sessions's own connection to Redis, for `create`; one caller at a time. */
+static redisContext *creator;
+static pthread_mutex_t creator_lock = PTHREAD_MUTEX_INITIALIZER;
+/* A 2100-01-01 deadline in ms: the function reads TIME for it, as for TopChrome's calls. */
+static const char deadline[] = "4102444800000";
 
 /* One request: its body, and where it stands. */
 struct request {
@@ -85,9 +95,21 @@ static enum MHD_Result answer(struct MHD_Connection *connection) {
 
 /* POST /v1/sessions: 201 and a fresh id, so that the benchmark scripts' session making works here too. */
 static enum MHD_Result created(struct MHD_Connection *connection) {
+  unsigned long long number = __atomic_add_fetch(&sessions_made, 1, __ATOMIC_RELAXED);
+  if (mode == REDIS) {
+    pthread_mutex_lock(&creator_lock);
+    redisReply *made = redisCommand(creator, "FCALL %s_create 1 topchrome:{%032llx} %012llx %s 3600000 0", library, number,
+                                    number, deadline);
+    pthread_mutex_unlock(&creator_lock);
+    /* nil: made in an earlier round (ids restart at 1 in every process), which serves as well. */
+    if (!made || (made->type != REDIS_REPLY_ARRAY && made->type != REDIS_REPLY_NIL)) {
+      fprintf(stderr, "create failed: %s\n", made && made->str ? made->str : creator->errstr);
+      exit(1);
+    }
+    freeReplyObject(made);
+  }
   char body[160];
-  int length = snprintf(body, sizeof body, "{\"id\":\"%032llx\",\"inset\":0,\"isRevealed\":true,\"version\":1}",
-                        __atomic_add_fetch(&sessions_made, 1, __ATOMIC_RELAXED));
+  int length = snprintf(body, sizeof body, "{\"id\":\"%032llx\",\"inset\":0,\"isRevealed\":true,\"version\":1}", number);
   struct MHD_Response *response = MHD_create_response_from_buffer((size_t)length, body, MHD_RESPMEM_MUST_COPY);
   MHD_add_response_header(response, "Content-Type", "application/json");
   enum MHD_Result queued = MHD_queue_response(connection, MHD_HTTP_CREATED, response);
@@ -137,7 +159,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
     return MHD_YES;
   }
   if (!strcmp(url, "/v1/sessions") && !strcmp(method, "POST")) return created(connection);
-  if (mode == INLINE || request->answered) return answer(connection);
+  /* Only a report about a session goes to the store; anything else (a readiness probe) is answered at once. */
+  if (mode == INLINE || request->answered || strcmp(method, "POST") || !request->id[0]) return answer(connection);
   MHD_suspend_connection(connection);
   hand_over(request);
   return MHD_YES;
@@ -155,24 +178,69 @@ static void resume(struct request *request) {
   MHD_resume_connection(request->connection);
 }
 
-/* Appends EVALSHA for each request taken, oldest first. */
+/* The number after "NAME": in the body, as its text; 0 (and "") if there is none. */
+static size_t field(const char *body, const char *name, char *number, size_t room) {
+  const char *at = strstr(body, name);
+  if (!at) { number[0] = 0; return 0; }
+  at += strlen(name);
+  while (*at == '"' || *at == ' ' || *at == ':') at++;
+  size_t length = strspn(at, "0123456789.-eE+");
+  if (length >= room) length = 0;
+  memcpy(number, at, length);
+  number[length] = 0;
+  return length;
+}
+
+/* What every call of apply repeats, encoded once (connect_redis): from
+ * FCALL to the key; from the deadline to the report's form (`q` with a seq,
+ * `r` without); between the offset and the seq. */
+static char call_head[128], call_middle[128];
+static size_t call_head_length, call_middle_length;
+static const char call_between[] = "$3\r\n0.0\r\n$1\r\nv\r\n";
+
+/* Appends LENGTH bytes of ARGUMENT as a RESP bulk string at AT; returns the end. */
+static char *bulk(char *at, const char *argument, size_t length) {
+  char digits[20];
+  size_t count = 0, rest = length;
+  do { digits[count++] = (char)('0' + rest % 10); rest /= 10; } while (rest);
+  *at++ = '$';
+  while (count) *at++ = digits[--count];
+  *at++ = '\r'; *at++ = '\n';
+  memcpy(at, argument, length);
+  at += length;
+  *at++ = '\r'; *at++ = '\n';
+  return at;
+}
+
+/* Appends apply's call for each request taken, oldest first. */
 static void send_to_redis(struct request *taken) {
+  static unsigned long long tags;
+  static const char hex[] = "0123456789abcdef";
   while (taken) {
     struct request *next = taken->next;
-    const char *offset = strstr(taken->body, "contentOffsetY");
-    offset = offset ? offset + 16 : "0";
-    while (*offset == ' ' || *offset == ':') offset++;
-    char number[32];
-    size_t length = strspn(offset, "0123456789.-eE+");
-    if (length == 0 || length >= sizeof number) { number[0] = '0'; length = 1; } else memcpy(number, offset, length);
-    number[length] = 0;
-    /* Encoded here, as TopChrome encodes its calls, not by hiredis's format parser. */
-    char command[256];
+    char offset[32], seq[32], tag[12], key[64];
+    size_t offset_length = field(taken->body, "\"contentOffsetY", offset, sizeof offset);
+    if (!offset_length) { offset[0] = '0'; offset_length = 1; }
+    size_t seq_length = field(taken->body, "\"seq", seq, sizeof seq);
+    unsigned long long number = ++tags;
+    for (int digit = 11; digit >= 0; digit--, number >>= 4) tag[digit] = hex[number & 15];
     size_t id_length = strlen(taken->id);
-    int command_length = snprintf(command, sizeof command,
-        "*5\r\n$7\r\nEVALSHA\r\n$40\r\n%s\r\n$1\r\n1\r\n$%zu\r\nfloor:{%s}\r\n$%zu\r\n%s\r\n",
-        script_sha, id_length + 8, taken->id, length, number);
-    redisAppendFormattedCommand(redis, command, (size_t)command_length);
+    memcpy(key, "topchrome:{", 11);
+    memcpy(key + 11, taken->id, id_length);
+    key[11 + id_length] = '}';
+    /* Encoded here, as TopChrome encodes its calls, not by hiredis's format parser. */
+    char command[512], *at = command;
+    memcpy(at, seq_length ? "*14\r\n" : "*13\r\n", 5);
+    memcpy(at += 5, call_head, call_head_length);
+    at = bulk(at + call_head_length, key, id_length + 12);
+    at = bulk(at, tag, sizeof tag);
+    memcpy(at, call_middle, call_middle_length);
+    at = bulk(at + call_middle_length, seq_length ? "q" : "r", 1);
+    at = bulk(at, offset, offset_length);
+    memcpy(at, call_between, sizeof call_between - 1);
+    at += sizeof call_between - 1;
+    if (seq_length) at = bulk(at, seq, seq_length);
+    redisAppendFormattedCommand(redis, command, (size_t)(at - command));
     taken->next = NULL;
     if (sent_tail) sent_tail->next = taken; else sent_head = taken;
     sent_tail = taken;
@@ -220,7 +288,8 @@ static void *store_thread(void *unused) {
       while (redisGetReplyFromReader(redis, &reply) == REDIS_OK && reply) {
         redisReply *value = reply;
         if (value->type != REDIS_REPLY_ARRAY || value->elements != 8) {
-          fprintf(stderr, "unexpected reply from Redis (type %d)\n", value->type);
+          fprintf(stderr, "unexpected reply from Redis (type %d): %s\n", value->type,
+                  value->type == REDIS_REPLY_ERROR ? value->str : "");
           exit(1);
         }
         freeReplyObject(reply);
@@ -235,21 +304,24 @@ static void *store_thread(void *unused) {
   return NULL;
 }
 
+static redisContext *connected(int port) {
+  redisContext *context = redisConnect("127.0.0.1", port);
+  if (!context || context->err) {
+    fprintf(stderr, "cannot connect to Redis on port %d: %s\n", port, context ? context->errstr : "out of memory");
+    exit(1);
+  }
+  return context;
+}
+
 static void connect_redis(int port) {
-  redis = redisConnect("127.0.0.1", port);
-  if (!redis || redis->err) {
-    fprintf(stderr, "cannot connect to Redis on port %d: %s\n", port, redis ? redis->errstr : "out of memory");
-    exit(1);
-  }
-  redisReply *loaded = redisCommand(redis, "SCRIPT LOAD %s",
-      "redis.call('HSET', KEYS[1], 'o', ARGV[1]) "
-      "return {'done', '20', '0', ARGV[1], false, '0123456789abcdef', 'a', '1'}");
-  if (!loaded || loaded->type != REDIS_REPLY_STRING) {
-    fprintf(stderr, "SCRIPT LOAD failed: %s\n", loaded && loaded->str ? loaded->str : redis->errstr);
-    exit(1);
-  }
-  snprintf(script_sha, sizeof script_sha, "%s", loaded->str);
-  freeReplyObject(loaded);
+  redis = connected(port);
+  creator = connected(port);
+  call_head_length = (size_t)snprintf(call_head, sizeof call_head, "$5\r\nFCALL\r\n$%zu\r\n%s_apply\r\n$1\r\n1\r\n",
+                                      strlen(library) + 6, library);
+  if (call_head_length >= sizeof call_head) { fprintf(stderr, "library name too long: %s\n", library); exit(2); }
+  call_middle_length = (size_t)snprintf(call_middle, sizeof call_middle,
+                                        "$%zu\r\n%s\r\n$7\r\n3600000\r\n$3\r\n1.0\r\n$1\r\n0\r\n",
+                                        sizeof deadline - 1, deadline);
   /* From here on the store thread's poll decides when to read and write. */
   fcntl(redis->fd, F_SETFL, fcntl(redis->fd, F_GETFL) | O_NONBLOCK);
   redis->flags &= ~REDIS_BLOCK;
@@ -257,7 +329,7 @@ static void connect_redis(int port) {
 
 int main(int argc, char **argv) {
   if (argc < 3) {
-    fprintf(stderr, "usage: %s inline|later|redis PORT [THREADS=2] [REDIS_PORT]\n", argv[0]);
+    fprintf(stderr, "usage: %s inline|later|redis PORT [THREADS=2] [REDIS_PORT LIBRARY]\n", argv[0]);
     return 2;
   }
   if (!strcmp(argv[1], "inline")) mode = INLINE;
@@ -267,7 +339,8 @@ int main(int argc, char **argv) {
   int port = atoi(argv[2]);
   unsigned threads = argc > 3 ? (unsigned)atoi(argv[3]) : 2;
   if (mode == REDIS) {
-    if (argc < 5) { fprintf(stderr, "redis mode needs REDIS_PORT\n"); return 2; }
+    if (argc < 6) { fprintf(stderr, "redis mode needs REDIS_PORT and LIBRARY\n"); return 2; }
+    library = argv[5];
     connect_redis(atoi(argv[4]));
   }
   if (pipe2(wake_pipe, O_NONBLOCK | O_CLOEXEC) != 0) { perror("pipe2"); return 1; }
