@@ -322,7 +322,7 @@ IDS_FILE="$work/ids" wrk -t1 -c"$WRK_CONNS" -d2s -s "$BENCH_LUA_DIR/scroll.lua" 
 node_calls() { local port; for port in "${cluster_ports[@]}"; do redis_ports=("$port"); redis_counts | cut -d' ' -f1; done | paste -sd' '; }
 # The cluster's ceiling at the replica's depth: wrk's requests in flight
 # split over the primaries, each primary's share written at once on one
-# connection (the deepest pipeline those requests allow).
+# connection (as deep as those requests allow, on average).
 per_primary=$(( (WRK_CONNS + ${#cluster_ports[@]} - 1) / ${#cluster_ports[@]} ))
 for port in "${cluster_ports[@]}"; do redis-cli -p "$port" -x FUNCTION LOAD REPLACE <"$library" >/dev/null; done
 flip_cluster="flip-cluster-${#cluster_ports[@]}x$per_primary"
