@@ -41,9 +41,7 @@ redis-server --port "$redis_port" --bind 127.0.0.1 --save '' --appendonly no --d
 redis_pid=$!
 pids+=("$redis_pid")
 for _ in $(seq 500); do redis-cli -p "$redis_port" PING 2>/dev/null | grep -q PONG && break; sleep 0.02; done
-# The library for the C server, under its source name (TopChrome loads the same text under a digest name).
-cat Sources/RedisSessionStore/topchrome.lua Sources/RedisSessionStore/topchrome-rules.lua | redis-cli -p "$redis_port" -x FUNCTION LOAD REPLACE >/dev/null
-library_name=$(head -1 Sources/RedisSessionStore/topchrome.lua | sed 's/^#!lua name=//')
+library_name=$(load_library "$redis_port")  # for the C server
 
 ticks_per_second=$(getconf CLK_TCK)
 results="$work/results"  # one line per round: server requests/s server_us redis_us idle%
@@ -68,10 +66,8 @@ start() {
   esac
   pids+=("$pid")
   # Ready: TopChrome once connected to Redis; the C server once it answers at all.
-  local path=/readyz want=200
-  [ "${1#c-}" != "$1" ] && path=/v1/sessions want=201
   for _ in $(seq 500); do
-    [ "$(curl -s -o /dev/null -w '%{http_code}' -X "$([ $want = 201 ] && echo POST || echo GET)" "$base$path")" = $want ] && return 0
+    [ "$(curl -s -o /dev/null -w '%{http_code}' "$base/readyz")" = 200 ] && return 0
     sleep 0.02
   done
   echo "bench-floor: $1 did not start" >&2; cat "$work/$1.log" >&2; exit 1

@@ -46,8 +46,6 @@ binary=.build/release/topchrome
 work=$(mktemp -d)
 gcc -O2 -std=gnu11 -Wall -Wextra -Werror -o "$work/fanout" Benchmarks/fanout/fanout.c
 export BENCH_LUA_DIR="$PWD/Benchmarks/wrk"
-library="$work/topchrome.lua"  # the library is its two files, one after the other
-cat Sources/RedisSessionStore/topchrome.lua Sources/RedisSessionStore/topchrome-rules.lua >"$library"
 
 source scripts/server.sh
 pids=()  # everything started here, stopped on exit
@@ -163,9 +161,8 @@ echo "# load: $(uptime)"
 # --- one Redis -----------------------------------------------------------------
 start_redis single
 single_port=$redis_port single_pid=$redis_pid
-redis-cli -p "$single_port" -x FUNCTION LOAD REPLACE <"$library" >/dev/null
+library_name=$(load_library "$single_port")
 # Its functions are named after it: topchrome_source_apply... (the service loads the same text under a digest name)
-library_name=$(head -1 "$library" | sed 's/^#!lua name=//')
 export library_name
 
 # What the replica sends for one scroll report, seen by MONITOR: the ceiling calls the same.
@@ -324,7 +321,7 @@ node_calls() { local port; for port in "${cluster_ports[@]}"; do redis_ports=("$
 # split over the primaries, each primary's share written at once on one
 # connection (as deep as those requests allow, on average).
 per_primary=$(( (WRK_CONNS + ${#cluster_ports[@]} - 1) / ${#cluster_ports[@]} ))
-for port in "${cluster_ports[@]}"; do redis-cli -p "$port" -x FUNCTION LOAD REPLACE <"$library" >/dev/null; done
+for port in "${cluster_ports[@]}"; do load_library "$port" >/dev/null; done
 flip_cluster="flip-cluster-${#cluster_ports[@]}x$per_primary"
 primaries=$(IFS=,; echo "${cluster_ports[*]}")
 python3 Benchmarks/redis/flip-ceiling.py "$primaries" "$library_name" 0 >/dev/null  # its sessions, made before the counting

@@ -61,3 +61,11 @@ stop_started() {
 proc_ticks() { local sum=0 pid; for pid in "$@"; do sum=$(( sum + $(awk '{print $14 + $15}' "/proc/$pid/stat") )); done; echo "$sum"; }
 # machine_ticks: the whole machine's busy and idle ticks so far.
 machine_ticks() { awk '/^cpu / {print $2 + $3 + $4 + $7 + $8 + $9, $5 + $6}' /proc/stat; }
+
+# load_library PORT: loads the Redis function library (its two files, one
+# after the other) into that Redis under its source name, and prints the name
+# (the service loads the same text under a digest name).
+load_library() {
+  cat Sources/RedisSessionStore/topchrome.lua Sources/RedisSessionStore/topchrome-rules.lua |
+    redis-cli -p "$1" -x FUNCTION LOAD REPLACE
+}

@@ -13,6 +13,9 @@ final class NodeClocks: @unchecked Sendable {
         func milliseconds(at deadline: ContinuousClock.Instant) -> Int64 {
             (microsecondsAtReference + NodeClocks.microseconds(deadline - NodeClocks.reference)) / 1000
         }
+
+        /// Taken within `freshness`: serves without reading the clock again.
+        var isFresh: Bool { ContinuousClock.now - taken < NodeClocks.freshness }
     }
 
     /// Readings are re-taken this often: a node's wall clock may be stepped
@@ -24,12 +27,6 @@ final class NodeClocks: @unchecked Sendable {
     // Guarded by `lock`.
     var readings: [RedisNode: Reading] = [:]
     var waiting: [RedisNode: [@Sendable (Reading?) -> Void]] = [:]
-
-    /// `node`'s reading, if taken within `freshness`. Under `lock`.
-    func freshReading(of node: RedisNode) -> Reading? {
-        guard let known = readings[node], ContinuousClock.now - known.taken < Self.freshness else { return nil }
-        return known
-    }
 
     static func microseconds(_ duration: Duration) -> Int64 {
         let (seconds, attoseconds) = duration.components
@@ -57,8 +54,8 @@ extension RedisClient {
         guard let node = node(serving: slot) else { return completion(nil) }
         // A fresh reading, the case of nearly every call, is looked up once and waits for nothing.
         let (known, mustRead): (NodeClocks.Reading?, Bool) = clocks.lock.withLock {
-            if let fresh = clocks.freshReading(of: node) { return (fresh, false) }
             let known = clocks.readings[node]
+            if let known, known.isFresh { return (known, false) }
             let reading = clocks.waiting[node] != nil
             // A stale reading still serves while a new one is taken.
             if known == nil {
@@ -77,7 +74,10 @@ extension RedisClient {
     /// (`redisMilliseconds(at:forSlot:completion:)` reads it).
     public func freshRedisMilliseconds(at deadline: ContinuousClock.Instant, forSlot slot: Int) -> Int64? {
         guard let node = node(serving: slot) else { return nil }
-        return clocks.lock.withLock { clocks.freshReading(of: node)?.milliseconds(at: deadline) }
+        return clocks.lock.withLock {
+            guard let known = clocks.readings[node], known.isFresh else { return nil }
+            return known.milliseconds(at: deadline)
+        }
     }
 
     /// Sends `TIME` to the node serving `slot`, and hands the reading to

@@ -33,8 +33,9 @@ extension ChromeFunctions {
                 }
             }
             arguments(&command)
-            FunctionCall(self, id, key: key, slot: slot, request: command.take(), deadline: instant, changed: changed, relay: relay,
-                         asked: client.askRedirections(forSlot: slot), decode: decode, completion: completion).send()
+            FunctionCall(client, replicaAcknowledgement, id, key: key, slot: slot, request: command.take(), deadline: instant,
+                         changed: changed, relay: relay, asked: client.askRedirections(forSlot: slot), decode: decode,
+                         completion: completion).send()
         }
         guard changed != nil else { return send(nil, until: nil) }
         let deadline = ContinuousClock.now + client.commandTimeout

@@ -179,8 +179,8 @@ public struct ChromeFunctions: Sendable {
         for id in ids { command.append(key(for: id)) }
         command.append(ttlArgument)
         let key = key(for: first)
-        FunctionCall(self, first, key: key, slot: HashSlot.of(key), request: command.take(), deadline: nil, changed: nil, relay: nil,
-                     asked: nil, decode: { _, reply in
+        FunctionCall(client, replicaAcknowledgement, first, key: key, slot: HashSlot.of(key), request: command.take(), deadline: nil,
+                     changed: nil, relay: nil, asked: nil, decode: { _, reply in
             guard case let .array(values) = reply, values.count == ids.count else { throw ChromeFunctionError.unexpectedReply(reply) }
             return try values.map { value in
                 switch value {

@@ -31,19 +31,10 @@ final class FunctionCall<Value: Sendable>: Sendable {
     let decode: @Sendable (SessionID, RESPValue) throws -> Value
     let completion: ChromeFunctions.Completion<Value>
 
-    convenience init(_ functions: ChromeFunctions, _ id: SessionID, key: [UInt8], slot: Int, request: RESPRequest,
-                     deadline: ContinuousClock.Instant?, changed: (@Sendable (RESPValue) -> Bool)?,
-                     relay: (@Sendable (SessionID, RESPValue) -> [UInt8]?)?, asked: UInt32?,
-                     decode: @escaping @Sendable (SessionID, RESPValue) throws -> Value,
-                     completion: @escaping ChromeFunctions.Completion<Value>) {
-        self.init(functions.client, functions.replicaAcknowledgement, id, key: key, slot: slot, request: request, deadline: deadline,
-                  reloading: true, changed: changed, relay: relay, asked: asked, decode: decode, completion: completion)
-    }
-
-    private init(_ client: RedisClient, _ acknowledgement: ReplicaAcknowledgement?, _ id: SessionID, key: [UInt8], slot: Int,
-                 request: RESPRequest, deadline: ContinuousClock.Instant?, reloading: Bool, changed: (@Sendable (RESPValue) -> Bool)?,
-                 relay: (@Sendable (SessionID, RESPValue) -> [UInt8]?)?, asked: UInt32?,
-                 decode: @escaping @Sendable (SessionID, RESPValue) throws -> Value, completion: @escaping ChromeFunctions.Completion<Value>) {
+    init(_ client: RedisClient, _ acknowledgement: ReplicaAcknowledgement?, _ id: SessionID, key: [UInt8], slot: Int,
+         request: RESPRequest, deadline: ContinuousClock.Instant?, reloading: Bool = true, changed: (@Sendable (RESPValue) -> Bool)?,
+         relay: (@Sendable (SessionID, RESPValue) -> [UInt8]?)?, asked: UInt32?,
+         decode: @escaping @Sendable (SessionID, RESPValue) throws -> Value, completion: @escaping ChromeFunctions.Completion<Value>) {
         self.client = client
         self.acknowledgement = acknowledgement
         self.id = id
