@@ -9,19 +9,25 @@ import Musl
 /// sanitizer reports false races with this toolchain, and rather than
 /// `NSLock`, which would link Foundation, and with it ICU's data, into the
 /// server binary.
+///
+/// Inlinable, as swift-nio's `NIOLock` is: a lock taken on every request
+/// then costs its caller the mutex, not a generic call and a closure.
 public struct PthreadLock: @unchecked Sendable {
-    private let storage = MutexStorage.make()
+    @usableFromInline let storage = MutexStorage.make()
 
     public init() {}
 
+    @inlinable
     public func lock() {
         storage.withUnsafeMutablePointerToElements { _ = pthread_mutex_lock($0) }
     }
 
+    @inlinable
     public func unlock() {
         storage.withUnsafeMutablePointerToElements { _ = pthread_mutex_unlock($0) }
     }
 
+    @inlinable
     public func withLock<Result, Failure: Error>(_ body: () throws(Failure) -> Result) throws(Failure) -> Result {
         lock()
         defer { unlock() }
@@ -33,7 +39,9 @@ public struct PthreadLock: @unchecked Sendable {
 /// swift-nio's locks keep theirs): a pthread mutex must stay at one
 /// address, and a lock made for every request (an answer that comes
 /// later) then costs one allocation, not two.
-private final class MutexStorage: ManagedBuffer<Void, pthread_mutex_t> {
+@usableFromInline
+final class MutexStorage: ManagedBuffer<Void, pthread_mutex_t> {
+    @usableFromInline
     static func make() -> MutexStorage {
         let storage = unsafeDowncast(create(minimumCapacity: 1) { _ in () }, to: MutexStorage.self)
         storage.withUnsafeMutablePointerToElements { mutex in

@@ -139,7 +139,7 @@ public struct RESPRequestBuilder: Sendable {
 
     /// Most numbers here are lengths of one or two digits: those are written
     /// without a division's loop. Longer ones (deadlines, seqs) are written
-    /// into room made for all their digits at once, last digit first.
+    /// last digit first, in one pass, and then turned around.
     fileprivate static func appendDecimal(_ number: UInt64, to bytes: inout [UInt8]) {
         if number < 10 {
             bytes.append(UInt8(ascii: "0") + UInt8(number))
@@ -150,18 +150,16 @@ public struct RESPRequestBuilder: Sendable {
             bytes.append(UInt8(ascii: "0") + UInt8(number % 10))
             return
         }
-        var digits = 0, rest = number
+        let start = bytes.count
+        var rest = number
         while rest > 0 {
-            digits += 1
+            bytes.append(UInt8(ascii: "0") + UInt8(rest % 10))
             rest /= 10
         }
-        bytes.append(contentsOf: repeatElement(UInt8(ascii: "0"), count: digits))
-        var index = bytes.count
-        rest = number
-        while rest > 0 {
-            index -= 1
-            bytes[index] = UInt8(ascii: "0") + UInt8(rest % 10)
-            rest /= 10
+        var (low, high) = (start, bytes.count - 1)
+        while low < high {
+            bytes.swapAt(low, high)
+            (low, high) = (low + 1, high - 1)
         }
     }
 }

@@ -28,9 +28,10 @@ final class NodeClocks: @unchecked Sendable {
     var readings: [RedisNode: Reading] = [:]
     var waiting: [RedisNode: [@Sendable (Reading?) -> Void]] = [:]
 
+    /// By `attoseconds` (one 128-bit division by a constant), not
+    /// `components` (two by a variable), as every change converts its deadline.
     static func microseconds(_ duration: Duration) -> Int64 {
-        let (seconds, attoseconds) = duration.components
-        return seconds * 1_000_000 + attoseconds / 1_000_000_000_000
+        Int64(clamping: duration.attoseconds / 1_000_000_000_000)
     }
 }
 

@@ -1,4 +1,5 @@
 import Locking
+import Synchronization
 
 /// `ASK` redirections seen, per slot. While a slot migrates, a command for
 /// a key already moved runs on the importing node, and what it publishes
@@ -13,12 +14,17 @@ final class AskedSlots: @unchecked Sendable {
     private var counts = [UInt32](repeating: 0, count: HashSlot.count)
     /// The node the last `ASK` for a slot named.
     private var importers: [Int: RedisNode] = [:]
+    /// Whether any `ASK` came: until one does (a single Redis, a cluster
+    /// that never migrated a slot) every count is zero, and the two reads
+    /// of each change take no lock.
+    private let anyNoted = Atomic<Bool>(false)
 
     func note(_ redirect: ClusterRedirect) {
         lock.withLock {
             counts[redirect.slot] &+= 1
             importers[redirect.slot] = redirect.node
         }
+        anyNoted.store(true, ordering: .releasing)
     }
 
     func importer(_ slot: Int) -> RedisNode? {
@@ -26,7 +32,8 @@ final class AskedSlots: @unchecked Sendable {
     }
 
     func count(_ slot: Int) -> UInt32 {
-        lock.withLock { counts[slot] }
+        guard anyNoted.load(ordering: .acquiring) else { return 0 }
+        return lock.withLock { counts[slot] }
     }
 }
 

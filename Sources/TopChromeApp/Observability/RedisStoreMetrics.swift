@@ -26,8 +26,7 @@ final class RedisStoreMetrics: MetricsFamilies, @unchecked Sendable {
         var redirects = 0
 
         func record(roundTrip: Duration) {
-            let (seconds, attoseconds) = roundTrip.components
-            let nanoseconds = Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000)
+            let nanoseconds = Int(clamping: roundTrip.attoseconds / 1_000_000_000)
             let bucket = RedisStoreMetrics.buckets.firstIndex { Double(nanoseconds) / 1e9 <= $0 } ?? RedisStoreMetrics.buckets.count
             lock.withLock {
                 buckets[bucket] += 1
