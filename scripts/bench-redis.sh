@@ -5,8 +5,9 @@
 #      32 not pipelined, and one connection pipelined 32 deep (the shape one
 #      replica's connection to a node allows);
 #   2. POST scroll through one replica (wrk, 32 connections) on the memory
-#      store and on one Redis, in alternating rounds, and on a 3-primary
-#      cluster: req/s, p99, CPU per request of the replica and of Redis, how
+#      store and on one Redis, in alternating rounds (one Redis also at a
+#      third of wrk's connections, each primary's share on the cluster), and
+#      on a 3-primary cluster: req/s, p99, CPU per request of the replica and of Redis, how
 #      the cores were shared (replica, Redis, wrk, the rest, idle), and how
 #      many calls Redis read per read of its sockets; beside the cluster's
 #      rounds, its ceiling: the same calls on one connection per primary,
@@ -233,11 +234,17 @@ create_sessions "$memory_base" "$SESSIONS" "$work/memory-ids"
 create_sessions "$a_base" "$SESSIONS" "$work/ids"
 IDS_FILE="$work/memory-ids" wrk -t1 -c"$WRK_CONNS" -d2s -s "$BENCH_LUA_DIR/scroll.lua" "$memory_base" >/dev/null  # warm-up
 IDS_FILE="$work/ids" wrk -t1 -c"$WRK_CONNS" -d2s -s "$BENCH_LUA_DIR/scroll.lua" "$a_base" >/dev/null
+# One Redis also at the requests in flight each primary of the 3-primary
+# cluster below gets (wrk's connections split three ways): the reference
+# for the cluster's cost per call at the same load per node (4'').
+primary_count=3
+per_primary=$(( (WRK_CONNS + primary_count - 1) / primary_count ))
 for run in $(seq "$RUNS"); do
   redis_ports=()
   IDS_FILE="$work/memory-ids" wrk_scroll memory "$memory_base" "$memory_pid"
   redis_ports=("$single_port")
   IDS_FILE="$work/ids" wrk_scroll single "$a_base" "$a_pid" "$single_pid"
+  IDS_FILE="$work/ids" WRK_CONNS=$per_primary wrk_scroll "single-c$per_primary" "$a_base" "$a_pid" "$single_pid"
 done
 stop_pid "$memory_pid"
 
@@ -295,7 +302,7 @@ stop_pid "$single_pid"
 
 # --- 2b. scroll through one replica on a 3-primary cluster --------------------------
 cluster_ports=() cluster_pids=()
-for node in 1 2 3; do
+for node in $(seq "$primary_count"); do
   start_redis "node$node" --cluster-enabled yes --cluster-config-file nodes.conf --cluster-node-timeout 2000 --cluster-port "$(free_port)"
   cluster_ports+=("$redis_port"); cluster_pids+=("$redis_pid")
 done
@@ -320,7 +327,6 @@ node_calls() { local port; for port in "${cluster_ports[@]}"; do redis_ports=("$
 # The cluster's ceiling at the replica's depth: wrk's requests in flight
 # split over the primaries, each primary's share written at once on one
 # connection (as deep as those requests allow, on average).
-per_primary=$(( (WRK_CONNS + ${#cluster_ports[@]} - 1) / ${#cluster_ports[@]} ))
 for port in "${cluster_ports[@]}"; do load_library "$port" >/dev/null; done
 flip_cluster="flip-cluster-${#cluster_ports[@]}x$per_primary"
 primaries=$(IFS=,; echo "${cluster_ports[*]}")
@@ -407,7 +413,7 @@ for name, ratios in rows.items():
 PY
 echo
 echo "Issue 26's ratios (each with its target) and the capacity model:"
-python3 - "$results" "$wire" "$instructions" "${replica_calls[*]}" "$flip_cluster" "$floor" "$(nproc)" "$spread" <<'PY'
+python3 - "$results" "$wire" "$instructions" "${replica_calls[*]}" "$flip_cluster" "$floor" "$(nproc)" "$spread" "single-c$per_primary" <<'PY'
 import re, statistics, sys
 rows, order = {}, []
 for line in open(sys.argv[1]):
@@ -502,6 +508,15 @@ print(f"     the cluster's ceiling: one connection per primary, {depth} deep (wr
 print(f"  4'. cluster: Redis CPU per call, replica / the cluster's ceiling: {cluster_redis:.1f} / {flip_cluster:.1f} µs,"
       f" median of {len(rounds)} alternating rounds {against:.2f}x (rounds {', '.join(f'{r:.2f}' for r in rounds)};"
       f" target <= 1.10x, as 1. for one Redis): {verdict(against <= 1.10)}")
+# Each primary reads what arrives from its share of the requests in
+# flight, as deep as they come: the same replica on one Redis with that
+# share is the cluster's cost per call at the same load per node.
+shared = sys.argv[9]
+shared_redis = med(shared, REDIS)
+print(f"  4''. cluster: Redis CPU per call over the primaries / one Redis at each primary's share of the requests in flight"
+      f" (wrk -c{shared.removeprefix('single-c')}): {cluster_redis:.1f} / {shared_redis:.1f} µs = {cluster_redis / shared_redis:.2f}x"
+      f" (target <= 1.2x, as 4.): {verdict(cluster_redis / shared_redis <= 1.2)}; calls per read: cluster {per_read('cluster'):.1f},"
+      f" one Redis at that share {per_read(shared):.1f}, at wrk -c32 {per_read('single'):.1f}")
 
 # 5. The capacity model: a core's worth of requests, from the CPU each costs.
 print("  5. capacity model (from the medians' CPU per request; a core = one busy CPU of this machine):")
