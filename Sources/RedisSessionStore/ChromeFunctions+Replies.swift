@@ -96,6 +96,15 @@ extension ChromeFunctions {
         if negative || digits.first == UInt8(ascii: "+") { digits = digits.dropFirst() }
         guard !digits.isEmpty else { return nil }
         var number: UInt64 = 0
+        // Up to 19 digits cannot overflow: a version or a seq is read without checking each step.
+        if digits.count <= 19 {
+            for byte in digits {
+                let digit = byte &- UInt8(ascii: "0")
+                guard digit < 10 else { return nil }
+                number = number &* 10 &+ UInt64(digit)
+            }
+            return negative && number != 0 ? nil : number
+        }
         for byte in digits {
             guard byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") else { return nil }
             let (times10, overflowed) = number.multipliedReportingOverflow(by: 10)

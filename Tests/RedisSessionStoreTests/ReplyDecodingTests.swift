@@ -33,6 +33,16 @@ struct ReplyDecodingTests {
         #expect(throws: ChromeFunctionError.self) { try ChromeFunctions.applied(id, from: reply(version: version)) }
     }
 
+    /// Up to 19 digits are read without checking for overflow, past that with:
+    /// both sides of that line, and what is not a number, read as `UInt64(String)` reads them.
+    @Test(arguments: ["0", "-0", "+0", "-", "+", "", "7", "-7", "+42", "0042", "12a", "1 ", "a1", "١",
+                      "9999999999999999999", "99999999999999999999", "10000000000000000000", "18446744073709551615",
+                      "18446744073709551616", "00000000000000000001", "+18446744073709551615", "-00000000000000000000",
+                      "1844674407370955161a", "184467440737095516150"])
+    func decimalsAreReadAsUInt64ReadsThem(text: String) {
+        #expect(ChromeFunctions.decimal(.bulk(Array(text.utf8))) == UInt64(text))
+    }
+
     @Test(arguments: ["2", "", "10", "true"])
     func aRevealedFlagOtherThanZeroOrOneIsRefused(revealed: String) {
         #expect(throws: ChromeFunctionError.self) { try ChromeFunctions.applied(id, from: reply(revealed: revealed)) }
