@@ -3,7 +3,8 @@
 #   1. the ceiling: redis-benchmark calling the library's apply itself, the
 #      arguments a scroll report becomes: 32 connections pipelined 16 deep,
 #      32 not pipelined, and one connection pipelined 32 deep (the shape one
-#      replica's connection to a node allows);
+#      replica's connection to a node allows), and after the replica's rounds
+#      on one Redis, one connection as deep as the replica's calls arrived;
 #   2. POST scroll through one replica (wrk, 32 connections) on the memory
 #      store and on one Redis, in alternating rounds (one Redis also at a
 #      third of wrk's connections, each primary's share on the cluster), and
@@ -246,6 +247,20 @@ for run in $(seq "$RUNS"); do
   IDS_FILE="$work/ids" wrk_scroll single "$a_base" "$a_pid" "$single_pid"
   IDS_FILE="$work/ids" WRK_CONNS=$per_primary wrk_scroll "single-c$per_primary" "$a_base" "$a_pid" "$single_pid"
 done
+# The replica's calls reach Redis as deep as wrk's requests in flight bring
+# them: one connection written that deep (the median calls per read of the
+# rounds above) is the ceiling at the replica's own depth (1').
+replica_depth=$(awk '$1 == "single" { print $2 / ($3 > 0 ? $3 : 1) }' "$wire" | sort -n | awk '{ v[NR] = $1 } END { printf "%.0f", v[int((NR + 1) / 2)] }')
+(( replica_depth >= 1 )) || replica_depth=1
+for run in $(seq "$RUNS"); do
+  before_redis=$(proc_ticks "$single_pid")
+  before_counts=$(redis_counts)
+  read -r calls seconds <<<"$(python3 Benchmarks/redis/flip-ceiling.py "$single_port" "$library_name" "$CEILING_N" "$replica_depth")"
+  ticks=$(( $(proc_ticks "$single_pid") - before_redis ))
+  record_wire "flip-c1-P$replica_depth" "$before_counts"
+  python3 -c 'import sys; name, calls, seconds, ticks, hz = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]); print(name, f"{calls / seconds:.0f}", "-", "-", f"{ticks / hz * 1e6 / calls:.2f}", "-", "-", "-", "-", "-")' \
+    "flip-c1-P$replica_depth" "$calls" "$seconds" "$ticks" "$ticks_per_second" >>"$results"
+done
 stop_pid "$memory_pid"
 
 # --- 3. change on A -> event on B -------------------------------------------------
@@ -413,7 +428,7 @@ for name, ratios in rows.items():
 PY
 echo
 echo "Issue 26's ratios (each with its target) and the capacity model:"
-python3 - "$results" "$wire" "$instructions" "${replica_calls[*]}" "$flip_cluster" "$floor" "$(nproc)" "$spread" "single-c$per_primary" <<'PY'
+python3 - "$results" "$wire" "$instructions" "${replica_calls[*]}" "$flip_cluster" "$floor" "$(nproc)" "$spread" "single-c$per_primary" "flip-c1-P$replica_depth" <<'PY'
 import re, statistics, sys
 rows, order = {}, []
 for line in open(sys.argv[1]):
@@ -438,6 +453,15 @@ print(f"     beside it, redis-benchmark (about half its calls change their sessi
       f" / -c32 -P1 ({flat:.1f} µs) {single_redis / flat:.2f}x")
 print(f"     calls per read of Redis's sockets: replica {per_read('single'):.1f}, one connection 32 deep {per_read('flip-c1-P32'):.1f},"
       f" -c1 -P32 {per_read('ceiling-c1-P32'):.1f}, -c32 -P1 {per_read('ceiling-c32-P1'):.1f}")
+# wrk's 32 requests are never all at Redis at once (some are in wrk, some
+# in the replica): the replica writes each node what is waiting when it
+# writes. The same calls written that deep show what the replica's own
+# calls cost Redis beyond their depth.
+at_depth = sys.argv[10]
+depth_redis = med(at_depth, REDIS)
+print(f"  1'. Redis CPU per call, replica / one connection as deep as the replica's calls arrive ({at_depth.removeprefix('flip-c1-P')} a read):"
+      f" {single_redis:.1f} / {depth_redis:.1f} µs = {single_redis / depth_redis:.2f}x (target <= 1.10x, as 1.): {verdict(single_redis / depth_redis <= 1.10)};"
+      f" calls per read {per_read(at_depth):.1f}")
 
 # 2. The replica's cost per scroll on Redis against the memory store.
 text = open(sys.argv[3]).read()
