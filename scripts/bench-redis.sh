@@ -159,6 +159,21 @@ print(scenario, f"{rate:.0f}", f"{micros(99):.0f}", f"{replica / hz * 1e6 / requ
 PY
 }
 
+# flip_round NAME PORT[,PORT...] DEPTH REDIS_PIDS...: one counted run of
+# flip-ceiling.py (CEILING_N calls, DEPTH at once a node), a row of $results
+# (Redis's CPU per call) and of $wire.
+flip_round() {
+  local name=$1 ports=$2 depth=$3 before_redis before_counts calls seconds ticks
+  shift 3
+  before_redis=$(proc_ticks "$@")
+  before_counts=$(redis_counts)
+  read -r calls seconds <<<"$(python3 Benchmarks/redis/flip-ceiling.py "$ports" "$library_name" "$CEILING_N" "$depth")"
+  ticks=$(( $(proc_ticks "$@") - before_redis ))
+  record_wire "$name" "$before_counts"
+  python3 -c 'import sys; name, calls, seconds, ticks, hz = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]); print(name, f"{calls / seconds:.0f}", "-", "-", f"{ticks / hz * 1e6 / calls:.2f}", "-", "-", "-", "-", "-")' \
+    "$name" "$calls" "$seconds" "$ticks" "$ticks_per_second" >>"$results"
+}
+
 echo "# $(date -u +%Y-%m-%dT%H:%MZ) $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(redis-server --version | cut -d' ' -f1-3)"
 echo "# load: $(uptime)"
 
@@ -219,15 +234,7 @@ done
 # every wrk request does (redis-benchmark's change about half): issue 26's
 # ceiling for Redis's CPU per call from one replica's connection.
 python3 Benchmarks/redis/flip-ceiling.py "$single_port" "$library_name" 0 >/dev/null  # its sessions, made before the counting
-for run in $(seq "$RUNS"); do
-  before_redis=$(proc_ticks "$single_pid")
-  before_counts=$(redis_counts)
-  read -r calls seconds <<<"$(python3 Benchmarks/redis/flip-ceiling.py "$single_port" "$library_name" "$CEILING_N" 32)"
-  ticks=$(( $(proc_ticks "$single_pid") - before_redis ))
-  record_wire flip-c1-P32 "$before_counts"
-  python3 -c 'import sys; calls, seconds, ticks, hz = int(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]); print("flip-c1-P32", f"{calls / seconds:.0f}", "-", "-", f"{ticks / hz * 1e6 / calls:.2f}", "-", "-", "-", "-", "-")' \
-    "$calls" "$seconds" "$ticks" "$ticks_per_second" >>"$results"
-done
+for run in $(seq "$RUNS"); do flip_round flip-c1-P32 "$single_port" 32 "$single_pid"; done
 
 # --- 2. scroll through one replica on the memory store and on one Redis ------------
 # Alternating rounds, so that whatever else loads the machine weighs on both alike.
@@ -255,15 +262,7 @@ done
 replica_depth=$(python3 -c 'import statistics, sys
 depths = [int(c) / max(int(r), 1) for n, c, r in (line.split() for line in open(sys.argv[1])) if n == "single"]
 print(max(1, round(statistics.median(depths))) if depths else 1)' "$wire")
-for run in $(seq "$RUNS"); do
-  before_redis=$(proc_ticks "$single_pid")
-  before_counts=$(redis_counts)
-  read -r calls seconds <<<"$(python3 Benchmarks/redis/flip-ceiling.py "$single_port" "$library_name" "$CEILING_N" "$replica_depth")"
-  ticks=$(( $(proc_ticks "$single_pid") - before_redis ))
-  record_wire "flip-depth-P$replica_depth" "$before_counts"
-  python3 -c 'import sys; name, calls, seconds, ticks, hz = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]); print(name, f"{calls / seconds:.0f}", "-", "-", f"{ticks / hz * 1e6 / calls:.2f}", "-", "-", "-", "-", "-")' \
-    "flip-depth-P$replica_depth" "$calls" "$seconds" "$ticks" "$ticks_per_second" >>"$results"
-done
+for run in $(seq "$RUNS"); do flip_round "flip-depth-P$replica_depth" "$single_port" "$replica_depth" "$single_pid"; done
 stop_pid "$memory_pid"
 
 # --- 3. change on A -> event on B -------------------------------------------------
@@ -358,13 +357,7 @@ for run in $(seq "$RUNS"); do
   calls_after=($(node_calls))
   for i in "${!cluster_ports[@]}"; do replica_calls[i]=$(( replica_calls[i] + calls_after[i] - calls_before[i] )); done
   redis_ports=("${cluster_ports[@]}")
-  before_redis=$(proc_ticks "${cluster_pids[@]}")
-  before_counts=$(redis_counts)
-  read -r calls seconds <<<"$(python3 Benchmarks/redis/flip-ceiling.py "$primaries" "$library_name" "$CEILING_N" "$per_primary")"
-  ticks=$(( $(proc_ticks "${cluster_pids[@]}") - before_redis ))
-  record_wire "$flip_cluster" "$before_counts"
-  python3 -c 'import sys; name, calls, seconds, ticks, hz = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]); print(name, f"{calls / seconds:.0f}", "-", "-", f"{ticks / hz * 1e6 / calls:.2f}", "-", "-", "-", "-", "-")' \
-    "$flip_cluster" "$calls" "$seconds" "$ticks" "$ticks_per_second" >>"$results"
+  flip_round "$flip_cluster" "$primaries" "$per_primary" "${cluster_pids[@]}"
 done
 stop_pid "$a_pid"
 

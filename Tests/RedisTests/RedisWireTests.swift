@@ -114,6 +114,18 @@ struct RedisWireTests {
         #expect(ClusterRedirect("ERR MOVED 1 a:1") == nil)
     }
 
+    /// A node named in a redirection finds what was kept for the same
+    /// address under a node made from its parts, and only that.
+    @Test func nodesAreKeyedByTheirAddress() throws {
+        let kept: [RedisNode: String] = [RedisNode(host: "127.0.0.1", port: 6381): "a", RedisNode(host: "127.0.0.1", port: 6382): "b",
+                                         RedisNode(host: "127.0.0.2", port: 6381): "c", RedisNode(host: "::1", port: 6381): "d"]
+        #expect(kept[try #require(RedisNode("127.0.0.1:6381"))] == "a")
+        #expect(kept[try #require(RedisNode("::1:6381"))] == "d")
+        #expect(kept[RedisNode(host: "127.0.0.1", port: 6383)] == nil)
+        #expect(kept[RedisNode(host: "127.0.0.3", port: 6381)] == nil)
+        #expect(RedisNode(":6381") == nil, "an address without a host")
+    }
+
     @Test func clusterSlotsRepliesAreRead() throws {
         func range(_ start: Int64, _ end: Int64, _ host: String, _ port: Int64) -> RESPValue {
             .array([.integer(start), .integer(end), .array([.bulk(Array(host.utf8)), .integer(port), .bulk(Array("id".utf8))])])
