@@ -6,11 +6,12 @@
 #      replica's connection to a node allows), and after the replica's rounds
 #      on one Redis, one connection as deep as the replica's calls arrived;
 #   2. POST scroll through one replica (wrk, 32 connections) on the memory
-#      store and on one Redis, in alternating rounds (one Redis also at a
-#      third of wrk's connections, each primary's share on the cluster), and
-#      on a 3-primary cluster: req/s, p99, CPU per request of the replica
-#      and of Redis, how the cores were shared (replica, Redis, wrk, the
-#      rest, idle), and how many calls Redis read per read of its sockets;
+#      store and on one Redis, in alternating rounds, and on a 3-primary
+#      cluster (its rounds alternating with one Redis at a third of wrk's
+#      connections, each primary's share): req/s, p99, CPU per request of
+#      the replica and of Redis, how the cores were shared (replica, Redis,
+#      wrk, the rest, idle), and how many calls Redis read per read of its
+#      sockets;
 #      beside the cluster's rounds, its ceiling: the same calls on one
 #      connection per primary, wrk's requests in flight split over the
 #      primaries;
@@ -244,17 +245,11 @@ create_sessions "$memory_base" "$SESSIONS" "$work/memory-ids"
 create_sessions "$a_base" "$SESSIONS" "$work/ids"
 IDS_FILE="$work/memory-ids" wrk -t1 -c"$WRK_CONNS" -d2s -s "$BENCH_LUA_DIR/scroll.lua" "$memory_base" >/dev/null  # warm-up
 IDS_FILE="$work/ids" wrk -t1 -c"$WRK_CONNS" -d2s -s "$BENCH_LUA_DIR/scroll.lua" "$a_base" >/dev/null
-# One Redis also at the requests in flight each primary of the 3-primary
-# cluster below gets (wrk's connections split three ways): the reference
-# for the cluster's cost per call at the same load per node (4'').
-primary_count=3
-per_primary=$(( (WRK_CONNS + primary_count - 1) / primary_count ))
 for run in $(seq "$RUNS"); do
   redis_ports=()
   IDS_FILE="$work/memory-ids" wrk_scroll memory "$memory_base" "$memory_pid"
   redis_ports=("$single_port")
   IDS_FILE="$work/ids" wrk_scroll single "$a_base" "$a_pid" "$single_pid"
-  IDS_FILE="$work/ids" WRK_CONNS=$per_primary wrk_scroll "single-c$per_primary" "$a_base" "$a_pid" "$single_pid"
 done
 # The replica's calls reach Redis as deep as wrk's requests in flight bring
 # them: one connection written that deep (the median calls per read of the
@@ -315,9 +310,10 @@ used_after=$(redis-cli -p "$single_port" INFO memory | awk -F: '/^used_memory:/ 
 keys=$(redis-cli -p "$single_port" DBSIZE)
 memory_delta_line=$(awk -v b="$used_before" -v a="$used_after" -v n="$keys" 'BEGIN { printf "used_memory: +%.1f MiB for %d sessions (with TTL and seq): %.1f bytes per session, %.1f MB per 100k", (a-b)/1048576, n, (a-b)/n, (a-b)/n*100000/1e6 }')
 stop_pid "$replica_pid"
-stop_pid "$single_pid"
 
 # --- 2b. scroll through one replica on a 3-primary cluster --------------------------
+primary_count=3
+per_primary=$(( (WRK_CONNS + primary_count - 1) / primary_count ))
 cluster_ports=() cluster_pids=()
 for node in $(seq "$primary_count"); do
   start_redis "node$node" --cluster-enabled yes --cluster-config-file nodes.conf --cluster-node-timeout 2000 --cluster-port "$(free_port)"
@@ -348,6 +344,13 @@ for port in "${cluster_ports[@]}"; do load_library "$port" >/dev/null; done
 flip_cluster="flip-cluster-${#cluster_ports[@]}x$per_primary"
 primaries=$(IFS=,; echo "${cluster_ports[*]}")
 python3 Benchmarks/redis/flip-ceiling.py "$primaries" "$library_name" 0 >/dev/null  # its sessions, made before the counting
+# One Redis at the requests in flight each primary gets (wrk's connections
+# split three ways), in rounds alternating with the cluster's: the
+# cluster's cost per call against one Redis at the same load per node (4'').
+start_replica shared "redis://127.0.0.1:$single_port"
+shared_pid=$replica_pid shared_base=$replica_base
+create_sessions "$shared_base" "$SESSIONS" "$work/shared-ids"
+IDS_FILE="$work/shared-ids" wrk -t1 -c"$per_primary" -d2s -s "$BENCH_LUA_DIR/scroll.lua" "$shared_base" >/dev/null  # warm-up
 replica_calls=()  # the replica's calls per primary, over its rounds only
 for i in "${!cluster_ports[@]}"; do replica_calls[i]=0; done
 for run in $(seq "$RUNS"); do
@@ -358,8 +361,10 @@ for run in $(seq "$RUNS"); do
   for i in "${!cluster_ports[@]}"; do replica_calls[i]=$(( replica_calls[i] + calls_after[i] - calls_before[i] )); done
   redis_ports=("${cluster_ports[@]}")
   flip_round "$flip_cluster" "$primaries" "$per_primary" "${cluster_pids[@]}"
+  redis_ports=("$single_port")
+  IDS_FILE="$work/shared-ids" WRK_CONNS=$per_primary wrk_scroll "single-c$per_primary" "$shared_base" "$shared_pid" "$single_pid"
 done
-stop_pid "$a_pid"
+stop_pid "$a_pid"; stop_pid "$shared_pid"; stop_pid "$single_pid"
 
 # --- 5. instructions per scroll on each store -------------------------------------------
 instructions="$work/instructions.txt"
