@@ -55,7 +55,7 @@ extension ServiceConfiguration {
                   node.host.unicodeScalars.allSatisfy({ (0x21...0x7E).contains($0.value) && !"/@,".unicodeScalars.contains($0) })
             else { throw usage }
             if node.host.hasPrefix("[") && node.host.hasSuffix("]") {
-                node = RedisNode(host: String(node.host.dropFirst().dropLast()), port: node.port)
+                node.host = String(node.host.dropFirst().dropLast())
                 guard node.host.contains(":") else { throw usage }
             } else if node.host.contains(":") {
                 throw usage
