@@ -5,20 +5,23 @@ the counters move as requests are made.
 Usage: check-metrics.py PATH/TO/topchrome
 """
 import json
+import os
 import re
+import ssl
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 
 from prometheus_client.parser import text_string_to_metric_families
 
 
-def fetch(base, path, method="GET", body=None):
+def fetch(base, path, method="GET", body=None, context=None):
     data = json.dumps(body).encode() if body is not None else None
     request = urllib.request.Request(base + path, data=data, method=method,
                                      headers={"Content-Type": "application/json"} if data else {})
-    with urllib.request.urlopen(request) as response:
+    with urllib.request.urlopen(request, context=context) as response:
         return response.read().decode()
 
 
@@ -48,6 +51,43 @@ def samples(base):
 
 def has_family(name, kind):
     return TYPES.get(name.removesuffix("_total") if kind == "counter" else name) == kind
+
+
+# Families a server serving HTTPS adds: the certificate's expiry and its reloads.
+TLS_FAMILIES = {
+    "topchrome_tls_certificate_expiry_timestamp_seconds": "gauge",
+    "topchrome_tls_reloads_total": "counter",
+    "topchrome_tls_last_reload_successful": "gauge",
+}
+
+
+def check_tls(binary):
+    """The TLS families, from a server on a throwaway self-signed certificate valid for 2 days."""
+    with tempfile.TemporaryDirectory() as folder:
+        cert, key = os.path.join(folder, "cert.pem"), os.path.join(folder, "key.pem")
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+                        "-keyout", key, "-out", cert, "-days", "2", "-subj", "/CN=localhost",
+                        "-addext", "subjectAltName=DNS:localhost"], check=True, capture_output=True)
+        server = subprocess.Popen([binary, "--port", "0", "--log-level", "warn", "--tls-cert", cert, "--tls-key", key],
+                                  stdout=subprocess.PIPE, text=True)
+        try:
+            base = re.search(r"listening on (https://[^\s\"]+)", server.stdout.readline()).group(1)
+            context = ssl.create_default_context(cafile=cert)
+            TYPES.clear()
+            values = {}
+            for family in text_string_to_metric_families(fetch(base.replace("127.0.0.1", "localhost"), "/metrics",
+                                                                context=context)):
+                TYPES[family.name] = family.type
+                for sample in family.samples:
+                    values[(sample.name, frozenset(sample.labels.items()))] = sample.value
+        finally:
+            server.terminate()
+            server.wait(timeout=15)
+    checks = {f"HTTPS: {name} is a {kind}": has_family(name, kind) for name, kind in TLS_FAMILIES.items()}
+    expiry = values.get(("topchrome_tls_certificate_expiry_timestamp_seconds", frozenset()), 0)
+    checks["HTTPS: certificate expires in about 2 days"] = abs(expiry - (time.time() + 2 * 86400)) < 600
+    checks["HTTPS: no reload yet"] = values.get(("topchrome_tls_reloads_total", frozenset({("result", "replaced")}))) == 0
+    return checks
 
 
 def main():
@@ -85,6 +125,8 @@ def main():
         }
         for name, kind in REQUIRED_FAMILIES.items():
             checks[f"{name} is a {kind}"] = has_family(name, kind)
+        checks["plain HTTP: no TLS families"] = not any(name.startswith("topchrome_tls_") for name in TYPES)
+        checks.update(check_tls(sys.argv[1]))
         for name, passed in checks.items():
             print(("ok   " if passed else "FAIL ") + name)
         print(f"metrics: {len(after)} samples parsed, {sum(checks.values())} passed, {len(checks) - sum(checks.values())} failed")

@@ -75,12 +75,19 @@ public final class HTTPServer: @unchecked Sendable {
             flags |= MHD_USE_TLS.rawValue
             options.append(CMHD_certificate_callback_option(certificateForHandshake))
         }
-        options.append(MHD_OptionItem(option: .END, value: 0, ptr_value: nil))
 
         let context = Unmanaged.passUnretained(dispatcher).toOpaque()
-        let started = options.withUnsafeMutableBufferPointer { items in
-            CMHD_start_daemon(UInt32(flags), accessHandler, context, requestCompleted, context, connectionNotified, context,
-                              items.baseAddress)
+        // libmicrohttpd reads the priority string while it starts, not after.
+        let started = configuration.tlsPriorities.description.withCString { priorities in
+            if dispatcher.tlsIdentities != nil {
+                options.append(MHD_OptionItem(option: .HTTPS_PRIORITIES, value: 0,
+                                              ptr_value: UnsafeMutableRawPointer(mutating: priorities)))
+            }
+            options.append(MHD_OptionItem(option: .END, value: 0, ptr_value: nil))
+            return options.withUnsafeMutableBufferPointer { items in
+                CMHD_start_daemon(UInt32(flags), accessHandler, context, requestCompleted, context, connectionNotified,
+                                  context, items.baseAddress)
+            }
         }
         guard let started else {
             socket.closeUnlessClosed()

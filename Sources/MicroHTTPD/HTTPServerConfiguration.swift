@@ -31,6 +31,8 @@ public struct HTTPServerConfiguration: Sendable {
     public var trustedProxies = TrustedProxies()
     /// Serve HTTPS (through libmicrohttpd's GnuTLS) with these; nil serves plain HTTP.
     public var tls: TLSCredentials?
+    /// What HTTPS handshakes may agree on (versions, key exchanges, ciphers).
+    public var tlsPriorities = TLSPriorities.recommended
 
     public init() {}
 }

@@ -15,6 +15,21 @@ extension TLSCredentials {
     }
 }
 
+extension TLSCredentials {
+    /// When the first certificate of the chain, the one clients check,
+    /// stops being valid (Unix time); nil when GnuTLS cannot read it.
+    public var expiry: Int? {
+        var made: gnutls_x509_crt_t?
+        guard gnutls_x509_crt_init(&made) >= 0, let certificate = made else { return nil }
+        defer { gnutls_x509_crt_deinit(certificate) }
+        guard withDatum(certificatePEM, { gnutls_x509_crt_import(certificate, &$0, GNUTLS_X509_FMT_PEM) }) >= 0 else {
+            return nil
+        }
+        let time = gnutls_x509_crt_get_expiration_time(certificate)
+        return time == -1 ? nil : Int(time)
+    }
+}
+
 /// A certificate chain and its private key in the form GnuTLS hands to a
 /// handshake. Checked when made (PEM that parses, a key that matches the
 /// first certificate), so a handshake never meets a bad one.

@@ -24,8 +24,8 @@ public final class SessionAPI: HTTPResponder {
     /// at once, or in another (Redis), answering later while the request waits.
     let store: any SessionStore & SessionChangeFeed
     let watchers: WatcherHub
-    /// Families of `/metrics` that the store's wiring adds (e.g. Redis round trips).
-    private let storeMetrics: (any MetricsFamilies)?
+    /// Families of `/metrics` that the wiring adds (e.g. Redis round trips, the TLS certificate).
+    private let moreMetrics: [any MetricsFamilies]
     private let readiness: Readiness
     let maxBodyBytes: Int
     /// Nil when no token is configured: then requests never read it.
@@ -38,12 +38,12 @@ public final class SessionAPI: HTTPResponder {
 
     public init(store: any SessionStore & SessionChangeFeed, maxBodyBytes: Int, authToken: String? = nil,
                 maxWaitSeconds: Int = 60, metrics: ServiceMetrics = ServiceMetrics(),
-                statistics: ChromeStatistics = ChromeStatistics(), storeMetrics: (any MetricsFamilies)? = nil,
+                statistics: ChromeStatistics = ChromeStatistics(), moreMetrics: [any MetricsFamilies] = [],
                 readinessDetails: [any ReadinessDetail] = [], crossOrigin: CrossOriginPolicy? = nil) {
         self.maxWaitSeconds = maxWaitSeconds
         self.store = store
         watchers = WatcherHub(feed: store)
-        self.storeMetrics = storeMetrics
+        self.moreMetrics = moreMetrics
         self.maxBodyBytes = maxBodyBytes
         let token = authToken.map { CurrentBearerToken(BearerToken($0)) }
         self.authToken = token
@@ -140,7 +140,7 @@ public final class SessionAPI: HTTPResponder {
             // The same question /readyz asks: a store in this process always serves.
             var text = metrics.render(sessions: store.sessionCount, storeUp: store.readiness == .ready,
                                       watchers: watchers.count, statistics: statistics)
-            if let storeMetrics { text += storeMetrics.render() }
+            for families in moreMetrics { text += families.render() }
             return HTTPResponse(status: 200, headers: HTTPHeaders([("Content-Type", "text/plain; version=0.0.4; charset=utf-8")]),
                                 body: Array(text.utf8))
         case .demo:

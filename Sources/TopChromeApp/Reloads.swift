@@ -14,8 +14,10 @@ final class Reloads: @unchecked Sendable {
     private let keyFile: String?
     private var token: String?
     private var credentials: TLSCredentials?
+    private let tlsMetrics: TLSMetrics?
 
-    init(configuration: ServiceConfiguration) {
+    init(configuration: ServiceConfiguration, tlsMetrics: TLSMetrics?) {
+        self.tlsMetrics = tlsMetrics
         tokenFile = configuration.authTokenFile
         certificateFile = configuration.tlsCertificateFile
         keyFile = configuration.tlsKeyFile
@@ -70,16 +72,19 @@ final class Reloads: @unchecked Sendable {
             new = TLSCredentials(certificatePEM: try ServiceConfiguration.contents(of: certificateFile, "--tls-cert"),
                                  privateKeyPEM: try ServiceConfiguration.contents(of: keyFile, "--tls-key"))
             guard new != credentials else {
+                tlsMetrics?.record(.unchanged)
                 outcome.parts.append("TLS certificate and key unchanged")
                 return
             }
             try server.replaceTLSCredentials(new)
         } catch {
+            tlsMetrics?.record(.failed)
             outcome.keptSomething = true
             outcome.parts.append("kept the old TLS certificate and key: \(error)")
             return
         }
         credentials = new
+        tlsMetrics?.record(.replaced, served: new)
         outcome.parts.append("TLS certificate and key replaced (new connections get them)")
     }
 }

@@ -110,6 +110,13 @@ extension ServiceConfiguration {
             config.tlsKeyPEM = try contents(of: value, source)
             config.tlsKeyFile = value
         },
+        Option(name: "tls-priorities", placeholder: "P", help: "GnuTLS priority string: the TLS versions and suites HTTPS accepts (default: TLS 1.2 and 1.3, forward-secret AEAD suites only; docs/configuration.md).") { value, source, config throws(UsageError) in
+            do {
+                config.tlsPriorities = try TLSPriorities(value)
+            } catch {
+                throw UsageError(description: "\(source) is not a priority string GnuTLS accepts (\(error))")
+            }
+        },
         Option(name: "log-format", placeholder: "F", help: "Log lines as 'text' or 'json' (default '{default}').", default: { $0.logFormat.rawValue }) { value, source, config throws(UsageError) in
             guard let format = LogFormat(rawValue: value) else {
                 throw UsageError(description: "\(source) must be text or json, not '\(value)'")

@@ -46,6 +46,8 @@ public struct ServiceConfiguration: Sendable, Equatable {
     /// Where those were read, read again on reload (SIGHUP) for the same reason.
     public var tlsCertificateFile: String?
     public var tlsKeyFile: String?
+    /// The TLS versions, key exchanges and ciphers HTTPS handshakes may use.
+    public var tlsPriorities = TLSPriorities.recommended
     /// Where sessions survive restarts; nil keeps them in memory only.
     public var stateFile: String?
     /// Seconds between snapshots to the state file (besides the one at shutdown).
@@ -104,6 +106,7 @@ public struct ServiceConfiguration: Sendable, Equatable {
         if let certificate = tlsCertificatePEM, let key = tlsKeyPEM {
             server.tls = TLSCredentials(certificatePEM: certificate, privateKeyPEM: key)
         }
+        server.tlsPriorities = tlsPriorities
         return server
     }
 
@@ -159,6 +162,9 @@ public struct ServiceConfiguration: Sendable, Equatable {
         }
         guard (configuration.tlsCertificatePEM == nil) == (configuration.tlsKeyPEM == nil) else {
             throw UsageError(description: "--tls-cert and --tls-key go together")
+        }
+        if configuration.tlsCertificatePEM == nil, let source = given["tls-priorities"] {
+            throw UsageError(description: "\(source) sets what HTTPS handshakes may use and does nothing without --tls-cert and --tls-key; add them, or remove it")
         }
         try configuration.secureRedis(given)
         // An option that would do nothing with the store chosen is refused:

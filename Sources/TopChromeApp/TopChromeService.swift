@@ -44,6 +44,8 @@ public final class TopChromeService: Sendable {
         let subscriptions = SessionSubscriptions(limits: .init(total: configuration.maxWatchers,
                                                                perSession: configuration.maxWatchersPerSession))
         let metrics = ServiceMetrics()
+        let tlsMetrics = configuration.httpServer.tls.map(TLSMetrics.init)
+        let tlsFamilies: [any MetricsFamilies] = tlsMetrics.map { [$0] } ?? []
         logger = Logger(format: configuration.logFormat, level: configuration.logLevel,
                         errors: configuration.logErrorsToStderr ? STDERR_FILENO : STDOUT_FILENO)
         switch configuration.store {
@@ -56,7 +58,7 @@ public final class TopChromeService: Sendable {
             let stateFile = snapshots.map(StateFileMetrics.init)
             api = SessionAPI(store: store, maxBodyBytes: configuration.maxBodyBytes,
                              authToken: configuration.authToken, maxWaitSeconds: configuration.maxWaitSeconds,
-                             metrics: metrics, statistics: store.statistics, storeMetrics: stateFile,
+                             metrics: metrics, statistics: store.statistics, moreMetrics: (stateFile.map { [$0] } ?? []) + tlsFamilies,
                              readinessDetails: stateFile.map { [$0] } ?? [],
                              crossOrigin: CrossOriginPolicy(origins: configuration.corsOrigins))
             self.snapshots = snapshots
@@ -71,13 +73,13 @@ public final class TopChromeService: Sendable {
             redisStore = store
             api = SessionAPI(store: store, maxBodyBytes: configuration.maxBodyBytes,
                              authToken: configuration.authToken, maxWaitSeconds: configuration.maxWaitSeconds,
-                             metrics: metrics, statistics: store.statistics, storeMetrics: redisMetrics,
+                             metrics: metrics, statistics: store.statistics, moreMetrics: [redisMetrics] + tlsFamilies,
                              crossOrigin: CrossOriginPolicy(origins: configuration.corsOrigins))
             snapshots = nil
         }
         server = HTTPServer(configuration: configuration.httpServer, responder: api,
                             observer: ExchangeRecorder(metrics: metrics, logger: logger))
-        reloads = Reloads(configuration: configuration)
+        reloads = Reloads(configuration: configuration, tlsMetrics: tlsMetrics)
     }
 
     /// The port listened on; the real one when configured with 0.

@@ -49,14 +49,15 @@ import Testing
         #expect(plain.status != 0 || plain.output == "000", "plain HTTP gets no HTTP answer on a TLS port")
     }
 
-    /// A throwaway CA and a certificate for localhost/127.0.0.1 it signed, made with openssl.
+    /// A throwaway CA and a certificate for localhost/127.0.0.1 it signed
+    /// for `days` days, made with openssl.
     struct ThrowawayPKI {
         let directory: URL
         var caPath: String { directory.appendingPathComponent("ca.pem").path }
         let certificatePEM: String
         let keyPEM: String
 
-        init() throws {
+        init(days: Int = 1) throws {
             directory = FileManager.default.temporaryDirectory.appendingPathComponent("topchrome-pki-\(UUID().uuidString)")
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
             let dir = directory.path
@@ -66,7 +67,7 @@ import Testing
                 ["req", "-newkey", "rsa:2048", "-nodes", "-keyout", "\(dir)/server.key", "-out", "\(dir)/server.csr",
                  "-subj", "/CN=localhost"],
                 ["x509", "-req", "-in", "\(dir)/server.csr", "-CA", "\(dir)/ca.pem", "-CAkey", "\(dir)/ca.key",
-                 "-CAcreateserial", "-out", "\(dir)/server.pem", "-days", "1",
+                 "-CAcreateserial", "-out", "\(dir)/server.pem", "-days", String(days),
                  "-extfile", "\(dir)/san.cnf"],
             ]
             try "subjectAltName=DNS:localhost,IP:127.0.0.1\n".write(toFile: "\(dir)/san.cnf", atomically: true, encoding: .utf8)
@@ -80,11 +81,14 @@ import Testing
     }
 }
 
-/// Runs a program to its end; its exit status and what it printed (stdout and stderr).
+/// Runs a program to its end; its exit status and what it printed (stdout
+/// and stderr). Its input is empty: a client such as `openssl s_client`
+/// ends once it has nothing to send.
 func run(_ program: String, _ arguments: [String]) throws -> (status: Int32, output: String) {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: program)
     process.arguments = arguments
+    process.standardInput = FileHandle.nullDevice
     let pipe = Pipe()
     process.standardOutput = pipe
     process.standardError = pipe

@@ -114,13 +114,25 @@ import Testing
                                   "https://localhost:\(port)/healthz"]).output
     }
 
+    /// One sample of `/metrics` over HTTPS (`name` with its labels, as written); nil when absent.
+    func metric(_ name: String, _ port: Int, trusting ca: String) throws -> Double? {
+        let text = try run("/usr/bin/curl", ["-s", "-m", "5", "--cacert", ca, "https://localhost:\(port)/metrics"]).output
+        let line = text.split(separator: "\n").first { $0.hasPrefix(name + " ") }
+        return line.flatMap { Double($0.dropFirst(name.count + 1)) }
+    }
+
     @Test func sighupRotatesTheTLSCertificate() throws {
-        let first = try AccessLiveTests.ThrowawayPKI(), second = try AccessLiveTests.ThrowawayPKI()
+        let first = try AccessLiveTests.ThrowawayPKI(days: 1), second = try AccessLiveTests.ThrowawayPKI(days: 3)
         let server = try RunningServer(["--port", "0", "--tls-cert", try write(first.certificatePEM, to: "cert.pem"),
                                         "--tls-key", try write(first.keyPEM, to: "key.pem")])
         _ = try server.waitUntilListening()
         #expect(try status(server.port, trusting: first.caPath) == "200")
         #expect(try status(server.port, trusting: second.caPath) == "000")
+        let now = Date().timeIntervalSince1970
+        let firstExpiry = try #require(try metric("topchrome_tls_certificate_expiry_timestamp_seconds", server.port, trusting: first.caPath))
+        #expect(abs(firstExpiry - (now + 86_400)) < 300, "the served certificate's notAfter: \(firstExpiry), now \(now)")
+        #expect(try metric(#"topchrome_tls_reloads_total{result="replaced"}"#, server.port, trusting: first.caPath) == 0)
+        #expect(try metric("topchrome_tls_last_reload_successful", server.port, trusting: first.caPath) == 1)
 
         try write(second.certificatePEM, to: "cert.pem")
         try write(second.keyPEM, to: "key.pem")
@@ -128,10 +140,16 @@ import Testing
         #expect(waitForLog(server, "TLS certificate and key replaced"))
         #expect(try status(server.port, trusting: second.caPath) == "200", "a new connection gets the new certificate")
         #expect(try status(server.port, trusting: first.caPath) == "000")
+        let secondExpiry = try #require(try metric("topchrome_tls_certificate_expiry_timestamp_seconds", server.port, trusting: second.caPath))
+        #expect(abs(secondExpiry - firstExpiry - 2 * 86_400) < 300, "the new certificate's: \(secondExpiry)")
+        #expect(try metric(#"topchrome_tls_reloads_total{result="replaced"}"#, server.port, trusting: second.caPath) == 1)
 
         server.signal(SIGHUP)
         #expect(waitForLog(server, "TLS certificate and key unchanged"))
         #expect(try status(server.port, trusting: second.caPath) == "200")
+        #expect(try metric(#"topchrome_tls_reloads_total{result="unchanged"}"#, server.port, trusting: second.caPath) == 1)
+        #expect(try metric(#"topchrome_tls_reloads_total{result="failed"}"#, server.port, trusting: second.caPath) == 0)
+        #expect(try metric("topchrome_tls_certificate_expiry_timestamp_seconds", server.port, trusting: second.caPath) == secondExpiry)
         server.signal(SIGTERM)
         #expect(server.waitForExit(within: 10) == 0)
     }
@@ -158,6 +176,10 @@ import Testing
         #expect(waitForLog(server, "warn topchrome reload: kept the old TLS certificate and key: "))
         #expect(try status(server.port, trusting: first.caPath) == "200", "the old certificate still serves")
         #expect(try status(server.port, trusting: second.caPath) == "000")
+        #expect(try metric(#"topchrome_tls_reloads_total{result="failed"}"#, server.port, trusting: first.caPath) == 1)
+        #expect(try metric("topchrome_tls_last_reload_successful", server.port, trusting: first.caPath) == 0)
+        let expiry = try #require(try metric("topchrome_tls_certificate_expiry_timestamp_seconds", server.port, trusting: first.caPath))
+        #expect(abs(expiry - (Date().timeIntervalSince1970 + 86_400)) < 300, "still the old certificate's: \(expiry)")
         server.signal(SIGTERM)
         #expect(server.waitForExit(within: 10) == 0)
     }

@@ -26,9 +26,10 @@ struct OptionTableTests {
             try option.apply(shown, "--\(option.name)", &read)
             #expect(read == defaults, "--\(option.name) \(shown) is not the default")
         }
-        // Only these say their default in words (the machine's cores; no CA file, the system's store).
+        // Only these say their default in words (the machine's cores; no CA file, the system's store;
+        // a priority string too long for a help line).
         let inWords = ServiceConfiguration.options.filter { $0.default == nil && $0.help(defaults).contains("default") }
-        #expect(Set(inWords.map(\.name)) == ["threads", "redis-ca-file"])
+        #expect(Set(inWords.map(\.name)) == ["threads", "redis-ca-file", "tls-priorities"])
     }
 
     /// The flag and the environment variable of every option set the same
@@ -48,7 +49,8 @@ struct OptionTableTests {
             "max-connections-per-ip": ("2", []), "connection-memory": ("16384", []), "heartbeat": ("1", []),
             "max-watchers": ("9", []), "max-watchers-per-session": ("3", []), "max-wait": ("5", []),
             "auth-token-file": (secret, []), "tls-cert": (secret, ["--tls-key", secret]),
-            "tls-key": (secret, ["--tls-cert", secret]), "log-format": ("json", []), "log-level": ("debug", []),
+            "tls-key": (secret, ["--tls-cert", secret]), "tls-priorities": ("NORMAL", ["--tls-cert", secret, "--tls-key", secret]),
+            "log-format": ("json", []), "log-level": ("debug", []),
             "log-errors-to": ("stderr", []), "trusted-proxy": ("10.0.0.0/8", []), "state-file": (secret, []),
             "store": ("redis://h:1", []), "redis-password-file": (secret, redis),
             "redis-username": ("topchrome", redis + ["--redis-password-file", secret]),
