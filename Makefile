@@ -113,9 +113,11 @@ bench-floor:
 bench-fanout:
 	scripts/bench-fanout.sh
 
-## Container image end to end: build it with podman (local stand-in base
-## images, cached), run it on 127.0.0.1, drive the API, health check, user,
-## graceful stop. Needs root; installs podman and debootstrap when missing.
+## Container image end to end: build it with podman (a local stand-in build
+## image, cached), check what it holds (at most 40 MB, no shell, no package
+## manager), run it read-only with no capability on 127.0.0.1, drive the API,
+## health check, user (its own and another), graceful stop. Needs root;
+## installs podman and debootstrap when missing.
 .PHONY: test-container check-dockerfile
 test-container: check-dockerfile
 	scripts/container-test.sh

@@ -7,13 +7,18 @@
 #
 # Base images, built once and kept in podman's storage for later runs:
 #   localhost/bookworm-min          Debian bookworm minbase (debootstrap),
-#                                   trimmed like debian:bookworm-slim
+#                                   trimmed like debian:bookworm-slim: the
+#                                   base of the others and of the deploy
+#                                   test's Redis and nginx stand-ins
 #   localhost/swift-hostmount:...   that plus the Swift toolchain's run-time
 #                                   packages; the host's toolchain is mounted
 #                                   read-only into the build, not copied
-# Set SWIFT_IMAGE and RUNTIME_IMAGE to use existing images instead (e.g. the
-# official swift:6.3-bookworm and debian:bookworm-slim where a registry is
-# reachable); the toolchain is then not mounted. DEBIAN_MIRROR and
+# The project image's run stage starts from `scratch`, which needs none.
+# Set SWIFT_IMAGE (and DEBIAN_IMAGE) to use existing images instead (e.g.
+# the official swift:6.3-bookworm and debian:bookworm-slim where a registry
+# is reachable); the toolchain is then not mounted. RUNTIME_IMAGE, when set,
+# replaces the project image's run stage base (the Dockerfile's argument of
+# that name). DEBIAN_MIRROR and
 # DEBIAN_SECURITY_MIRROR set debootstrap's and the stand-in's apt sources
 # (default: the first bookworm and bookworm-security mirrors of this
 # machine's own apt sources, /etc/apt/sources.list and sources.list.d).
@@ -146,18 +151,18 @@ remove_build_leftovers() {
 }
 
 
-# base_images: sets RUNTIME_IMAGE and SWIFT_IMAGE (building the stand-ins
+# base_images: sets DEBIAN_IMAGE and SWIFT_IMAGE (building the stand-ins
 # when missing) and mount_toolchain (the build's volume flags).
 base_images() {
   local t rootfs swift_version cached_root
-  RUNTIME_IMAGE=${RUNTIME_IMAGE:-}
+  DEBIAN_IMAGE=${DEBIAN_IMAGE:-}
   SWIFT_IMAGE=${SWIFT_IMAGE:-}
   mount_toolchain=()
 
-  if [ -z "$RUNTIME_IMAGE" ]; then
-    RUNTIME_IMAGE=localhost/bookworm-min
-    if "${PODMAN[@]}" image exists "$RUNTIME_IMAGE"; then
-      pass "runtime stand-in $RUNTIME_IMAGE (cached)"
+  if [ -z "$DEBIAN_IMAGE" ]; then
+    DEBIAN_IMAGE=localhost/bookworm-min
+    if "${PODMAN[@]}" image exists "$DEBIAN_IMAGE"; then
+      pass "Debian stand-in $DEBIAN_IMAGE (cached)"
     else
       if [ -z "${DEBIAN_MIRROR:-}" ]; then
         DEBIAN_MIRROR=$(apt_mirror bookworm) || die "no Debian bookworm mirror in this machine's apt sources \
@@ -165,7 +170,7 @@ base_images() {
 or /etc/apt/sources.list.d): set DEBIAN_MIRROR, e.g. DEBIAN_MIRROR=http://<mirror>/debian"
       fi
       DEBIAN_SECURITY_MIRROR=${DEBIAN_SECURITY_MIRROR:-$(apt_mirror bookworm-security || true)}
-      say "building $RUNTIME_IMAGE with debootstrap from $DEBIAN_MIRROR (about a minute)"
+      say "building $DEBIAN_IMAGE with debootstrap from $DEBIAN_MIRROR (about a minute)"
       t=$EPOCHREALTIME
       rootfs=$scratch/rootfs
       debootstrap --variant=minbase bookworm "$rootfs" "$DEBIAN_MIRROR" >"$scratch/debootstrap.log" 2>&1 \
@@ -219,10 +224,10 @@ EOF
       fi
       tar --numeric-owner -C "$rootfs" -c . | "${PODMAN[@]}" import \
         --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
-        --change 'CMD ["bash"]' - "$RUNTIME_IMAGE" >"$scratch/import.log" 2>&1 \
-        || { cat "$scratch/import.log" >&2; die "podman import $RUNTIME_IMAGE"; }
+        --change 'CMD ["bash"]' - "$DEBIAN_IMAGE" >"$scratch/import.log" 2>&1 \
+        || { cat "$scratch/import.log" >&2; die "podman import $DEBIAN_IMAGE"; }
       rm -rf "$rootfs"
-      pass "runtime stand-in $RUNTIME_IMAGE built in $(seconds_since "$t") s"
+      pass "Debian stand-in $DEBIAN_IMAGE built in $(seconds_since "$t") s"
     fi
   fi
 
@@ -243,7 +248,7 @@ EOF
       # The run-time packages of the Swift toolchain for Debian 12 (what the
       # official image installs), plus libmicrohttpd-dev and pkg-config.
       cat >"$scratch/swift/Containerfile" <<EOF
-FROM $RUNTIME_IMAGE
+FROM $DEBIAN_IMAGE
 RUN apt-get update \\
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \\
       binutils gcc libc6-dev libstdc++-12-dev libgcc-12-dev libcurl4 libxml2 \\
@@ -271,12 +276,13 @@ source_digest() {
 # as IMAGE and drops the image it replaced (vfs keeps each as a full copy);
 # sets build_seconds.
 build_project_image() {
-  local image=$1 previous current t
-  say "building $image (FROM $SWIFT_IMAGE, then $RUNTIME_IMAGE)"
+  local image=$1 previous current t runtime=()
+  [ -z "${RUNTIME_IMAGE:-}" ] || runtime=(--build-arg "RUNTIME_IMAGE=$RUNTIME_IMAGE")
+  say "building $image (FROM $SWIFT_IMAGE, then ${RUNTIME_IMAGE:-scratch})"
   previous=$("${PODMAN[@]}" image inspect --format '{{.Id}}' "$image" 2>/dev/null || true)
   t=$EPOCHREALTIME
   if ! podman_build "${mount_toolchain[@]}" \
-      --build-arg "SWIFT_IMAGE=$SWIFT_IMAGE" --build-arg "RUNTIME_IMAGE=$RUNTIME_IMAGE" \
+      --build-arg "SWIFT_IMAGE=$SWIFT_IMAGE" "${runtime[@]}" \
       --label "topchrome.source-digest=$(source_digest)" \
       --tag "$image" . >"$scratch/build.log" 2>&1; then
     tail -n 40 "$scratch/build.log" >&2

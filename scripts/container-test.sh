@@ -1,19 +1,22 @@
 #!/usr/bin/env bash
-# End-to-end test of the container image: builds it with podman, runs it with
-# a port published on 127.0.0.1, drives the API with curl from outside, checks
-# the health check, the user, and a graceful `podman stop`; prints a summary.
-# Exits non-zero if any check fails.
+# End-to-end test of the container image: builds it with podman, checks what
+# it holds (at most MAX_IMAGE_MB, no shell, no package manager), runs it
+# read-only with every capability dropped and a port published on
+# 127.0.0.1, drives the API with curl from outside, checks the health check,
+# the user (the image's, and an arbitrary one), and a graceful `podman stop`;
+# prints a summary. Exits non-zero if any check fails.
 #
 # No registry is reachable on the project's machines, so the two base images
 # are local stand-ins, built once and kept in podman's storage for later runs
-# (scripts/container-base.sh says which; SWIFT_IMAGE and RUNTIME_IMAGE name
+# (scripts/container-base.sh says which; SWIFT_IMAGE and DEBIAN_IMAGE name
 # existing images instead, e.g. the official ones where a registry is
-# reachable).
+# reachable). The image's run stage is `scratch`.
 #
 # Needs root (rootful podman; debootstrap). Installs podman, runc, debootstrap,
 # curl and jq with apt-get when missing. Other settings:
 #   TOPCHROME_TEST_PORT   host port on 127.0.0.1 (default: a free one)
 #   STOP_LIMIT            seconds `podman stop` may take at most (default 5)
+#   MAX_IMAGE_MB          the image's size at most, in MB (default 40)
 #   TOPCHROME_TEST_IMAGE  tag to build (default localhost/topchrome:container-test)
 #   DEBIAN_MIRROR, DEBIAN_SECURITY_MIRROR   for debootstrap and the stand-in's
 #                         apt sources (default: the first bookworm and
@@ -109,7 +112,12 @@ if [ "${1:-}" = --self-test ]; then self_test; exit; fi
 IMAGE=${TOPCHROME_TEST_IMAGE:-localhost/topchrome:container-test}
 CONTAINER=topchrome-container-test-$$
 STOP_LIMIT=${STOP_LIMIT:-5}
+MAX_IMAGE_MB=${MAX_IMAGE_MB:-40}
+# As a hardened deployment runs it: nothing written but through volumes,
+# no capability, no way to gain privileges.
+HARDENED=(--read-only --cap-drop ALL --security-opt no-new-privileges)
 watcher=""
+fails() { ! "$@"; }
 
 exec 3>&1 4>&2  # the terminal, for cleanup: a trap can fire inside a redirection
 cleanup() {
@@ -123,6 +131,7 @@ cleanup() {
     fi
     "${PODMAN[@]}" rm --force --time 0 "$CONTAINER" >/dev/null 2>&1 || true
   fi
+  "${PODMAN[@]}" rm --force --time 0 "$CONTAINER-uid" >/dev/null 2>&1 || true
   [ -z "$scratch" ] || rm -rf "$scratch"
   print_summary "container test" "$status" || status=$?
   exit "$status"
@@ -153,20 +162,32 @@ check "image user is 10001:10001" \
   test "$("${PODMAN[@]}" image inspect --format '{{.Config.User}}' "$IMAGE")" = "10001:10001"
 
 size_bytes=$("${PODMAN[@]}" image inspect --format '{{.Size}}' "$IMAGE")
-base_bytes=$("${PODMAN[@]}" image inspect --format '{{.Size}}' "$RUNTIME_IMAGE")
-figures+=("$(awk -v s="$size_bytes" -v b="$base_bytes" 'BEGIN {
-  printf "image size     %.1f MB (%d bytes); %.1f MB over the %.1f MB base", s/1e6, s, (s-b)/1e6, b/1e6 }')")
-if root=$("${PODMAN[@]}" image mount "$IMAGE" 2>/dev/null); then
-  binary_bytes=$(stat -c %s "$root/usr/local/bin/topchrome" 2>/dev/null || echo 0)
-  "${PODMAN[@]}" image unmount "$IMAGE" >/dev/null 2>&1 || true
-  figures+=("$(awk -v s="$binary_bytes" 'BEGIN { printf "binary size    %.1f MB (stripped, static Swift stdlib)", s/1e6 }')")
-fi
+figures+=("$(awk -v s="$size_bytes" 'BEGIN { printf "image size     %.1f MB (%d bytes)", s/1e6, s }')")
+check "image size $((size_bytes / 1000000)) MB <= $MAX_IMAGE_MB MB" test "$size_bytes" -le $((MAX_IMAGE_MB * 1000000))
+
+# What an intruder would find: no shell, no package manager, no tools.
+root=$("${PODMAN[@]}" image mount "$IMAGE") || die "podman image mount $IMAGE"
+check "no shell in the image (/bin/sh, /bin/bash, /usr/bin/sh)" \
+  test ! -e "$root/bin/sh" -a ! -e "$root/bin/bash" -a ! -e "$root/usr/bin/sh" -a ! -L "$root/bin/sh"
+check "no package manager (dpkg, apt, apt-get)" \
+  test ! -e "$root/usr/bin/dpkg" -a ! -e "$root/usr/bin/apt" -a ! -e "$root/usr/bin/apt-get" -a ! -d "$root/var/lib/dpkg"
+executables=$(find "$root" -type f -perm -u+x ! -name '*.so*' -printf '/%P\n' | sort | tr '\n' ' ')
+check "one program: the server (executables: $executables)" test "$executables" = "/usr/local/bin/topchrome "
+check "CA certificates where OpenSSL looks" test -s "$root/usr/lib/ssl/cert.pem"
+check "passwd names the service user" grep -q '^topchrome:x:10001:10001:' "$root/etc/passwd"
+binary_bytes=$(stat -c %s "$root/usr/local/bin/topchrome" 2>/dev/null || echo 0)
+figures+=("$(awk -v s="$binary_bytes" 'BEGIN { printf "binary size    %.1f MB (stripped, static Swift stdlib)", s/1e6 }')")
+figures+=("$(du -sb "$root/lib" "$root/lib64" "$root/usr/lib" 2>/dev/null | awk '{ s += $1 } END {
+  printf "libraries      %.1f MB (shared libraries and the loader)", s/1e6 }')")
+"${PODMAN[@]}" image unmount "$IMAGE" >/dev/null 2>&1 || true
+check "no shell to run: podman run --entrypoint /bin/sh fails" \
+  fails "${PODMAN[@]}" run --rm "${RUN_LIMITS[@]}" --entrypoint /bin/sh "$IMAGE" -c true
 
 # --- run ----------------------------------------------------------------------
 say "running $CONTAINER"
 publish="127.0.0.1:${TOPCHROME_TEST_PORT:-}:8080"
-"${PODMAN[@]}" run --detach --name "$CONTAINER" "${RUN_LIMITS[@]}" --publish "$publish" "$IMAGE" >/dev/null \
-  || die "podman run"
+"${PODMAN[@]}" run --detach --name "$CONTAINER" "${RUN_LIMITS[@]}" "${HARDENED[@]}" --publish "$publish" "$IMAGE" \
+  >/dev/null || die "podman run"
 port=$("${PODMAN[@]}" port "$CONTAINER" 8080/tcp | sed -nE 's/^127\.0\.0\.1:([0-9]+)$/\1/p' | head -n 1)
 [ -n "$port" ] || die "port 8080 published on 127.0.0.1"
 base=http://127.0.0.1:$port
@@ -195,7 +216,6 @@ request() {
 # holds for its JSON body. has_header REGEX: a header line matches (any case).
 expect() { [ "$status" = "$1" ] && jq -e "$2" >/dev/null 2>&1 <<<"$body"; }
 has_header() { grep -qi "$1" <<<"$headers"; }
-fails() { ! "$@"; }
 
 request GET /healthz
 check "GET /healthz -> 200" test "$status" = 200
@@ -250,6 +270,24 @@ inner_pid=$(awk '/^NSpid:/ { print $NF }' "/proc/$pid/status")
 command_name=$(cat "/proc/$pid/comm")
 check "server is PID 1 in the container ($command_name, PID $inner_pid)" \
   test "$inner_pid/$command_name" = 1/topchrome
+capabilities=$(awk '/^Cap(Inh|Prm|Eff|Bnd|Amb):/ { printf "%s%s", sep, $2; sep = " " }' "/proc/$pid/status")
+check "no capability at all (inheritable, permitted, effective, bounding, ambient: $capabilities)" \
+  test "$capabilities" = "0000000000000000 0000000000000000 0000000000000000 0000000000000000 0000000000000000"
+check "root file system read-only" \
+  test "$("${PODMAN[@]}" inspect --format '{{.HostConfig.ReadonlyRootfs}}' "$CONTAINER")" = true
+
+# Any uid, as platforms that assign one (OpenShift) run it: no passwd entry,
+# no home, nothing of its own to write.
+say "running $CONTAINER-uid as uid 4242"
+"${PODMAN[@]}" run --detach --name "$CONTAINER-uid" "${RUN_LIMITS[@]}" "${HARDENED[@]}" --user 4242:4242 "$IMAGE" \
+  >/dev/null || die "podman run --user 4242:4242"
+other_healthy() { "${PODMAN[@]}" exec "$CONTAINER-uid" /usr/local/bin/topchrome healthcheck >/dev/null 2>&1; }
+for _ in $(seq 1 100); do other_healthy && break; sleep 0.1; done
+check "as uid 4242: serves (its health check passes)" other_healthy
+other_pid=$("${PODMAN[@]}" inspect --format '{{.State.Pid}}' "$CONTAINER-uid")
+other_uids=$(awk '/^Uid:/ { print $2, $3, $4, $5 }' "/proc/$other_pid/status")
+check "as uid 4242: runs as 4242 ($other_uids)" test "$other_uids" = "4242 4242 4242 4242"
+"${PODMAN[@]}" rm --force --time 0 "$CONTAINER-uid" >/dev/null 2>&1 || true
 
 # --- graceful stop ------------------------------------------------------------
 # With an event stream open: the server must end it, not wait for it.

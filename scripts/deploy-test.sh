@@ -122,7 +122,7 @@ else
 fi
 
 # standin VARIABLE NAME PACKAGE DOCKERFILE-LINES: unless VARIABLE names an
-# image already, builds localhost/NAME-standin:bookworm FROM the runtime
+# image already, builds localhost/NAME-standin:bookworm FROM the Debian
 # stand-in with Debian's PACKAGE (once; kept like the base images) and sets
 # VARIABLE to it.
 standin() {
@@ -134,7 +134,7 @@ standin() {
     t=$EPOCHREALTIME
     mkdir -p "$scratch/$2"
     cat >"$scratch/$2/Containerfile" <<EOF
-FROM $RUNTIME_IMAGE
+FROM $DEBIAN_IMAGE
 RUN apt-get update \\
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $3 \\
  && apt-get clean \\
