@@ -6,14 +6,18 @@ import Testing
 /// `s_client` over loopback: by default TLS 1.2 and 1.3 only, with
 /// forward-secret AEAD suites only; `--tls-priorities` changes it.
 @Suite struct TLSPolicyLiveTests {
-    /// What a handshake with these `s_client` arguments agreed on, as
-    /// `s_client` reports it ("TLSv1.2, Cipher is …"); nil when it failed.
+    /// The protocol and suite a handshake with these `s_client` arguments
+    /// agreed on ("TLSv1.2 ECDHE-RSA-AES128-GCM-SHA256"), as its brief
+    /// report names them; nil when it failed.
     static func handshake(_ port: Int, _ arguments: [String], trusting ca: String) throws -> String? {
-        let result = try run("/usr/bin/openssl", ["s_client", "-connect", "127.0.0.1:\(port)", "-CAfile", ca,
+        let result = try run("/usr/bin/openssl", ["s_client", "-brief", "-connect", "127.0.0.1:\(port)", "-CAfile", ca,
                                                    "-verify_return_error"] + arguments)
-        let line = result.output.split(separator: "\n").first { $0.hasPrefix("New, ") }
-        guard result.status == 0, let line, !line.contains("(NONE)") else { return nil }
-        return String(line.dropFirst("New, ".count))
+        let lines = result.output.split(separator: "\n")
+        func field(_ name: String) -> String? {
+            lines.first { $0.hasPrefix(name + ": ") }.map { String($0.dropFirst(name.count + 2)) }
+        }
+        guard result.status == 0, let version = field("Protocol version"), let suite = field("Ciphersuite") else { return nil }
+        return "\(version) \(suite)"
     }
 
     static func server(_ pki: AccessLiveTests.ThrowawayPKI, priorities: TLSPriorities = .recommended) throws -> LiveServer {
@@ -27,14 +31,15 @@ import Testing
     /// OpenSSL 3 offers TLS 1.0 and 1.1 at all only at security level 0.
     /// AES256-SHA and AES128-GCM-SHA256 carry the key by RSA (no forward
     /// secrecy); ECDHE-RSA-AES128-SHA is forward-secret but CBC, not AEAD;
-    /// DHE is left out by choice, and so are FFDHE groups in TLS 1.3.
+    /// FFDHE groups in TLS 1.3 are left out by choice (GnuTLS's `NORMAL`
+    /// takes ffdhe2048). No DHE-RSA case: libmicrohttpd sets no DH
+    /// parameters, so TLS 1.2's DHE suites fail with any priorities.
     @Test(arguments: [
         ["-tls1", "-cipher", "DEFAULT@SECLEVEL=0"],
         ["-tls1_1", "-cipher", "DEFAULT@SECLEVEL=0"],
         ["-tls1_2", "-cipher", "AES256-SHA"],
         ["-tls1_2", "-cipher", "AES128-GCM-SHA256"],
         ["-tls1_2", "-cipher", "ECDHE-RSA-AES128-SHA"],
-        ["-tls1_2", "-cipher", "DHE-RSA-AES128-GCM-SHA256"],
         ["-tls1_3", "-groups", "ffdhe2048"],
     ])
     func refusedByDefault(_ arguments: [String]) throws {
@@ -45,12 +50,12 @@ import Testing
     }
 
     @Test(arguments: [
-        (["-tls1_2", "-cipher", "ECDHE-RSA-AES128-GCM-SHA256"], "TLSv1.2, Cipher is ECDHE-RSA-AES128-GCM-SHA256"),
-        (["-tls1_2", "-cipher", "ECDHE-RSA-AES256-GCM-SHA384"], "TLSv1.2, Cipher is ECDHE-RSA-AES256-GCM-SHA384"),
-        (["-tls1_2", "-cipher", "ECDHE-RSA-CHACHA20-POLY1305"], "TLSv1.2, Cipher is ECDHE-RSA-CHACHA20-POLY1305"),
-        (["-tls1_3", "-ciphersuites", "TLS_AES_128_GCM_SHA256"], "TLSv1.3, Cipher is TLS_AES_128_GCM_SHA256"),
-        (["-tls1_3", "-ciphersuites", "TLS_CHACHA20_POLY1305_SHA256"], "TLSv1.3, Cipher is TLS_CHACHA20_POLY1305_SHA256"),
-        (["-tls1_3", "-groups", "X25519"], "TLSv1.3, Cipher is TLS_AES_256_GCM_SHA384"),
+        (["-tls1_2", "-cipher", "ECDHE-RSA-AES128-GCM-SHA256"], "TLSv1.2 ECDHE-RSA-AES128-GCM-SHA256"),
+        (["-tls1_2", "-cipher", "ECDHE-RSA-AES256-GCM-SHA384"], "TLSv1.2 ECDHE-RSA-AES256-GCM-SHA384"),
+        (["-tls1_2", "-cipher", "ECDHE-RSA-CHACHA20-POLY1305"], "TLSv1.2 ECDHE-RSA-CHACHA20-POLY1305"),
+        (["-tls1_3", "-ciphersuites", "TLS_AES_128_GCM_SHA256"], "TLSv1.3 TLS_AES_128_GCM_SHA256"),
+        (["-tls1_3", "-ciphersuites", "TLS_CHACHA20_POLY1305_SHA256"], "TLSv1.3 TLS_CHACHA20_POLY1305_SHA256"),
+        (["-tls1_3", "-groups", "X25519"], "TLSv1.3 TLS_AES_256_GCM_SHA384"),
     ])
     func acceptedByDefault(_ arguments: [String], agreed: String) throws {
         let pki = try AccessLiveTests.ThrowawayPKI()
@@ -76,7 +81,7 @@ import Testing
         let server = try Self.server(pki, priorities: try TLSPriorities("NORMAL:-VERS-ALL:+VERS-TLS1.2:+RSA"))
         #expect(try Self.handshake(server.port, ["-tls1_3"], trusting: pki.caPath) == nil)
         #expect(try Self.handshake(server.port, ["-tls1_2", "-cipher", "AES128-GCM-SHA256"], trusting: pki.caPath)
-                == "TLSv1.2, Cipher is AES128-GCM-SHA256")
+                == "TLSv1.2 AES128-GCM-SHA256")
     }
 
     /// The same through the command line and `check-config`: a string
