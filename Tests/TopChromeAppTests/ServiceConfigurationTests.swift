@@ -83,26 +83,6 @@ import Testing
         }
     }
 
-    /// Checked by GnuTLS as it is read; pointless without a certificate, so refused there.
-    @Test func tlsPriorities() throws {
-        let file = FileManager.default.temporaryDirectory.appendingPathComponent("pem-\(UUID().uuidString)")
-        try "not read as PEM until the start".write(to: file, atomically: true, encoding: .utf8)
-        defer { try? FileManager.default.removeItem(at: file) }
-        let tls = ["--tls-cert", file.path, "--tls-key", file.path]
-        #expect(try serve(tls).tlsPriorities == .recommended)
-        #expect(try serve(tls + ["--tls-priorities", "NORMAL"]).tlsPriorities.description == "NORMAL")
-        #expect(try serve(tls, ["TOPCHROME_TLS_PRIORITIES": "SECURE256"]).httpServer.tlsPriorities.description == "SECURE256")
-        #expect(throws: ServiceConfiguration.UsageError(description: "--tls-priorities is not a priority string GnuTLS accepts (GnuTLS refuses it at 'CHACHA': The request is invalid.)")) {
-            try serve(tls + ["--tls-priorities", "NORMAL:-VERS-TLS1.0:CHACHA:+AEAD"])
-        }
-        #expect(throws: ServiceConfiguration.UsageError(description: "TOPCHROME_TLS_PRIORITIES is not a priority string GnuTLS accepts (GnuTLS refuses it: No or insufficient priorities were set.)")) {
-            try serve(tls, ["TOPCHROME_TLS_PRIORITIES": "NORMAL:-CIPHER-ALL"])
-        }
-        #expect(throws: ServiceConfiguration.UsageError(description: "--tls-priorities sets what HTTPS handshakes may use and does nothing without --tls-cert and --tls-key; add them, or remove it")) {
-            try serve(["--tls-priorities", "NORMAL"])
-        }
-    }
-
     @Test func helpAndVersion() throws {
         #expect(try ServiceConfiguration.parse(arguments: ["--help"], environment: [:]) == .help)
         #expect(try ServiceConfiguration.parse(arguments: ["--port", "1", "--version"], environment: [:]) == .version)
