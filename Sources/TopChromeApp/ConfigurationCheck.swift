@@ -73,6 +73,14 @@ public struct ConfigurationCheck: Sendable {
                 + (configuration.redisPassword == nil ? "" : " after AUTH")
                 + (configuration.redisUsername.map { " as \($0)" } ?? "")
             checked.append("Redis \(node): answered PING" + how)
+            switch RedisPermissionCheck.check(node, configuration) {
+            case .allowed:
+                checked.append("Redis \(node): the user may run every command the store sends (ACL DRYRUN)")
+            case let .missing(grants):
+                problems.append(RedisPermissionCheck.lacking(grants, user: configuration.redisUsername, node: node))
+            case let .unknown(reason):
+                checked.append("Redis \(node): the user's permissions could not be checked (\(reason))")
+            }
         case let .refused(reason)?:
             // Redis's own words (WRONGPASS, NOAUTH), or OpenSSL's, say what it wants.
             let said = reason.trimmingPrefix("setup command refused: ")

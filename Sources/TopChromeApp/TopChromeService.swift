@@ -108,6 +108,7 @@ public final class TopChromeService: Sendable {
             snapshots.markCurrent()
             chores.every(.seconds(configuration.snapshotInterval)) { [self] in saveSnapshot() }
         }
+        if redisStore != nil { try checkRedisPermissions() }
         do {
             try server.start()
         } catch {

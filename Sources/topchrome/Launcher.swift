@@ -108,9 +108,10 @@ enum Launcher {
         guard configuration.store != .memory else {
             fail("topchrome redis-functions load: needs --store redis://HOST:PORT[,HOST:PORT...] (rediss:// over TLS) or redis-sentinel://HOST:PORT[,HOST:PORT...]/MASTERNAME", status: 2)
         }
-        let load = FunctionLibraryLoad(storage: configuration.store, configuration: configuration.redisClient)
-        for line in load.loaded { print(line) }
-        for failure in load.failures {
+        let load = FunctionLibraryLoad(storage: configuration.store, configuration: configuration.redisClient,
+                                       keyPrefix: configuration.redisKeyPrefix, needs: configuration.redisPermissionsNeeded)
+        for line in load.loaded + load.notes { print(line) }
+        for failure in load.problems + load.failures {
             printToStandardError("topchrome redis-functions load: \(failure)")
         }
         return load.exitStatus
