@@ -90,6 +90,9 @@ public struct RedisMetrics: Sendable {
     public var roundTrip: @Sendable (RedisNode, Duration) -> Void = { _, _ in }
     /// A command that ended without a reply (or with TRYAGAIN/CLUSTERDOWN).
     public var failed: @Sendable (RedisNode, RedisError) -> Void = { _, _ in }
+    /// Redis answered a command with an error reply (its text, code first:
+    /// `NOPERM …`, `OOM …`), which the caller gets as its reply.
+    public var errorReply: @Sendable (RedisNode, String) -> Void = { _, _ in }
     /// A connection came back after it had been lost.
     public var reconnected: @Sendable (RedisNode) -> Void = { _ in }
     /// A connection was dropped (error, end of stream, unresponsive server).

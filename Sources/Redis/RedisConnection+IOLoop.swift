@@ -237,7 +237,11 @@ extension RedisConnection {
             switch delivery {
             case .reply(let completion, let result, let roundTrip):
                 if let roundTrip { metrics.roundTrip(node, roundTrip) }
-                if case .failure(let error) = result { metrics.failed(node, error) }
+                switch result {
+                case .failure(let error): metrics.failed(node, error)
+                case .success(.error(let message)): metrics.errorReply(node, message)
+                case .success: break
+                }
                 completion(result)
             case .push(let event):
                 pushes?(event)

@@ -347,6 +347,20 @@ local function watched(keys, argv)
   return tags
 end
 
+-- FCALL <library>_permitted 1 key: the commands of the library that the
+-- caller may not run on the key and its channel, none when it may run
+-- them all. While Redis refuses the service's calls, the replica asks this
+-- to learn when a change could succeed again (its /readyz).
+local function permittedNow(keys)
+  local key = keys[1]
+  local missing = {}
+  for _, command in ipairs({{'DEL', key}, {'EXISTS', key}, {'HMGET', key, 'v'}, {'HSET', key, 'e', '-'},
+    {'PEXPIRE', key, '1'}, {'SPUBLISH', key .. ':changes', 'gone'}, {'TIME'}}) do
+    if not redis.acl_check_cmd(unpack(command)) then missing[#missing + 1] = command[1] end
+  end
+  return missing
+end
+
 -- The service loads this text under a name made of a digest of it
 -- (ChromeFunctions.libraryName replaces 'topchrome_source' on the first line
 -- and here), and so its functions' names change with any change to it.
@@ -365,3 +379,4 @@ redis.register_function{function_name = LIBRARY .. '_read', callback = read, fla
 redis.register_function(LIBRARY .. '_apply', apply)
 redis.register_function{function_name = LIBRARY .. '_delete', callback = delete, flags = {'allow-oom'}}
 redis.register_function{function_name = LIBRARY .. '_watched', callback = watched, flags = {'allow-oom'}}
+redis.register_function{function_name = LIBRARY .. '_permitted', callback = permittedNow, flags = {'no-writes', 'allow-oom'}}

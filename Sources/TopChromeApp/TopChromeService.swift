@@ -35,6 +35,8 @@ public final class TopChromeService: Sendable {
     private let chores = Chores()
     private let snapshots: SnapshotWriter?
     private let reloads: Reloads
+    /// Redis's error replies by code, whose episodes a chore ends.
+    private let redisErrorReplies: RedisErrorReplies?
 
     public init(configuration: ServiceConfiguration) {
         self.configuration = configuration
@@ -52,6 +54,7 @@ public final class TopChromeService: Sendable {
                                              subscriptions: subscriptions)
             memoryStore = store
             redisStore = nil
+            redisErrorReplies = nil
             let snapshots = configuration.stateFile.map { SnapshotWriter(file: SnapshotFile(path: $0), collect: store.snapshot) }
             let stateFile = snapshots.map(StateFileMetrics.init)
             api = SessionAPI(store: store, maxBodyBytes: configuration.maxBodyBytes,
@@ -61,7 +64,9 @@ public final class TopChromeService: Sendable {
                              crossOrigin: CrossOriginPolicy(origins: configuration.corsOrigins))
             self.snapshots = snapshots
         case .redis, .redisSentinel:
-            let redisMetrics = RedisStoreMetrics()
+            let errorReplies = RedisErrorReplies(logger: logger)
+            redisErrorReplies = errorReplies
+            let redisMetrics = RedisStoreMetrics(errorReplies: errorReplies)
             let store = RedisStoreSetup(configuration: configuration, metrics: redisMetrics.hooks,
                                         connectionEvents: RedisConnectionLog.lines(to: logger))
                 .store(rules: rules, idleTimeout: idleTimeout, subscriptions: subscriptions)
@@ -130,6 +135,15 @@ public final class TopChromeService: Sendable {
             // be read are read again.
             let interval = min(store.functions.idleTimeout.map { $0 / 4 } ?? .seconds(5), .seconds(5))
             chores.every(interval) { store.keepWatchedSessionsAlive() }
+        }
+        if let errorReplies = redisErrorReplies, let store = redisStore {
+            // A kind of error reply that stopped is told within seconds;
+            // refusals that fail every change make the store not ready
+            // until a check finds changes can succeed again.
+            chores.every(.seconds(2)) {
+                errorReplies.sweep()
+                if errorReplies.takeRefusalSeen() || store.writesRefused != nil { store.checkWrites() }
+            }
         }
         return outcome
     }

@@ -28,6 +28,7 @@ struct RefusedCommandTests {
             }
         case "delete": return [(function, ["1", key, tag, far, "0"])]
         case "watched": return [(function, ["2", key, other, "600000"])]
+        case "permitted": return [(function, ["1", key])]
         default: return []
         }
     }
@@ -38,7 +39,7 @@ struct RefusedCommandTests {
     }
 
     @Test func everyFunctionIsRefusedWholeOrMadeWhole() async throws {
-        #expect(Set(Self.functions) == ["create", "get", "read", "apply", "delete", "watched"])
+        #expect(Set(Self.functions) == ["create", "get", "read", "apply", "delete", "watched", "permitted"])
         #expect(RedisPermissions.libraryCommands.contains("HSET") && RedisPermissions.libraryCommands.contains("PEXPIRE"))
         let server = try RedisServer()
         try server.cli(["FUNCTION", "LOAD", "REPLACE", ChromeFunctions.library])
@@ -53,6 +54,9 @@ struct RefusedCommandTests {
             configuration.password = "pw"
             let client = RedisClient(seeds: [server.node], configuration: configuration)
             defer { client.close() }
+            // The library's own check names the command, as /readyz tells it.
+            let named = try await client.send(["FCALL", ChromeFunctions.libraryName + "_permitted", "1", Self.prefix + "{x}"])
+            #expect(named == .array([.bulk(Array(command.utf8))]), "\(user): \(named)")
             for function in Self.functions {
                 for named in [true, false] {
                     for index in Self.calls(function, key: "", other: "").indices {
