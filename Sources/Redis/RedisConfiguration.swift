@@ -11,6 +11,14 @@ public struct RedisConfiguration: Sendable {
     public var username: String?
     public var password: String?
 
+    /// How every connection names itself (`CLIENT SETNAME`), so that an
+    /// operator's `CLIENT LIST` tells this process's connections apart.
+    /// Refused (an ACL without `+client|setname`), it is let be.
+    public var clientName: String?
+    /// The library and its version, for `CLIENT SETINFO LIB-NAME`/`LIB-VER`
+    /// (Redis 7.2 and later; an older one refuses them, which is let be).
+    public var libraryNameAndVersion: (name: String, version: String)?
+
     /// TLS on every connection (`rediss://`); nil for plain TCP.
     public var tls: RedisTLS?
 

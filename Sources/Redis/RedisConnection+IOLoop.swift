@@ -149,7 +149,7 @@ extension RedisConnection {
             // A server still loading its data answers LOADING to most
             // commands, PING among them: it is there, and the commands that
             // meet LOADING are tried again by the client within their deadline.
-            if case .error(let message) = reply, !message.hasPrefix("LOADING") {
+            if case .error(let message) = reply, !message.hasPrefix("LOADING"), setupLeft > optionalSetup {
                 throw Drop(reason: "setup command refused: \(message)", refused: true)
             }
             if setupLeft > 1 {

@@ -16,6 +16,9 @@ public struct RedisPermission: Sendable, Hashable {
         /// To load the library (`redis-functions load`, or the service where
         /// it finds it missing): a user that may only call it does without.
         case loadingTheLibrary
+        /// To name its connections (`CLIENT SETNAME`): refused, it is let
+        /// be, so it is granted but never checked.
+        case naming
     }
 
     /// As `ACL SETUSER` grants it: `+hset`, `+cluster|slots`.
@@ -76,6 +79,7 @@ public enum RedisPermissions {
             RedisPermission(grant: "+cluster|nodes", dryRun: ["CLUSTER", "NODES"], need: .cluster),
             RedisPermission(grant: "+asking", dryRun: ["ASKING"], need: .cluster),
             RedisPermission(grant: "+wait", dryRun: ["WAIT", "1", "1"], need: .waitingForReplicas),
+            RedisPermission(grant: "+client|setname", dryRun: ["CLIENT", "SETNAME", "topchrome"], need: .naming),
             RedisPermission(grant: "+function|load", dryRun: ["FUNCTION", "LOAD", "REPLACE", "#!lua name=x\n"], need: .loadingTheLibrary),
         ]
         var seen = Set<String>()
