@@ -24,7 +24,7 @@ enum Launcher {
         var subcommand = ["healthcheck", "check-config"].first { $0 == arguments.first }
         if arguments.first == "redis-functions" {
             guard arguments.dropFirst().first == "load" else {
-                fail("topchrome: usage: topchrome redis-functions load --store redis://HOST:PORT (or rediss://HOST:PORT, redis-sentinel://HOST:PORT/MASTERNAME) [--redis-password-file PATH]", status: 2)
+                fail("topchrome: usage: topchrome redis-functions load --store redis://HOST:PORT (or rediss://HOST:PORT, redis-sentinel://HOST:PORT/MASTERNAME) [--redis-username NAME --redis-password-file PATH]", status: 2)
             }
             subcommand = "redis-functions load"
             arguments.removeFirst()
@@ -123,6 +123,7 @@ enum Launcher {
         for line in check.problems + check.unreachable {
             printToStandardError("topchrome check-config: \(line)")
         }
+        for line in check.warnings { printToStandardError("topchrome check-config: warning: \(line)") }
         switch check.exitStatus {
         case 0: print("topchrome check-config: the configuration is valid")
         case 3: print("topchrome check-config: the configuration is valid, but the Redis store did not answer")
