@@ -69,6 +69,10 @@ public struct ConfigurationCheck: Sendable {
                 check(primary, configuration)
             } else if answer.unknownName {
                 problems.append("no sentinel knows a master named \(masterName): " + answer.failures.joined(separator: "; "))
+            } else if !answer.failures.isEmpty, answer.failures.allSatisfy({ $0.contains("setup command refused") }) {
+                // Sentinels are asked without a password: one that wants it refuses every time.
+                problems.append("the sentinels refused the connection (they are asked without a password): "
+                    + answer.failures.joined(separator: "; "))
             } else {
                 unreachable.append("no sentinel named the primary of \(masterName) (" + answer.failures.joined(separator: "; ")
                     + "); a server would start, answering 503 until one does")

@@ -121,9 +121,16 @@ public struct FunctionLibraryLoad: Sendable {
         return (nil, failures, unknownName)
     }
 
+    /// A command with no reply, and why its connection failed, when it did.
+    struct Failure: Error, CustomStringConvertible {
+        let error: RedisError
+        let reason: String?
+        var description: String { reason ?? "\(error)" }
+    }
+
     /// One command on a connection of its own, waited for.
     private static func ask(_ node: RedisNode, _ command: [String],
-                            _ configuration: RedisConfiguration) -> Result<RESPValue, RedisError> {
+                            _ configuration: RedisConfiguration) -> Result<RESPValue, Failure> {
         let connection = RedisConnection(to: node, configuration: configuration)
         defer { connection.close() }
         let answer = Answer()
@@ -133,7 +140,10 @@ public struct FunctionLibraryLoad: Sendable {
             done.signal()
         }
         done.wait()
-        return answer.value ?? .failure(.timeout)
+        return (answer.value ?? .failure(.timeout)).mapError { error in
+            // Why the connection failed (a refused AUTH, a TLS reason) says more than the command's error.
+            Failure(error: error, reason: connection.lastFailureReason)
+        }
     }
 
     private static func words(_ reply: RESPValue) -> String {

@@ -127,6 +127,15 @@ import TopChromeTesting
         #expect(oneOfTwo.errors.contains("warning: Redis 127.0.0.1:\(port) could not be reached"), "\(oneOfTwo.errors)")
     }
 
+    /// A sentinel that wants a password says so, and it is configuration
+    /// to fix, not a Redis away.
+    @Test func aSentinelThatWantsAPasswordSaysSo() throws {
+        let sentinel = try RedisServer(["--requirepass", "sentinel-password"])
+        let refused = try Self.check(["--store", "redis-sentinel://127.0.0.1:\(sentinel.port)/mymaster"])
+        #expect(refused.status == 2, "\(refused.output) \(refused.errors)")
+        #expect(refused.errors.contains("NOAUTH") && !refused.errors.contains("connectionLost"), "\(refused.errors)")
+    }
+
     /// What to check follows from why Redis refused: the password, or the
     /// TLS part that failed.
     @Test(arguments: [
