@@ -67,7 +67,7 @@ public struct FunctionLibraryLoad: Sendable {
 
     /// The primaries to load on: a cluster's, as any seed's `CLUSTER SLOTS`
     /// tells them (a seed may be a replica), or the one Redis named.
-    private static func primaries(of seeds: [RedisNode], _ configuration: RedisConfiguration,
+    static func primaries(of seeds: [RedisNode], _ configuration: RedisConfiguration,
                                   _ failures: inout [String]) -> [RedisNode]? {
         for seed in seeds {
             switch ask(seed, ["CLUSTER", "SLOTS"], configuration) {
@@ -129,7 +129,7 @@ public struct FunctionLibraryLoad: Sendable {
     }
 
     /// One command on a connection of its own, waited for.
-    private static func ask(_ node: RedisNode, _ command: [String],
+    static func ask(_ node: RedisNode, _ command: [String],
                             _ configuration: RedisConfiguration) -> Result<RESPValue, Failure> {
         let connection = RedisConnection(to: node, configuration: configuration)
         defer { connection.close() }
@@ -146,7 +146,7 @@ public struct FunctionLibraryLoad: Sendable {
         }
     }
 
-    private static func words(_ reply: RESPValue) -> String {
+    static func words(_ reply: RESPValue) -> String {
         switch reply {
         case let .error(message): message
         default: reply.string ?? "\(reply)"
