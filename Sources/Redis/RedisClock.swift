@@ -26,7 +26,14 @@ final class NodeClocks: @unchecked Sendable {
     let lock = PthreadLock()
     // Guarded by `lock`.
     var readings: [RedisNode: Reading] = [:]
-    var waiting: [RedisNode: [@Sendable (Reading?) -> Void]] = [:]
+    var waiting: [RedisNode: [@Sendable (Answer) -> Void]] = [:]
+
+    /// What a reading of `TIME` came to, for those waiting for it.
+    enum Answer {
+        case reading(Reading)
+        case none
+        case refused(String)
+    }
 
     /// By `attoseconds` (one 128-bit division by a constant), not
     /// `components` (two by a variable), as every change converts its deadline.
@@ -35,24 +42,38 @@ final class NodeClocks: @unchecked Sendable {
     }
 }
 
+/// A node's clock as a change's deadline needs it.
+public enum NodeTime: Sendable, Equatable {
+    /// The deadline on the node's clock, in Unix milliseconds.
+    case milliseconds(Int64)
+    /// No reading could be taken (no answer, or one too slow to trust):
+    /// the change goes without a deadline, and the next one reads again.
+    case unknown
+    /// Redis refused `TIME` (its error reply).
+    case refused(String)
+}
+
 extension RedisClient {
     /// `deadline` on the clock of the node now serving `key`, in Unix
     /// milliseconds rounded down, handed to `completion` (at once when the
     /// node's clock was read recently, else once it has been); nil when the
     /// node's clock could not be read.
     ///
+    /// `.unknown` when no reading could be taken (no answer, or one too
+    /// slow to trust), `.refused` when Redis refused `TIME`.
+    ///
     /// Never late: `TIME` is taken as read when its reply arrived, the
     /// latest it can have been, so the node reaches the returned moment no
     /// later than we reach `deadline` (bar a clock stepped since the reading).
     public func redisMilliseconds(at deadline: ContinuousClock.Instant, forKey key: [UInt8],
-                                  completion: @escaping @Sendable (Int64?) -> Void) {
+                                  completion: @escaping @Sendable (NodeTime) -> Void) {
         redisMilliseconds(at: deadline, forSlot: HashSlot.of(key), completion: completion)
     }
 
     /// The same, for the node serving `slot` (`HashSlot.of` a key).
     public func redisMilliseconds(at deadline: ContinuousClock.Instant, forSlot slot: Int,
-                                  completion: @escaping @Sendable (Int64?) -> Void) {
-        guard let node = node(serving: slot) else { return completion(nil) }
+                                  completion: @escaping @Sendable (NodeTime) -> Void) {
+        guard let node = node(serving: slot) else { return completion(.unknown) }
         // A fresh reading, the case of nearly every call, is looked up once and waits for nothing.
         let (known, mustRead): (NodeClocks.Reading?, Bool) = clocks.lock.withLock {
             let known = clocks.readings[node]
@@ -60,13 +81,19 @@ extension RedisClient {
             let reading = clocks.waiting[node] != nil
             // A stale reading still serves while a new one is taken.
             if known == nil {
-                clocks.waiting[node, default: []].append { completion($0.map { $0.milliseconds(at: deadline) }) }
+                clocks.waiting[node, default: []].append { answer in
+                    switch answer {
+                    case let .reading(reading): completion(.milliseconds(reading.milliseconds(at: deadline)))
+                    case .none: completion(.unknown)
+                    case let .refused(message): completion(.refused(message))
+                    }
+                }
             } else if !reading {
                 clocks.waiting[node] = []
             }
             return (known, !reading)
         }
-        if let known { completion(known.milliseconds(at: deadline)) }
+        if let known { completion(.milliseconds(known.milliseconds(at: deadline))) }
         if mustRead { readClock(of: node, throughSlot: slot) }
     }
 
@@ -90,24 +117,30 @@ extension RedisClient {
     /// the node look late to the function until the next reading, 30 s on.
     /// One slower than a tenth of the command timeout is not kept: the
     /// last reading serves, or none (the function then checks no deadline),
-    /// and the next call reads again.
+    /// and the next call reads again. A `TIME` refused (an ACL user without
+    /// `+time`) drops the node's reading: a change's deadline cannot be
+    /// had, which its caller must hear rather than send it without one.
     private func readClock(of node: RedisNode, throughSlot slot: Int) {
         let sent = ContinuousClock.now
         let slowest = configuration.commandTimeout / 10
         send(RESPRequest([Array("TIME".utf8)]), slot: slot) { [clocks] result in
             let arrived = ContinuousClock.now
             var reading: NodeClocks.Reading?
+            var refusal: String?
+            if case let .success(.error(message)) = result { refusal = message }
             if case let .success(.array(parts)) = result, parts.count == 2, arrived - sent <= slowest,
                let seconds = parts[0].string.flatMap({ Int64($0) }), let micros = parts[1].string.flatMap({ Int64($0) }) {
                 reading = NodeClocks.Reading(
                     microsecondsAtReference: seconds * 1_000_000 + micros - NodeClocks.microseconds(arrived - NodeClocks.reference),
                     taken: sent)
             }
-            let waiters = clocks.lock.withLock {
+            let (waiters, known) = clocks.lock.withLock {
                 if let reading { clocks.readings[node] = reading }
-                return clocks.waiting.removeValue(forKey: node) ?? []
+                if refusal != nil { clocks.readings[node] = nil }
+                return (clocks.waiting.removeValue(forKey: node) ?? [], clocks.readings[node])
             }
-            for waiter in waiters { waiter(reading ?? clocks.lock.withLock { clocks.readings[node] }) }
+            let answer: NodeClocks.Answer = refusal.map { .refused($0) } ?? known.map { .reading($0) } ?? .none
+            for waiter in waiters { waiter(answer) }
         }
     }
 }

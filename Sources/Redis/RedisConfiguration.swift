@@ -11,6 +11,14 @@ public struct RedisConfiguration: Sendable {
     public var username: String?
     public var password: String?
 
+    /// How every connection names itself (`CLIENT SETNAME`), so that an
+    /// operator's `CLIENT LIST` tells this process's connections apart.
+    /// Refused (an ACL without `+client|setname`), it is let be.
+    public var clientName: String?
+    /// The library and its version, for `CLIENT SETINFO LIB-NAME`/`LIB-VER`
+    /// (Redis 7.2 and later; an older one refuses them, which is let be).
+    public var libraryNameAndVersion: (name: String, version: String)?
+
     /// TLS on every connection (`rediss://`); nil for plain TCP.
     public var tls: RedisTLS?
 
@@ -90,6 +98,9 @@ public struct RedisMetrics: Sendable {
     public var roundTrip: @Sendable (RedisNode, Duration) -> Void = { _, _ in }
     /// A command that ended without a reply (or with TRYAGAIN/CLUSTERDOWN).
     public var failed: @Sendable (RedisNode, RedisError) -> Void = { _, _ in }
+    /// Redis answered a command with an error reply (its text, code first:
+    /// `NOPERM …`, `OOM …`), which the caller gets as its reply.
+    public var errorReply: @Sendable (RedisNode, String) -> Void = { _, _ in }
     /// A connection came back after it had been lost.
     public var reconnected: @Sendable (RedisNode) -> Void = { _ in }
     /// A connection was dropped (error, end of stream, unresponsive server).

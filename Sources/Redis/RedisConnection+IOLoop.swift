@@ -149,7 +149,7 @@ extension RedisConnection {
             // A server still loading its data answers LOADING to most
             // commands, PING among them: it is there, and the commands that
             // meet LOADING are tried again by the client within their deadline.
-            if case .error(let message) = reply, !message.hasPrefix("LOADING") {
+            if case .error(let message) = reply, !message.hasPrefix("LOADING"), setupLeft > optionalSetup {
                 throw Drop(reason: "setup command refused: \(message)", refused: true)
             }
             if setupLeft > 1 {
@@ -237,7 +237,11 @@ extension RedisConnection {
             switch delivery {
             case .reply(let completion, let result, let roundTrip):
                 if let roundTrip { metrics.roundTrip(node, roundTrip) }
-                if case .failure(let error) = result { metrics.failed(node, error) }
+                switch result {
+                case .failure(let error): metrics.failed(node, error)
+                case .success(.error(let message)): metrics.errorReply(node, message)
+                case .success: break
+                }
                 completion(result)
             case .push(let event):
                 pushes?(event)

@@ -22,6 +22,10 @@ public final class RedisConnection: @unchecked Sendable {
     public let node: RedisNode
     let configuration: RedisConfiguration
     let setup: [RESPRequest]
+    /// The setup commands, counted from the last, whose refusal does not
+    /// fail the connection: its names (`CLIENT SETNAME`, `CLIENT SETINFO`),
+    /// which it sends after the others.
+    let optionalSetup: Int
     /// Set for a subscriber's connection (see `PushEvent`).
     let pushes: (@Sendable (PushEvent) -> Void)?
     let wakePipe = WakePipe()
@@ -143,7 +147,15 @@ public final class RedisConnection: @unchecked Sendable {
             setup.append(RESPRequest(["AUTH"] + (configuration.username.map { [$0] } ?? []) + [password]))
         }
         if pushes == nil { setup += configuration.setupCommands.map { RESPRequest($0) } }
-        self.setup = setup.isEmpty ? [RESPRequest(["PING"])] : setup
+        if setup.isEmpty { setup = [RESPRequest(["PING"])] }
+        var names: [RESPRequest] = []
+        if let name = configuration.clientName { names.append(RESPRequest(["CLIENT", "SETNAME", name])) }
+        if let (library, version) = configuration.libraryNameAndVersion {
+            names.append(RESPRequest(["CLIENT", "SETINFO", "LIB-NAME", library]))
+            names.append(RESPRequest(["CLIENT", "SETINFO", "LIB-VER", version]))
+        }
+        self.setup = setup + names
+        optionalSetup = names.count
         startIOThread(named: pushes == nil ? "redis-io" : "redis-pubsub") { self.run() }
     }
 

@@ -19,5 +19,6 @@ public struct RedisNode: Hashable, Sendable, CustomStringConvertible {
         if host.isEmpty { return nil }
     }
 
-    public var description: String { "\(host):\(port)" }
+    /// An IPv6 address in brackets, as in a URL: `[::1]:6379`.
+    public var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
 }

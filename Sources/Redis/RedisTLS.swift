@@ -102,6 +102,12 @@ final class TLSSession {
     private(set) var established = false
     /// The handshake or the last write waits for the socket to take bytes.
     private(set) var wantsWrite = false
+    /// Whether we offer a client certificate, and whether the server has
+    /// sent a byte since the handshake: with TLS 1.3 a Redis that wants a
+    /// certificate we lack (`tls-auth-clients yes`) lets the handshake end
+    /// and then drops the connection, which is a refusal, not an outage.
+    private let presentsCertificate: Bool
+    private var heard = false
 
     init(_ tls: RedisTLS, fd: Int32, host: String) throws(HiredisFailure) {
         guard let ssl = SSL_new(tls.context) else { throw HiredisFailure(reason: "TLS: \(RedisTLS.openSSLErrors())") }
@@ -113,6 +119,7 @@ final class TLSSession {
         SSL_set_connect_state(ssl)
         self.ssl = ssl
         self.host = host
+        presentsCertificate = tls.certificateFile != nil
     }
 
     /// Frees the session, not the socket: the hiredis context owns and closes it.
@@ -162,7 +169,7 @@ final class TLSSession {
         case SSL_ERROR_WANT_READ:
             return 0
         default:
-            throw HiredisFailure(reason: "TLS write: \(failure(result))")
+            throw dropped("TLS write: \(failure(result))")
         }
     }
 
@@ -174,6 +181,7 @@ final class TLSSession {
         while true {
             let result = buffer.withUnsafeMutableBytes { SSL_read(ssl, $0.baseAddress, Int32($0.count)) }
             if result > 0 {
+                heard = true
                 let taken = buffer.withUnsafeBytes { sink(UnsafeRawBufferPointer(rebasing: $0.prefix(Int(result)))) }
                 if !taken { throw HiredisFailure(reason: "out of memory") }
                 continue
@@ -183,10 +191,18 @@ final class TLSSession {
             case SSL_ERROR_WANT_WRITE:
                 wantsWrite = true
                 return
-            case SSL_ERROR_ZERO_RETURN: throw HiredisFailure(reason: "Server closed the connection")
-            default: throw HiredisFailure(reason: "TLS read: \(failure(result))")
+            case SSL_ERROR_ZERO_RETURN: throw dropped("Server closed the connection")
+            default: throw dropped("TLS read: \(failure(result))")
             }
         }
+    }
+
+    /// A connection that failed: refused when the server, without a
+    /// certificate from us, dropped it before any reply.
+    private func dropped(_ reason: String) -> HiredisFailure {
+        guard !presentsCertificate, !heard else { return HiredisFailure(reason: reason) }
+        return HiredisFailure(reason: "TLS: \(host) ended the connection before any reply, as a Redis that wants a client certificate does (\(reason))",
+                              refused: true)
     }
 
     /// Why a call failed: OpenSSL's queue, or the socket's error, or the peer gone.

@@ -43,8 +43,13 @@ extension ChromeFunctions {
         if let milliseconds = client.freshRedisMilliseconds(at: deadline, forSlot: slot) {
             return send(.milliseconds(UInt64(max(0, milliseconds))), until: deadline)
         }
-        client.redisMilliseconds(at: deadline, forSlot: slot) { milliseconds in
-            send(milliseconds.map { .milliseconds(UInt64(max(0, $0))) } ?? .unknown, until: deadline)
+        client.redisMilliseconds(at: deadline, forSlot: slot) { time in
+            switch time {
+            case let .milliseconds(milliseconds): send(.milliseconds(UInt64(max(0, milliseconds))), until: deadline)
+            case .unknown: send(.unknown, until: deadline)
+            // Sent without one, a change could land after its caller's 503 and undo a retry.
+            case let .refused(message): completion(.failure(.deadlineUnknown(message)))
+            }
         }
     }
 

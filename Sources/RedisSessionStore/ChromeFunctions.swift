@@ -18,6 +18,9 @@ public enum ChromeFunctionError: Error, Sendable, Hashable {
     /// The change reached Redis past its deadline (the moment its caller
     /// was told it timed out) and was refused: nothing changed.
     case late
+    /// The change was not sent: Redis refused to tell its clock (`TIME`,
+    /// its error reply here), so the change could carry no deadline.
+    case deadlineUnknown(String)
 }
 
 /// How many replicas of a session's primary must hold a change before it
@@ -192,6 +195,23 @@ public struct ChromeFunctions: Sendable {
         }, completion: completion).send()
     }
 
+    /// The library's commands that Redis would refuse this user (none: it
+    /// may run them all), asked with the function library itself so that
+    /// no right to `ACL DRYRUN` is needed. A library missing where the user
+    /// may not load it comes back as the refusal it is ("Function not
+    /// found"), as does a user who may not call it.
+    public func refusedCommands(completion: @escaping Completion<[String]>) {
+        let key = Array((keyPrefix + "{readiness}").utf8)
+        var command = RESPRequestBuilder()
+        command.append(Self.permittedCall)
+        command.append(key)
+        FunctionCall(client, nil, SessionID(high: 0, low: 0), key: key, slot: HashSlot.of(key), request: command.take(),
+                     deadline: nil, changed: nil, relay: nil, asked: nil, decode: { _, reply in
+            guard case let .array(values) = reply else { throw ChromeFunctionError.unexpectedReply(reply) }
+            return values.compactMap(\.string)
+        }, completion: completion).send()
+    }
+
     /// Slides the session's expiry without reading it: a watched session is
     /// in use while nobody changes it. Completes with whether it exists, or
     /// nil when Redis did not answer.
@@ -286,6 +306,7 @@ public struct ChromeFunctions: Sendable {
     /// How each call begins (`FCALL function 1`), encoded once.
     private static let createCall = head(createFunction), getCall = head(getFunction), applyCall = head(applyFunction)
     private static let deleteCall = head(deleteFunction), readCall = EncodedArguments([fcallReadOnly, readFunction, oneKey])
+    private static let permittedCall = head(Array("\(libraryName)_permitted".utf8))
 
     private static func head(_ function: [UInt8]) -> EncodedArguments {
         EncodedArguments([fcall, function, oneKey])

@@ -12,6 +12,7 @@ public final class RedisSessionStore: SessionStore, SessionChangeFeed {
     /// What the rules did, counted from each batch's reply.
     public let statistics = ChromeStatistics()
     private let feed: RedisChangeFeed
+    let writeRefusals = WriteRefusals()
 
     /// - Parameters:
     ///   - functions: its client's configuration must load the library on
@@ -32,9 +33,13 @@ public final class RedisSessionStore: SessionStore, SessionChangeFeed {
     /// a cluster away, the sessions of the others are still served (those
     /// of its slots get 503 with `Retry-After`), and a load balancer that
     /// took every replica out would make that an outage of all of them.
+    /// Not ready either while Redis refuses every change (``checkWrites``).
     public var readiness: StoreReadiness {
-        if functions.client.servesAnySlot { return .ready }
-        return .unavailable(reason: functions.client.unavailableReason ?? "connecting to Redis")
+        guard functions.client.servesAnySlot else {
+            return .unavailable(reason: functions.client.unavailableReason ?? "connecting to Redis")
+        }
+        if let refused = writeRefusals.current { return .unavailable(reason: refused) }
+        return .ready
     }
 
     /// Hash slots whose primary is not connected now (all of them while
@@ -170,6 +175,8 @@ public final class RedisSessionStore: SessionStore, SessionChangeFeed {
             return .unavailable(reason: "Redis answered in a way the function library never does", mayHaveApplied: false)
         case .late:
             return .unavailable(reason: "the change reached Redis after its deadline and was refused", mayHaveApplied: false)
+        case let .deadlineUnknown(message):
+            return .deadlineUnknown(reason: "Redis refused to tell its clock (TIME): \(message.prefix(120))")
         case let .notReplicated(wanted, acknowledged):
             let replicas = wanted == 1 ? "1 Redis replica" : "\(wanted) Redis replicas"
             let heard = acknowledged.map { "only \($0) acknowledged it" } ?? "the wait for them got no answer"
@@ -184,6 +191,7 @@ public final class RedisSessionStore: SessionStore, SessionChangeFeed {
         switch storeError(error) {
         case let .unavailable(reason, _): .unavailable(reason: reason, mayHaveApplied: false)
         case .full: .full(capacity: nil)
+        case let .deadlineUnknown(reason): .deadlineUnknown(reason: reason)
         }
     }
 

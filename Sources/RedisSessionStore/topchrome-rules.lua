@@ -150,36 +150,29 @@ local function setBehavior(state, input)
   end
 end
 
--- Writes what changed since `before` (a whole state), beside i/r/v/e.
-local function save(key, state, before)
-  local fields, gone = {}, {}
-  local function put(name, value, old, default)
-    if same(value, old) then return end
-    if value == nil or same(value, default) then gone[#gone + 1] = name else fields[#fields + 1] = name; fields[#fields + 1] = value end
-  end
+-- The fields that changed since `before` (a whole state; `etag` nil when
+-- the hash has none), as HSET takes them. A field back at its default is
+-- written as the default's text (`load` reads it so), not deleted: the
+-- change stays one write command.
+local function changes(state, before)
+  local fields = {}
+  local function put(name, text) fields[#fields + 1] = name; fields[#fields + 1] = text end
   if state.version ~= before.version then
     fields = {'i', exact(state.inset), 'r', state.revealed and '1' or '0', 'v', integer(state.version), 'e', state.etag}
+  elseif state.etag ~= before.etag then
+    put('e', state.etag)
   end
-  if state.seq ~= before.seq then fields[#fields + 1] = 's'; fields[#fields + 1] = integer(state.seq) end
-  if state.behavior ~= before.behavior then
-    if state.behavior == 'revealAtTop' then gone[#gone + 1] = 'b' else fields[#fields + 1] = 'b'; fields[#fields + 1] = state.behavior end
-  end
-  if state.snap ~= before.snap then
-    if state.snap then fields[#fields + 1] = 'n'; fields[#fields + 1] = '1' else gone[#gone + 1] = 'n' end
-  end
-  if not same(state.chosen, before.chosen) then
-    if state.chosen then fields[#fields + 1] = 'c'; fields[#fields + 1] = exact(state.chosen) else gone[#gone + 1] = 'c' end
-  end
-  if not same(state.tracked, before.tracked) then
-    if same(state.tracked, 0) then gone[#gone + 1] = 'o' else fields[#fields + 1] = 'o'; fields[#fields + 1] = exact(state.tracked) end
-  end
-  if not same(state.last, before.last) then
-    if state.last then fields[#fields + 1] = 'l'; fields[#fields + 1] = exact(state.last) else gone[#gone + 1] = 'l' end
-  end
-  if #fields > 0 then redis.call('HSET', key, unpack(fields)) end
-  if #gone > 0 then redis.call('HDEL', key, unpack(gone)) end
-  return #fields > 0 or #gone > 0
+  if state.seq ~= before.seq then put('s', integer(state.seq)) end
+  if state.behavior ~= before.behavior then put('b', state.behavior) end
+  if state.snap ~= before.snap then put('n', state.snap and '1' or '0') end
+  if not same(state.chosen, before.chosen) then put('c', state.chosen and exact(state.chosen) or '-') end
+  if not same(state.tracked, before.tracked) then put('o', exact(state.tracked)) end
+  if not same(state.last, before.last) then put('l', state.last and exact(state.last) or '-') end
+  return fields
 end
+
+-- What `changes` compares a new session with: nothing stored.
+local NOTHING = {version = 0, behavior = 'revealAtTop', snap = false, tracked = 0}
 
 -- FCALL <library>_create 1 key tag deadline ttl inset ['b' behaviour height
 -- snap]: a new session, revealed at version 1; nil if the key exists (the
@@ -199,8 +192,8 @@ local function create(keys, argv)
   if redis.call('EXISTS', keys[1]) == 1 then return false end
   local state = {inset = inset, revealed = true, version = 1, etag = '1.' .. tag, behavior = chosen.behavior, snap = chosen.snap,
     chosen = chosen.height and atMost(chosen.height, within(f32(inset))) or nil, tracked = 0}
-  redis.call('HSET', keys[1], 'i', exact(inset), 'r', '1', 'v', '1', 'e', state.etag)
-  save(keys[1], state, {inset = inset, revealed = true, version = 1, behavior = 'revealAtTop', snap = false, tracked = 0})
+  mayTouch(keys[1], ttl)
+  redis.call('HSET', keys[1], unpack(changes(state, NOTHING)))
   touch(keys[1], ttl)
   return reply('done', state)
 end
@@ -213,7 +206,10 @@ local function get(keys, argv)
   local ttl = lifetime(argv[2])
   local state = load(keys[1])
   if not state then return false end
-  named(keys[1], state, tag)
+  if named(state, tag) then
+    mayTouch(keys[1], ttl)
+    store(keys[1], state)
+  end
   touch(keys[1], ttl)
   return reply('done', state)
 end
@@ -246,11 +242,11 @@ local function apply(keys, argv)
   if late then return LATE end
   local state = load(key)
   if not state then return false end
-  named(key, state, tag)
-  if not holds(clauses, state.etag) then return reply('failed', state) end
   local before = copy(state)
+  if named(state, tag) and not holds(clauses, state.etag) then store(key, state) end
+  if not holds(clauses, state.etag) then return reply('failed', state) end
   local outcomes = {}
-  local channel = key .. ':changes'
+  local messages = {}
   for _, input in ipairs(list) do
     local changed = false
     if input.op == 'r' then
@@ -284,10 +280,20 @@ local function apply(keys, argv)
       end
       changed = commit(state, previous, tag)
     end
-    if changed then redis.call('SPUBLISH', channel, message(state)) end
+    if changed then messages[#messages + 1] = message(state) end
   end
-  local changed = save(key, state, before) and '1' or '0'
+  -- The one write, after every check: its messages and expiry follow it.
+  local fields = changes(state, before)
+  local channel = key .. ':changes'
+  if #fields > 0 then
+    mayTouch(key, ttl)
+    if #messages > 0 then permitted('SPUBLISH', channel, messages[1]) end
+    redis.call('HSET', key, unpack(fields))
+  end
+  for _, text in ipairs(messages) do redis.call('SPUBLISH', channel, text) end
   touch(key, ttl)
+  -- A name newly given is no change of the session: it waits for no replica.
+  local changed = (#fields > 0 and not (#fields == 2 and fields[1] == 'e')) and '1' or '0'
   return reply('done', state, table.concat(outcomes), changed)
 end
 
@@ -302,8 +308,13 @@ local function delete(keys, argv)
   if late then return LATE end
   local state = load(keys[1])
   if not state then return false end
-  named(keys[1], state, tag)
-  if not holds(clauses, state.etag) then return reply('failed', state) end
+  -- A name given to a state removed at once need not be stored.
+  local new = named(state, tag)
+  if not holds(clauses, state.etag) then
+    if new then store(keys[1], state) end
+    return reply('failed', state)
+  end
+  permitted('SPUBLISH', keys[1] .. ':changes', 'gone')
   redis.call('DEL', keys[1])
   redis.call('SPUBLISH', keys[1] .. ':changes', 'gone')
   return reply('done', state)
@@ -319,6 +330,10 @@ end
 local function watched(keys, argv)
   local ttl = lifetime(argv[1])
   local tags = {}
+  -- Each key's expiry is one write, and all are checked before the first.
+  if ttl then
+    for _, key in ipairs(keys) do permitted('PEXPIRE', key, '1') end
+  end
   for index, key in ipairs(keys) do
     local f = redis.call('HMGET', key, 'v', 'e')
     if f[1] then
@@ -330,6 +345,20 @@ local function watched(keys, argv)
     end
   end
   return tags
+end
+
+-- FCALL <library>_permitted 1 key: the commands of the library that the
+-- caller may not run on the key and its channel, none when it may run
+-- them all. While Redis refuses the service's calls, the replica asks this
+-- to learn when a change could succeed again (its /readyz).
+local function permittedNow(keys)
+  local key = keys[1]
+  local missing = {}
+  for _, command in ipairs({{'DEL', key}, {'EXISTS', key}, {'HMGET', key, 'v'}, {'HSET', key, 'e', '-'},
+    {'PEXPIRE', key, '1'}, {'SPUBLISH', key .. ':changes', 'gone'}, {'TIME'}}) do
+    if not redis.acl_check_cmd(unpack(command)) then missing[#missing + 1] = command[1] end
+  end
+  return missing
 end
 
 -- The service loads this text under a name made of a digest of it
@@ -350,3 +379,4 @@ redis.register_function{function_name = LIBRARY .. '_read', callback = read, fla
 redis.register_function(LIBRARY .. '_apply', apply)
 redis.register_function{function_name = LIBRARY .. '_delete', callback = delete, flags = {'allow-oom'}}
 redis.register_function{function_name = LIBRARY .. '_watched', callback = watched, flags = {'allow-oom'}}
+redis.register_function{function_name = LIBRARY .. '_permitted', callback = permittedNow, flags = {'no-writes', 'allow-oom'}}

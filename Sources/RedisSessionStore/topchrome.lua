@@ -88,6 +88,22 @@ local function touch(key, ttl)
   if ttl then redis.call('PEXPIRE', key, integer(ttl)) end
 end
 
+-- Redis runs a function's commands one at a time and keeps the writes made
+-- before one it refuses (an ACL user without it): the change would be half
+-- made. So a change is one HSET of the key, and before it, each command
+-- that follows it (its expiry, its message) is checked with the same key
+-- or channel; a refusal then comes first and changes nothing.
+local function permitted(command, ...)
+  if not redis.acl_check_cmd(command, ...) then
+    error({err = 'NOPERM topchrome: this Redis user may not run ' .. command .. ' on the session; nothing was changed'})
+  end
+end
+
+-- Checks, before a change's first write, the expiry that follows it.
+local function mayTouch(key, ttl)
+  if ttl then permitted('PEXPIRE', key, '1') end
+end
+
 -- A VersionCondition, flattened into a conjunction of clauses:
 -- 'in' n e1..en | 'notin' n e1..en | 'never', each e an entity tag's text
 -- compared as text. argv[at] counts the words.
@@ -225,11 +241,16 @@ local function load(key)
   return state
 end
 
--- Gives a state without a valid etag one, made with the call's tag, and
--- stores it: a state is named once, and keeps its name.
-local function named(key, state, tag)
-  if state.etag then return end
+-- Gives a state without a valid etag one, made with the call's tag: a
+-- state is named once, and keeps its name. True when the name is new, and
+-- must be stored (with the change's one HSET, or `store`).
+local function named(state, tag)
+  if state.etag then return false end
   state.etag = integer(state.version) .. '.' .. tag
+  return true
+end
+
+local function store(key, state)
   redis.call('HSET', key, 'e', state.etag)
 end
 

@@ -9,6 +9,11 @@ struct Problem: Error, Equatable {
     let status: Int
     let detail: String
     var headers: [(String, String)] = []
+    /// A kind a client may act on apart from its status; `about:blank`
+    /// (the status says it all) for the rest.
+    var type = "about:blank"
+    /// The kind's summary, for a `type` other than `about:blank`.
+    var title: String?
 
     static func == (a: Problem, b: Problem) -> Bool {
         a.status == b.status && a.detail == b.detail
@@ -26,8 +31,8 @@ struct Problem: Error, Equatable {
     var response: CompleteResponse {
         var json = JSONWriter()
         json.object { object in
-            object.member("type") { $0.string("about:blank") }
-            object.member("title") { $0.string(Self.title(for: status)) }
+            object.member("type") { $0.string(type) }
+            object.member("title") { $0.string(title ?? Self.title(for: status)) }
             object.member("status") { $0.number(status) }
             object.member("detail") { $0.string(detail) }
         }

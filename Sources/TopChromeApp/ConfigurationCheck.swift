@@ -20,6 +20,10 @@ public struct ConfigurationCheck: Sendable {
     /// passing outage rather than a wrong address: a code of its own, so
     /// a deploy can tell "fix the configuration" from "Redis is away".
     public var unreachable: [String] = []
+    /// Worth knowing, but no reason to stop a deploy: a seed of several
+    /// that did not answer while another did (the client finds the nodes
+    /// from any one of them).
+    public var warnings: [String] = []
 
     /// 0 when everything holds; 2 for a problem (as for a bad flag); 3 when
     /// only the store could not be reached.
@@ -50,7 +54,13 @@ public struct ConfigurationCheck: Sendable {
                 }
             }
         case let .redis(seeds):
+            let before = unreachable.count
             for node in seeds { check(node, configuration) }
+            let away = unreachable.count - before
+            if seeds.count > 1, away > 0, away < seeds.count {
+                warnings += unreachable[before...].map { $0 + " (another seed answered)" }
+                unreachable.removeSubrange(before...)
+            }
         case let .redisSentinel(sentinels, masterName):
             // The primary as the service would find it, then that primary.
             let answer = FunctionLibraryLoad.primary(named: masterName, sentinels: sentinels, timeout: configuration.redisClient.commandTimeout)
@@ -59,6 +69,10 @@ public struct ConfigurationCheck: Sendable {
                 check(primary, configuration)
             } else if answer.unknownName {
                 problems.append("no sentinel knows a master named \(masterName): " + answer.failures.joined(separator: "; "))
+            } else if !answer.failures.isEmpty, answer.failures.allSatisfy({ $0.contains("setup command refused") }) {
+                // Sentinels are asked without a password: one that wants it refuses every time.
+                problems.append("the sentinels refused the connection (they are asked without a password): "
+                    + answer.failures.joined(separator: "; "))
             } else {
                 unreachable.append("no sentinel named the primary of \(masterName) (" + answer.failures.joined(separator: "; ")
                     + "); a server would start, answering 503 until one does")
@@ -73,11 +87,18 @@ public struct ConfigurationCheck: Sendable {
                 + (configuration.redisPassword == nil ? "" : " after AUTH")
                 + (configuration.redisUsername.map { " as \($0)" } ?? "")
             checked.append("Redis \(node): answered PING" + how)
+            switch RedisPermissionCheck.check(node, configuration) {
+            case .allowed:
+                checked.append("Redis \(node): the user may run every command the store sends (ACL DRYRUN)")
+            case let .missing(grants):
+                problems.append(RedisPermissionCheck.lacking(grants, user: configuration.redisUsername, node: node))
+            case let .unknown(reason):
+                checked.append("Redis \(node): the user's permissions could not be checked (\(reason))")
+            }
         case let .refused(reason)?:
             // Redis's own words (WRONGPASS, NOAUTH), or OpenSSL's, say what it wants.
             let said = reason.trimmingPrefix("setup command refused: ")
-            let options = said.hasPrefix("TLS") ? "--redis-ca-file" : "--redis-username and --redis-password-file"
-            problems.append("Redis \(node) refused the connection: \(said) (check \(options))")
+            problems.append("Redis \(node) refused the connection: \(said) (check \(RedisRefusalAdvice.check(String(said))))")
         case let .unreachable(reason)?:
             unreachable.append("Redis \(node) could not be reached (\(reason)); a server would start, answering 503 until it can")
         }

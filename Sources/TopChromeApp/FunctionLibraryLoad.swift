@@ -13,13 +13,24 @@ public struct FunctionLibraryLoad: Sendable {
     /// What failed, in an operator's words.
     public var failures: [String] = []
 
-    /// 0 when every primary has the library, 1 otherwise.
-    public var exitStatus: Int32 { failures.isEmpty ? 0 : 1 }
+    /// Commands the user may not run (`ACL DRYRUN`), one line per primary:
+    /// configuration to fix.
+    public var problems: [String] = []
+    /// What could not be checked, for the operator to know.
+    public var notes: [String] = []
+
+    /// 0 when every primary has the library, 2 when the user lacks a
+    /// command the store sends, 1 otherwise.
+    public var exitStatus: Int32 { !problems.isEmpty ? 2 : failures.isEmpty ? 0 : 1 }
 
     /// On the primaries of `storage` (a cluster's, the one Redis named, or
     /// the one the sentinels name), with `configuration`: the user,
     /// password and TLS the service connects with.
-    public init(storage: SessionStorage, configuration: RedisConfiguration) {
+    /// The user's permissions are checked on each primary first, for every
+    /// command the store sends with `needs` and `keyPrefix`'s keys, and
+    /// `FUNCTION LOAD`.
+    public init(storage: SessionStorage, configuration: RedisConfiguration, keyPrefix: String = "topchrome:",
+                needs: Set<RedisPermission.Need> = [.always]) {
         let found: [RedisNode]?
         switch storage {
         case let .redisSentinel(sentinels, masterName):
@@ -34,6 +45,15 @@ public struct FunctionLibraryLoad: Sendable {
         }
         guard let primaries = found else { return }
         for node in primaries {
+            switch RedisPermissionCheck.check(node, configuration, keyPrefix: keyPrefix, needs: needs.union([.loadingTheLibrary])) {
+            case .allowed:
+                break
+            case let .missing(grants):
+                problems.append(RedisPermissionCheck.lacking(grants, user: configuration.username, node: node))
+                if grants.contains("+function|load") { continue }
+            case let .unknown(reason):
+                notes.append("\(node): the user's permissions could not be checked (\(reason))")
+            }
             switch Self.ask(node, ["FUNCTION", "LOAD", "REPLACE", ChromeFunctions.library], configuration) {
             case let .success(reply) where reply.string == ChromeFunctions.libraryName:
                 loaded.append("loaded \(ChromeFunctions.libraryName) on \(node)")
@@ -47,7 +67,7 @@ public struct FunctionLibraryLoad: Sendable {
 
     /// The primaries to load on: a cluster's, as any seed's `CLUSTER SLOTS`
     /// tells them (a seed may be a replica), or the one Redis named.
-    private static func primaries(of seeds: [RedisNode], _ configuration: RedisConfiguration,
+    static func primaries(of seeds: [RedisNode], _ configuration: RedisConfiguration,
                                   _ failures: inout [String]) -> [RedisNode]? {
         for seed in seeds {
             switch ask(seed, ["CLUSTER", "SLOTS"], configuration) {
@@ -101,9 +121,16 @@ public struct FunctionLibraryLoad: Sendable {
         return (nil, failures, unknownName)
     }
 
+    /// A command with no reply, and why its connection failed, when it did.
+    struct Failure: Error, CustomStringConvertible {
+        let error: RedisError
+        let reason: String?
+        var description: String { reason ?? "\(error)" }
+    }
+
     /// One command on a connection of its own, waited for.
-    private static func ask(_ node: RedisNode, _ command: [String],
-                            _ configuration: RedisConfiguration) -> Result<RESPValue, RedisError> {
+    static func ask(_ node: RedisNode, _ command: [String],
+                            _ configuration: RedisConfiguration) -> Result<RESPValue, Failure> {
         let connection = RedisConnection(to: node, configuration: configuration)
         defer { connection.close() }
         let answer = Answer()
@@ -113,10 +140,13 @@ public struct FunctionLibraryLoad: Sendable {
             done.signal()
         }
         done.wait()
-        return answer.value ?? .failure(.timeout)
+        return (answer.value ?? .failure(.timeout)).mapError { error in
+            // Why the connection failed (a refused AUTH, a TLS reason) says more than the command's error.
+            Failure(error: error, reason: connection.lastFailureReason)
+        }
     }
 
-    private static func words(_ reply: RESPValue) -> String {
+    static func words(_ reply: RESPValue) -> String {
         switch reply {
         case let .error(message): message
         default: reply.string ?? "\(reply)"

@@ -156,6 +156,14 @@ extension ServiceConfiguration {
         redisTLS == nil ? store.description : "rediss" + store.description.dropFirst("redis".count)
     }
 
+    /// `topchrome:<host>:<pid>`: which process a connection in Redis's
+    /// `CLIENT LIST` is (a name may hold no spaces).
+    static let redisClientName: String = {
+        var host = [CChar](repeating: 0, count: 256)
+        let name = gethostname(&host, host.count) == 0 ? String(decoding: host.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) : "unknown"
+        return "topchrome:\(name.filter { !$0.isWhitespace }):\(getpid())"
+    }()
+
     /// The Redis client's configuration for the service, `check-config` and
     /// `redis-functions load` alike: each connects as the service would.
     public var redisClient: RedisConfiguration {
@@ -165,6 +173,8 @@ extension ServiceConfiguration {
         redis.tls = redisTLS
         redis.commandTimeout = .milliseconds(Int((redisTimeout * 1000).rounded(.up)))
         redis.connectionsPerNode = redisConnections
+        redis.clientName = Self.redisClientName
+        redis.libraryNameAndVersion = ("topchrome", TopChromeService.version)
         return redis
     }
 

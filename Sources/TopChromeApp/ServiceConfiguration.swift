@@ -207,6 +207,9 @@ public struct ServiceConfiguration: Sendable, Equatable {
                topchrome redis-functions load [options]
                                                  (load the Redis function library on every primary of
                                                   --store, so the service may run as a user who only calls it)
+               topchrome redis-functions list|delete-unused [options]
+                                                 (list the libraries of every build on each primary, this
+                                                  build's marked; or delete all but this build's)
                topchrome version                 (also -v, --version: the version and commit)
                topchrome watch [--auth-token-file FILE] URL ID
                                                  (print each state of session ID as it arrives;

@@ -15,7 +15,7 @@ public enum SessionStorage: Sendable, Equatable, CustomStringConvertible {
     /// `redis-sentinel://HOST:PORT[,HOST:PORT…]/MASTERNAME`.
     public var description: String {
         func list(_ nodes: [RedisNode]) -> String {
-            nodes.map { $0.host.contains(":") ? "[\($0.host)]:\($0.port)" : "\($0.host):\($0.port)" }.joined(separator: ",")
+            nodes.map(\.description).joined(separator: ",")
         }
         return switch self {
         case .memory: "memory"

@@ -5,11 +5,14 @@ import SessionSnapshots
 public enum StartupError: Error, CustomStringConvertible {
     case server(HTTPServerError)
     case stateFile(SnapshotFile.Failure)
+    /// The Redis user may not run commands the store sends (`ACL DRYRUN` said so).
+    case redisPermissions(String)
 
     public var description: String {
         switch self {
         case let .server(error): error.description
         case let .stateFile(failure): failure.description
+        case let .redisPermissions(line): line
         }
     }
 
@@ -18,7 +21,7 @@ public enum StartupError: Error, CustomStringConvertible {
     /// listen on, is its configuration: the TLS certificate or key.
     public var exitStatus: Int32 {
         switch self {
-        case .stateFile, .server(.cannotStart): 2
+        case .stateFile, .server(.cannotStart), .redisPermissions: 2
         case .server: 1
         }
     }

@@ -35,6 +35,8 @@ public final class TopChromeService: Sendable {
     private let chores = Chores()
     private let snapshots: SnapshotWriter?
     private let reloads: Reloads
+    /// Redis's error replies by code, whose episodes a chore ends.
+    private let redisErrorReplies: RedisErrorReplies?
 
     public init(configuration: ServiceConfiguration) {
         self.configuration = configuration
@@ -54,6 +56,7 @@ public final class TopChromeService: Sendable {
                                              subscriptions: subscriptions)
             memoryStore = store
             redisStore = nil
+            redisErrorReplies = nil
             let snapshots = configuration.stateFile.map { SnapshotWriter(file: SnapshotFile(path: $0), collect: store.snapshot) }
             let stateFile = snapshots.map(StateFileMetrics.init)
             api = SessionAPI(store: store, maxBodyBytes: configuration.maxBodyBytes,
@@ -63,7 +66,9 @@ public final class TopChromeService: Sendable {
                              crossOrigin: CrossOriginPolicy(origins: configuration.corsOrigins))
             self.snapshots = snapshots
         case .redis, .redisSentinel:
-            let redisMetrics = RedisStoreMetrics()
+            let errorReplies = RedisErrorReplies(logger: logger)
+            redisErrorReplies = errorReplies
+            let redisMetrics = RedisStoreMetrics(errorReplies: errorReplies)
             let store = RedisStoreSetup(configuration: configuration, metrics: redisMetrics.hooks,
                                         connectionEvents: RedisConnectionLog.lines(to: logger))
                 .store(rules: rules, idleTimeout: idleTimeout, subscriptions: subscriptions)
@@ -110,6 +115,7 @@ public final class TopChromeService: Sendable {
             snapshots.markCurrent()
             chores.every(.seconds(configuration.snapshotInterval)) { [self] in saveSnapshot() }
         }
+        if redisStore != nil { try checkRedisPermissions() }
         do {
             try server.start()
         } catch {
@@ -131,6 +137,15 @@ public final class TopChromeService: Sendable {
             // be read are read again.
             let interval = min(store.functions.idleTimeout.map { $0 / 4 } ?? .seconds(5), .seconds(5))
             chores.every(interval) { store.keepWatchedSessionsAlive() }
+        }
+        if let errorReplies = redisErrorReplies, let store = redisStore {
+            // A kind of error reply that stopped is told within seconds;
+            // refusals that fail every change make the store not ready
+            // until a check finds changes can succeed again.
+            chores.every(.seconds(2)) {
+                errorReplies.sweep()
+                if errorReplies.takeRefusalSeen() || store.writesRefused != nil { store.checkWrites() }
+            }
         }
         return outcome
     }

@@ -9,6 +9,10 @@ public enum StoreError: Error, Sendable, Hashable {
     /// the request went out and its answer did not come back: a change may
     /// have been made, and a client learns which by reading the session.
     case unavailable(reason: String, mayHaveApplied: Bool)
+    /// A change was not sent because the store could not give it a
+    /// deadline (Redis refused `TIME`): nothing was changed. A fault of the
+    /// store's configuration, told apart from an outage.
+    case deadlineUnknown(reason: String)
 }
 
 /// A store's answer as it comes, for a store that answers later (in another process).

@@ -23,10 +23,10 @@ enum Launcher {
         var arguments = Array(CommandLine.arguments.dropFirst())
         var subcommand = ["healthcheck", "check-config"].first { $0 == arguments.first }
         if arguments.first == "redis-functions" {
-            guard arguments.dropFirst().first == "load" else {
-                fail("topchrome: usage: topchrome redis-functions load --store redis://HOST:PORT (or rediss://HOST:PORT, redis-sentinel://HOST:PORT/MASTERNAME) [--redis-password-file PATH]", status: 2)
+            guard let action = arguments.dropFirst().first, ["load", "list", "delete-unused"].contains(action) else {
+                fail("topchrome: usage: topchrome redis-functions load|list|delete-unused --store redis://HOST:PORT (or rediss://HOST:PORT, redis-sentinel://HOST:PORT/MASTERNAME) [--redis-username NAME --redis-password-file PATH]", status: 2)
             }
-            subcommand = "redis-functions load"
+            subcommand = "redis-functions " + action
             arguments.removeFirst()
         }
         if subcommand != nil { arguments.removeFirst() }
@@ -51,6 +51,10 @@ enum Launcher {
             exit(checkConfiguration(configuration))
         case let .serve(configuration) where subcommand == "redis-functions load":
             exit(loadFunctionLibrary(configuration))
+        case let .serve(configuration) where subcommand == "redis-functions list":
+            exit(listFunctionLibraries(configuration, deleteUnused: false))
+        case let .serve(configuration) where subcommand == "redis-functions delete-unused":
+            exit(listFunctionLibraries(configuration, deleteUnused: true))
         case let .serve(configuration):
             serve(configuration)
         }
@@ -108,12 +112,25 @@ enum Launcher {
         guard configuration.store != .memory else {
             fail("topchrome redis-functions load: needs --store redis://HOST:PORT[,HOST:PORT...] (rediss:// over TLS) or redis-sentinel://HOST:PORT[,HOST:PORT...]/MASTERNAME", status: 2)
         }
-        let load = FunctionLibraryLoad(storage: configuration.store, configuration: configuration.redisClient)
-        for line in load.loaded { print(line) }
-        for failure in load.failures {
+        let load = FunctionLibraryLoad(storage: configuration.store, configuration: configuration.redisClient,
+                                       keyPrefix: configuration.redisKeyPrefix, needs: configuration.redisPermissionsNeeded)
+        for line in load.loaded + load.notes { print(line) }
+        for failure in load.problems + load.failures {
             printToStandardError("topchrome redis-functions load: \(failure)")
         }
         return load.exitStatus
+    }
+
+    /// `redis-functions list`: the libraries of every build on each primary,
+    /// this build's marked; `delete-unused` deletes the others.
+    private static func listFunctionLibraries(_ configuration: ServiceConfiguration, deleteUnused: Bool) -> Int32 {
+        guard configuration.store != .memory else {
+            fail("topchrome redis-functions: needs --store redis://HOST:PORT[,HOST:PORT...] (rediss:// over TLS) or redis-sentinel://HOST:PORT[,HOST:PORT...]/MASTERNAME", status: 2)
+        }
+        let listing = FunctionLibraries(storage: configuration.store, configuration: configuration.redisClient, deleteUnused: deleteUnused)
+        for line in listing.lines { print(line) }
+        for failure in listing.failures { printToStandardError("topchrome redis-functions: \(failure)") }
+        return listing.exitStatus
     }
 
     private static func checkConfiguration(_ configuration: ServiceConfiguration) -> Int32 {
@@ -122,6 +139,7 @@ enum Launcher {
         for line in check.problems + check.unreachable {
             printToStandardError("topchrome check-config: \(line)")
         }
+        for line in check.warnings { printToStandardError("topchrome check-config: warning: \(line)") }
         switch check.exitStatus {
         case 0: print("topchrome check-config: the configuration is valid")
         case 3: print("topchrome check-config: the configuration is valid, but the Redis store did not answer")

@@ -2,6 +2,7 @@ import Foundation
 import RedisTestSupport
 import Testing
 import TopChromeTesting
+@testable import TopChromeApp
 
 /// `topchrome check-config [flags]`: what a start would refuse, found
 /// without serving; exit 0, 2 for configuration to fix, 3 for a Redis
@@ -117,5 +118,34 @@ import TopChromeTesting
         #expect(away.status == 3, "\(away.errors)")
         #expect(away.errors.contains("Redis 127.0.0.1:\(port) could not be reached ("), "\(away.errors)")
         #expect(away.output.contains("the configuration is valid, but the Redis store did not answer"), "\(away.output)")
+
+        // One seed of two away while the other answers: the client finds the
+        // nodes from either, so it is a warning, not an outage.
+        let oneOfTwo = try Self.check(["--store", "redis://127.0.0.1:\(port),127.0.0.1:\(redis.port)", "--redis-password-file", right,
+                                       "--redis-timeout", "0.5"])
+        #expect(oneOfTwo.status == 0, "\(oneOfTwo.errors)")
+        #expect(oneOfTwo.errors.contains("warning: Redis 127.0.0.1:\(port) could not be reached"), "\(oneOfTwo.errors)")
+    }
+
+    /// A sentinel that wants a password says so, and it is configuration
+    /// to fix, not a Redis away.
+    @Test func aSentinelThatWantsAPasswordSaysSo() throws {
+        let sentinel = try RedisServer(["--requirepass", "sentinel-password"])
+        let refused = try Self.check(["--store", "redis-sentinel://127.0.0.1:\(sentinel.port)/mymaster"])
+        #expect(refused.status == 2, "\(refused.output) \(refused.errors)")
+        #expect(refused.errors.contains("NOAUTH") && !refused.errors.contains("connectionLost"), "\(refused.errors)")
+    }
+
+    /// What to check follows from why Redis refused: the password, or the
+    /// TLS part that failed.
+    @Test(arguments: [
+        ("WRONGPASS invalid username-password pair or user is disabled.", "--redis-password-file"),
+        ("TLS: the certificate of redis.internal was refused: hostname mismatch", "that --store names the server as its certificate does"),
+        ("TLS: the certificate of 10.0.0.5 was refused: IP address mismatch", "that --store names the server as its certificate does"),
+        ("TLS: the certificate of redis.internal was refused: unable to get local issuer certificate", "--redis-ca-file"),
+        ("TLS read: error:0A00045C:SSL routines::tlsv13 alert certificate required", "--redis-cert and --redis-key"),
+    ])
+    func aRefusalSaysWhatToCheck(_ reason: String, _ advice: String) {
+        #expect(RedisRefusalAdvice.check(reason).contains(advice))
     }
 }

@@ -23,6 +23,29 @@ import Testing
         #expect(try server.client().request("GET", "/v1/sessions/\(id)").json["isRevealed"] as? Bool == false)
     }
 
+    /// Each build loads its own library: `list` shows those left by older
+    /// builds beside this one's, `delete-unused` deletes them and nothing else.
+    @Test func librariesOfOlderBuildsAreListedAndDeleted() throws {
+        let redis = try RedisServer()
+        let store = ["--store", "redis://127.0.0.1:\(redis.port)"]
+        #expect(try CommandLineTests.run(["redis-functions", "load"] + store).status == 0)
+        let old = "topchrome_0123456789abcdef"
+        try redis.cli(["FUNCTION", "LOAD", ChromeFunctions.library.replacing(ChromeFunctions.libraryName, with: old)])
+        try redis.cli(["FUNCTION", "LOAD", "#!lua name=someone_else\nredis.register_function('f', function() return 1 end)"])
+        let node = "127.0.0.1:\(redis.port)"
+
+        let list = try CommandLineTests.run(["redis-functions", "list"] + store)
+        #expect(list.status == 0, "\(list.errors)")
+        #expect(list.output == "\(node) \(old)\n\(node) \(ChromeFunctions.libraryName) (this build)\n"
+            || list.output == "\(node) \(ChromeFunctions.libraryName) (this build)\n\(node) \(old)\n", "\(list.output)")
+
+        let deleted = try CommandLineTests.run(["redis-functions", "delete-unused"] + store)
+        #expect(deleted.status == 0, "\(deleted.errors)")
+        #expect(deleted.output.contains("\(node) \(old) deleted"), "\(deleted.output)")
+        let left = try redis.cli(["FUNCTION", "LIST"])
+        #expect(!left.contains(old) && left.contains(ChromeFunctions.libraryName) && left.contains("someone_else"), "\(left)")
+    }
+
     /// Without an operator's load, the first call on a primary loads it.
     @Test func theServiceLoadsItWhereACallFindsItMissing() throws {
         let redis = try RedisServer()

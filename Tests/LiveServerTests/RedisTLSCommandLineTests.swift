@@ -32,7 +32,7 @@ import Testing
                                                   "--redis-timeout", "30"])
         #expect(refused.status == 2, "\(refused.errors)")
         #expect(refused.errors.contains("TLS: the certificate of 127.0.0.1 was refused"), "\(refused.errors)")
-        #expect(refused.errors.contains("(check --redis-ca-file)"), "\(refused.errors)")
+        #expect(refused.errors.contains("(check --redis-ca-file:"), "\(refused.errors)")
 
         // The service's user may not load the library; an operator's may, over TLS.
         let denied = try CommandLineTests.run(["redis-functions", "load", "--redis-username", "topchrome",
@@ -42,5 +42,19 @@ import Testing
                                                "--redis-password-file", admin] + store)
         #expect(loaded.status == 0, "\(loaded.errors)")
         #expect(loaded.output.contains("loaded topchrome_"), "\(loaded.output)")
+    }
+}
+
+extension RedisTLSCommandLineTests {
+    /// A Redis that wants a client certificate refuses one without: that
+    /// is configuration to fix (2), not a Redis away (3).
+    @Test func aMissingClientCertificateIsConfiguration() throws {
+        let pki = try TestPKI()
+        let redis = try RedisServer(tls: pki)
+        try redis.cli(["CONFIG", "SET", "tls-auth-clients", "yes"])
+        let refused = try CheckConfigTests.check(["--store", "rediss://127.0.0.1:\(redis.port)", "--redis-ca-file", pki.caFile,
+                                                  "--redis-timeout", "30"])
+        #expect(refused.status == 2, "\(refused.output) \(refused.errors)")
+        #expect(refused.errors.contains("--redis-cert and --redis-key"), "\(refused.errors)")
     }
 }

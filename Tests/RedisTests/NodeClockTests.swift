@@ -43,7 +43,9 @@ struct NodeClockTests {
 
     static func milliseconds(_ client: RedisClient, at deadline: ContinuousClock.Instant) async -> Int64? {
         await withCheckedContinuation { done in
-            client.redisMilliseconds(at: deadline, forSlot: 0) { done.resume(returning: $0) }
+            client.redisMilliseconds(at: deadline, forSlot: 0) { time in
+                if case let .milliseconds(milliseconds) = time { done.resume(returning: milliseconds) } else { done.resume(returning: nil) }
+            }
         }
     }
 }

@@ -207,3 +207,10 @@ private final class ThreadResults: @unchecked Sendable {
     func add(_ more: [Duration]) { lock.withLock { delays += more } }
     var all: [Duration] { lock.withLock { delays } }
 }
+
+/// Addresses print as a URL writes them: an IPv6 host in brackets, so its
+/// colons cannot be mistaken for the port's.
+@Test func anIPv6NodePrintsInBrackets() {
+    #expect(RedisNode(host: "::1", port: 6379).description == "[::1]:6379")
+    #expect(RedisNode(host: "10.0.0.1", port: 6379).description == "10.0.0.1:6379")
+}

@@ -16,7 +16,7 @@ enum RedisConnectionLog {
             case let .lost(reason):
                 logger.log(.warn, "Redis connection lost; retrying", ["node": node, "connection": connection, "reason": .string(reason)])
             case let .refused(reason):
-                logger.log(.error, "Redis refused the connection; check the password and the server",
+                logger.log(.error, "Redis refused the connection; check " + RedisRefusalAdvice.check(reason.trimmingPrefix("setup command refused: ").description),
                            ["node": node, "connection": connection, "reason": .string(reason)])
             case .recovered:
                 logger.log(.info, "Redis reachable again", ["node": node, "connection": connection])

@@ -36,7 +36,14 @@ final class RedisStoreMetrics: MetricsFamilies, @unchecked Sendable {
     }
 
     private let counts = Counts()
+    /// Error replies by code; held apart from the store too (it holds a logger only).
+    let errorReplies: RedisErrorReplies
     private let lock = PthreadLock()
+
+    init(errorReplies: RedisErrorReplies) {
+        self.errorReplies = errorReplies
+    }
+
     /// Channels listened to now; set once the store exists, which needs these metrics first.
     private var channels: (@Sendable () -> Int)?
     /// Hash slots not served now; set with `channels`.
@@ -58,6 +65,7 @@ final class RedisStoreMetrics: MetricsFamilies, @unchecked Sendable {
         let counts = counts
         hooks.roundTrip = { _, duration in counts.record(roundTrip: duration) }
         hooks.failed = { _, error in counts.lock.withLock { counts.errors[Self.index(of: error)] += 1 } }
+        hooks.errorReply = { [errorReplies] node, message in errorReplies.record(node, message) }
         hooks.reconnected = { _ in counts.lock.withLock { counts.reconnects += 1 } }
         hooks.redirected = { _ in counts.lock.withLock { counts.redirects += 1 } }
         return hooks
@@ -90,10 +98,13 @@ final class RedisStoreMetrics: MetricsFamilies, @unchecked Sendable {
         text += "topchrome_redis_round_trip_seconds_bucket{le=\"+Inf\"} \(cumulative)\n"
         text += "topchrome_redis_round_trip_seconds_sum \(Double(roundTripNanoseconds) / 1e9)\n"
         text += "topchrome_redis_round_trip_seconds_count \(cumulative)\n"
-        text += "# HELP topchrome_redis_errors_total Redis commands that got no reply, by why.\n"
+        text += "# HELP topchrome_redis_errors_total Redis commands that failed: by kind when no reply came, by code (the error reply's first word) when Redis answered with an error.\n"
         text += "# TYPE topchrome_redis_errors_total counter\n"
         for (index, kind) in Self.errorKinds.enumerated() {
             text += "topchrome_redis_errors_total{kind=\"\(kind)\"} \(errors[index])\n"
+        }
+        for (code, count) in zip(RedisErrorReplies.codes, errorReplies.totals) {
+            text += "topchrome_redis_errors_total{code=\"\(code)\"} \(count)\n"
         }
         text += "# HELP topchrome_redis_reconnects_total Connections to Redis that came back after being lost.\n"
         text += "# TYPE topchrome_redis_reconnects_total counter\n"
