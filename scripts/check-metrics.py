@@ -26,13 +26,17 @@ def fetch(base, path, method="GET", body=None, context=None):
 
 
 # Families that must be there, with their Prometheus types: the standard
-# process ones (as every client library names them) and the store's health.
+# process ones (as every client library names them), the store's health and
+# the connections (open, refused by reason).
 REQUIRED_FAMILIES = {
     "process_cpu_seconds_total": "counter",
     "process_resident_memory_bytes": "gauge",
     "process_open_fds": "gauge",
     "process_start_time_seconds": "gauge",
+    "process_max_fds": "gauge",
     "topchrome_store_up": "gauge",
+    "topchrome_connections_open": "gauge",
+    "topchrome_connections_refused_total": "counter",
 }
 
 TYPES = {}
@@ -93,7 +97,13 @@ def check_tls(binary):
 def main():
     server = subprocess.Popen([sys.argv[1], "--port", "0", "--log-level", "warn"], stdout=subprocess.PIPE, text=True)
     try:
-        match = re.search(r"listening on (http://[^\s\"]+)", server.stdout.readline())
+        # The start line, after any warning (e.g. a descriptor limit below --max-connections).
+        match = None
+        while match is None:
+            line = server.stdout.readline()
+            if not line:
+                break
+            match = re.search(r"listening on (http://[^\s\"]+)", line)
         base = match.group(1)
         before = samples(base)
         session = json.loads(fetch(base, "/v1/sessions", "POST"))

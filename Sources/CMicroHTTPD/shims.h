@@ -15,6 +15,9 @@
 #include <string.h>
 #include <sys/types.h>
 #include <sys/socket.h>
+#include <poll.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <microhttpd.h>
 #include <gnutls/gnutls.h>
 #include <gnutls/abstract.h>
@@ -29,22 +32,105 @@ CMHD_keep_escapes(void *cls, struct MHD_Connection *connection, char *text)
     return strlen(text);
 }
 
+/// Where libmicrohttpd's answers of its own (a malformed head: 400, 413,
+/// 414, 431) are reported: the library tells of them only in its log.
+typedef void (*CMHD_error_answer_callback)(void *cls, unsigned int status);
+
+struct CMHD_error_answers {
+    CMHD_error_answer_callback callback;
+    void *cls;
+};
+
+/// libmicrohttpd's log callback takes a `va_list`, which Swift cannot read.
+/// Of all its lines only the one it writes as it answers an error itself is
+/// wanted; its first argument is the status. (Its wording has changed across
+/// releases after the status, never before it.)
+static void
+CMHD_log_error_answers(void *cls, const char *format, va_list arguments)
+{
+    static const char prefix[] = "Error processing request (HTTP response code is %u";
+    if (cls == NULL || format == NULL || strncmp(format, prefix, sizeof prefix - 1) != 0) {
+        return;
+    }
+    const struct CMHD_error_answers *answers = (const struct CMHD_error_answers *) cls;
+    answers->callback(answers->cls, va_arg(arguments, unsigned int));
+}
+
+/// `MHD_OPTION_URI_LOG_CALLBACK`'s function: called once per request as
+/// soon as its request line is read, before the headers. Returns NULL, so
+/// the access handler's first call still finds no request context.
+typedef void *(*CMHD_request_line_callback)(void *cls, const char *uri, struct MHD_Connection *connection);
+
 /// `MHD_start_daemon` is variadic. The callbacks are passed typed here (not
 /// bit-cast through an option array); plain numeric options come in
-/// `options`, terminated by `MHD_OPTION_END`.
+/// `options`, terminated by `MHD_OPTION_END`. `admit` is the accept policy,
+/// asked with the peer's address before a connection is set up.
 static inline struct MHD_Daemon *
 CMHD_start_daemon(unsigned int flags,
+                  MHD_AcceptPolicyCallback admit, void *admit_cls,
                   MHD_AccessHandlerCallback handler, void *handler_cls,
                   MHD_RequestCompletedCallback completed, void *completed_cls,
                   MHD_NotifyConnectionCallback connection_notified, void *connection_notified_cls,
+                  CMHD_request_line_callback request_line, void *request_line_cls,
+                  const struct CMHD_error_answers *error_answers,
                   struct MHD_OptionItem *options)
 {
-    return MHD_start_daemon(flags, 0, NULL, NULL, handler, handler_cls,
+    return MHD_start_daemon(flags | MHD_USE_ERROR_LOG, 0, admit, admit_cls, handler, handler_cls,
                             MHD_OPTION_NOTIFY_COMPLETED, completed, completed_cls,
                             MHD_OPTION_NOTIFY_CONNECTION, connection_notified, connection_notified_cls,
                             MHD_OPTION_UNESCAPE_CALLBACK, CMHD_keep_escapes, NULL,
+                            MHD_OPTION_URI_LOG_CALLBACK, request_line, request_line_cls,
+                            MHD_OPTION_EXTERNAL_LOGGER, CMHD_log_error_answers, (void *) error_answers,
                             MHD_OPTION_ARRAY, options,
                             MHD_OPTION_END);
+}
+
+/// `MHD_get_connection_info` is variadic: the connection's socket, for the
+/// checks libmicrohttpd does not make (a head's deadline, a suspended
+/// client that left).
+static inline int
+CMHD_connection_descriptor(struct MHD_Connection *connection)
+{
+    const union MHD_ConnectionInfo *info =
+        MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
+    return info == NULL ? -1 : info->connect_fd;
+}
+
+/// Bytes the kernel has received on a TCP socket (`tcpi_bytes_received`,
+/// Linux 4.1), including those libmicrohttpd has already read: whether a
+/// request has begun is told by this number moving. glibc's `tcp_info`
+/// stops before the field, so its offset in the kernel's struct is used;
+/// 0 where the kernel is older (the struct returned is shorter).
+static inline uint64_t
+CMHD_bytes_received(int descriptor)
+{
+    unsigned char info[256];
+    socklen_t length = sizeof info;
+    memset(info, 0, sizeof info);
+    if (getsockopt(descriptor, IPPROTO_TCP, TCP_INFO, info, &length) != 0) {
+        return 0;
+    }
+    const size_t offset = 128;  /* after tcpi_bytes_acked in <linux/tcp.h> */
+    if (length < offset + sizeof(uint64_t)) {
+        return 0;
+    }
+    uint64_t received;
+    memcpy(&received, info + offset, sizeof received);
+    return received;
+}
+
+/// Whether the peer has closed its side (or the socket failed), without
+/// reading: libmicrohttpd does not watch a suspended connection's socket.
+/// (`POLLRDHUP` is Linux's 0x2000, named by <poll.h> only under _GNU_SOURCE.)
+static inline int
+CMHD_peer_has_left(int descriptor)
+{
+    const short POLLRDHUP = 0x2000;
+    struct pollfd entry = { descriptor, POLLRDHUP, 0 };
+    if (poll(&entry, 1, 0) != 1) {
+        return 0;
+    }
+    return (entry.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) != 0;
 }
 
 /// `MHD_get_connection_info` is variadic: the context set for the

@@ -36,6 +36,7 @@ private func handle(
             // 0.9.75 closes after any answer given this early; its code marks
             // that for change, so the close is asked for here too.)
             context.pointee.isAnswered = true
+            guard context.pointee.answering() else { return .NO }
             return queue(dispatcher.responder.refusal(of: fault), on: connection, context: context,
                          dispatcher: dispatcher, closing: true)
         }
@@ -54,6 +55,7 @@ private func handle(
             dispatcher.inFlight.subtract(1, ordering: .relaxed)
             context.pointee.countsInFlight = false
             context.pointee.isAnswered = true
+            guard context.pointee.answering() else { return .NO }
             return queue(dispatcher.responder.refusalWhileStopping(), on: connection, context: context,
                          dispatcher: dispatcher)
         }
@@ -94,6 +96,7 @@ private func handle(
 private func respond(
     to connection: OpaquePointer, context: UnsafeMutablePointer<RequestContext>, dispatcher: RequestDispatcher
 ) -> MHD_Result {
+    guard context.pointee.answering() else { return .NO }
     var request = context.pointee.lendRequest()
     let response = dispatcher.responder.respond(to: request, reusing: &context.pointee.responseBuffers)
     context.pointee.takeBack(&request)
@@ -135,6 +138,7 @@ let requestCompleted: MHD_RequestCompletedCallback = { cls, _, requestContext, _
     guard let cls, let requestContext, let existing = requestContext.pointee else { return }
     let context = existing.assumingMemoryBound(to: RequestContext.self)
     requestContext.pointee = nil
+    context.pointee.connection?._withUnsafeGuaranteedRef { $0.requestCompleted() }
     if context.pointee.countsInFlight {
         _ = Unmanaged<RequestDispatcher>.fromOpaque(cls)._withUnsafeGuaranteedRef {
             $0.inFlight.subtract(1, ordering: .releasing)
@@ -156,10 +160,12 @@ let connectionNotified: MHD_NotifyConnectionCallback = { cls, connection, socket
     case .CONNECTION_NOTIFY_STARTED:
         let context = UnsafeMutablePointer<RequestContext>.makeContext()
         context.pointee.client = connection.flatMap(clientAddress(of:))
-        if let cls {
-            // Before the TLS handshake, which looks the certificate up here.
-            context.pointee.tlsIdentities = Unmanaged<RequestDispatcher>.fromOpaque(cls)._withUnsafeGuaranteedRef {
-                $0.tlsIdentities.map(Unmanaged.passUnretained)
+        if let cls, let connection {
+            Unmanaged<RequestDispatcher>.fromOpaque(cls)._withUnsafeGuaranteedRef { dispatcher in
+                // Before the TLS handshake, which looks the certificate up here.
+                context.pointee.tlsIdentities = dispatcher.tlsIdentities.map(Unmanaged.passUnretained)
+                context.pointee.connection = Unmanaged.passRetained(
+                    dispatcher.connections.opened(connection, isEncrypted: dispatcher.tlsIdentities != nil))
             }
         }
         socketContext.pointee = UnsafeMutableRawPointer(context)
@@ -167,6 +173,11 @@ let connectionNotified: MHD_NotifyConnectionCallback = { cls, connection, socket
         guard let existing = socketContext.pointee else { return }
         socketContext.pointee = nil
         let context = existing.assumingMemoryBound(to: RequestContext.self)
+        if let cls, let member = context.pointee.connection {
+            Unmanaged<RequestDispatcher>.fromOpaque(cls)._withUnsafeGuaranteedRef {
+                $0.connections.closed(member.takeUnretainedValue())
+            }
+        }
         if context.pointee.isInUse {
             context.pointee.isOrphaned = true
         } else {
@@ -174,6 +185,32 @@ let connectionNotified: MHD_NotifyConnectionCallback = { cls, connection, socket
         }
     default:
         break
+    }
+}
+
+/// A request's line has come: its deadline runs from now at the latest,
+/// even if the sweep has not seen its first bytes arrive.
+let requestLineArrived: CMHD_request_line_callback = { _, _, connection in
+    guard let connection, let shared = CMHD_socket_context(connection) else { return nil }
+    _ = shared.assumingMemoryBound(to: RequestContext.self).pointee.headArrived()
+    return nil
+}
+
+/// The accept policy (``OpenConnections/admit(_:)``): a connection refused
+/// here is closed by libmicrohttpd before anything is set up for it.
+let admitConnection: MHD_AcceptPolicyCallback = { cls, address, _ in
+    guard let cls else { return .YES }
+    return Unmanaged<RequestDispatcher>.fromOpaque(cls)._withUnsafeGuaranteedRef {
+        $0.connections.admit(address) ? .YES : .NO
+    }
+}
+
+/// libmicrohttpd answered a malformed request itself (its log is the only
+/// place it says so; see `CMHD_log_error_answers`).
+let libraryAnswered: CMHD_error_answer_callback = { cls, status in
+    guard let cls else { return }
+    Unmanaged<RequestDispatcher>.fromOpaque(cls)._withUnsafeGuaranteedRef {
+        $0.connections.counts.count(ConnectionRefusal(libraryAnswer: status))
     }
 }
 

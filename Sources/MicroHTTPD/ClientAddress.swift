@@ -4,7 +4,7 @@ import Glibc
 
 /// Where a request came from: an IPv4 or IPv6 address, read once per
 /// connection and, behind trusted proxies, from `X-Forwarded-For`.
-public struct ClientAddress: Sendable, Equatable {
+public struct ClientAddress: Sendable, Hashable {
     /// The address in network order: 4 bytes for IPv4, 16 for IPv6.
     let bytes: [UInt8]
 

@@ -11,18 +11,36 @@ public final class HTTPServer: @unchecked Sendable {
     private let lock = PthreadLock()
     private var daemon: OpaquePointer?
     private var boundPort = 0
+    private let sweep: ConnectionSweep
+    /// Where libmicrohttpd's log callback reports the answers it gives itself; lives as long as the server.
+    private let errorAnswers: UnsafeMutablePointer<CMHD_error_answers>
 
+    /// - Parameter connectionCounts: where the server counts its connections
+    ///   and refusals (``connections``), for a caller that needs it first.
     public init(configuration: HTTPServerConfiguration, responder: any HTTPResponder,
-                observer: (any HTTPExchangeObserver)? = nil) {
+                observer: (any HTTPExchangeObserver)? = nil, connectionCounts: ConnectionCounts = ConnectionCounts()) {
         self.configuration = configuration
         self.dispatcher = RequestDispatcher(responder: responder, observer: observer,
                                             maxBodyBytes: configuration.maxBodyBytes,
                                             tlsIdentities: configuration.tls == nil ? nil : TLSIdentities(),
-                                            trustedProxies: configuration.trustedProxies)
+                                            trustedProxies: configuration.trustedProxies,
+                                            connections: OpenConnections(limits: configuration, counts: connectionCounts))
+        sweep = ConnectionSweep(connections: dispatcher.connections, suspensions: dispatcher.suspensions,
+                                requestTimeout: configuration.requestTimeout)
+        errorAnswers = .allocate(capacity: 1)
+        errorAnswers.initialize(to: CMHD_error_answers(callback: libraryAnswered,
+                                                       cls: Unmanaged.passUnretained(dispatcher).toOpaque()))
     }
 
     deinit {
+        sweep.stop()
         if let daemon { MHD_stop_daemon(daemon) }
+        errorAnswers.deallocate()
+    }
+
+    /// Connections open now, and those refused by reason.
+    public var connections: ConnectionCounts {
+        dispatcher.connections.counts
     }
 
     /// The port the server listens on (the real one when configured with 0).
@@ -58,13 +76,12 @@ public final class HTTPServer: @unchecked Sendable {
         var options: [MHD_OptionItem] = [
             MHD_OptionItem(option: .LISTEN_SOCKET, value: Int(socket.descriptor), ptr_value: nil),
             MHD_OptionItem(option: .CONNECTION_TIMEOUT, value: configuration.connectionTimeoutSeconds, ptr_value: nil),
-            MHD_OptionItem(option: .CONNECTION_LIMIT, value: configuration.maxConnections, ptr_value: nil),
+            // The caps are the accept policy's (``OpenConnections``), which
+            // counts what it refuses; libmicrohttpd's own, which it splits
+            // among its threads, is set out of their way.
+            MHD_OptionItem(option: .CONNECTION_LIMIT, value: Self.libraryConnectionLimit(configuration), ptr_value: nil),
             MHD_OptionItem(option: .CONNECTION_MEMORY_LIMIT, value: configuration.connectionMemoryBytes, ptr_value: nil),
         ]
-        if configuration.maxConnectionsPerAddress > 0 {
-            options.append(MHD_OptionItem(option: .PER_IP_CONNECTION_LIMIT, value: configuration.maxConnectionsPerAddress,
-                                          ptr_value: nil))
-        }
         if configuration.threads > 1 {
             options.append(MHD_OptionItem(option: .THREAD_POOL_SIZE, value: configuration.threads, ptr_value: nil))
         }
@@ -85,8 +102,9 @@ public final class HTTPServer: @unchecked Sendable {
             }
             options.append(MHD_OptionItem(option: .END, value: 0, ptr_value: nil))
             return options.withUnsafeMutableBufferPointer { items in
-                CMHD_start_daemon(UInt32(flags), accessHandler, context, requestCompleted, context, connectionNotified,
-                                  context, items.baseAddress)
+                CMHD_start_daemon(UInt32(flags), admitConnection, context, accessHandler, context, requestCompleted,
+                                  context, connectionNotified, context, requestLineArrived, context, errorAnswers,
+                                  items.baseAddress)
             }
         }
         guard let started else {
@@ -95,6 +113,12 @@ public final class HTTPServer: @unchecked Sendable {
         }
         daemon = started
         boundPort = socket.port
+        sweep.start()
+    }
+
+    private static func libraryConnectionLimit(_ configuration: HTTPServerConfiguration) -> Int {
+        let cap = min(configuration.maxConnections, configuration.descriptorBudget ?? .max)
+        return cap * max(1, configuration.threads) + 64
     }
 
     /// Stops gracefully: requests already received are answered (with
@@ -124,6 +148,7 @@ public final class HTTPServer: @unchecked Sendable {
         }
         let finished = dispatcher.inFlight.load(ordering: .acquiring) == 0
 
+        sweep.stop()
         MHD_stop_daemon(daemon)  // closes the listening socket too
         self.daemon = nil
         dispatcher.tlsIdentities?.dropAllButCurrent()
@@ -162,10 +187,13 @@ final class RequestDispatcher: Sendable {
     let tlsIdentities: TLSIdentities?
 
     let trustedProxies: TrustedProxies
+    let connections: OpenConnections
 
     init(responder: any HTTPResponder, observer: (any HTTPExchangeObserver)?, maxBodyBytes: Int,
-         tlsIdentities: TLSIdentities?, trustedProxies: TrustedProxies = TrustedProxies()) {
+         tlsIdentities: TLSIdentities?, trustedProxies: TrustedProxies = TrustedProxies(),
+         connections: OpenConnections = OpenConnections(limits: HTTPServerConfiguration())) {
         self.trustedProxies = trustedProxies
+        self.connections = connections
         self.responder = responder
         self.observer = observer
         self.maxBodyBytes = maxBodyBytes

@@ -14,12 +14,23 @@ public struct HTTPServerConfiguration: Sendable {
     /// stalled clients cannot hold connections forever. 0 disables.
     public var connectionTimeoutSeconds: Int = 60
     /// Open connections from one client address at most; further ones are
-    /// closed at once, so one client cannot take every connection. 0: no limit
-    /// (behind a load balancer every client has the balancer's address).
+    /// closed at once, so one client cannot take every connection. 0: no limit.
+    /// Peers in ``trustedProxies`` are exempt (behind a load balancer every
+    /// client has the balancer's address).
     public var maxConnectionsPerAddress: Int = 0
-    /// Open connections at most; further ones wait in the listen backlog
-    /// until one closes (idle ones close after `connectionTimeoutSeconds`).
+    /// Open connections at most; further ones are closed at once (and
+    /// counted, ``ConnectionRefusal/connectionLimit``).
     public var maxConnections: Int = 10_000
+    /// Connections the process's descriptors allow, when fewer than
+    /// `maxConnections`: further ones are closed at once and counted
+    /// apart (``ConnectionRefusal/descriptorBudget``). Running out of
+    /// descriptors is no refusal but a crash: the runtime needs some too.
+    public var descriptorBudget: Int?
+    /// Time a request's head and body may take to arrive, from its first
+    /// byte; past it the client gets 408 and the connection closes, so a
+    /// client trickling a head cannot hold a connection (an idle timeout
+    /// does not stop it: it is never idle). Nil: no limit.
+    public var requestTimeout: Duration? = .seconds(10)
     /// Memory each connection may use for the request line, headers and
     /// the response head; headers that do not fit get 431. libmicrohttpd
     /// clears this area for every request and keeps it for every open

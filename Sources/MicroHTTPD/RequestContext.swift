@@ -39,6 +39,10 @@ struct RequestContext {
     var tlsIdentities: Unmanaged<TLSIdentities>?
     /// The peer's address (see ``HTTPExchange/client``); set once for the connection.
     var client: String?
+    /// The connection as the server's own checks see it (a request's
+    /// deadline); set once for the connection, released with the context.
+    /// Nil in a context made for one request.
+    var connection: Unmanaged<OpenConnection>?
 
     /// Buffers above this many bytes are let go between requests, so one
     /// large upload does not hold memory for the rest of the connection.
@@ -80,6 +84,20 @@ struct RequestContext {
                            isBodyTooLarge: isBodyTooLarge)
     }
 
+    // `mutating` though they change nothing here: called on a pointer's
+    // `pointee`, a non-mutating method copies the whole context first.
+
+    /// The head is whole; false if the connection was answered 408 meanwhile.
+    mutating func headArrived() -> Bool {
+        connection?._withUnsafeGuaranteedRef { $0.headArrived() } ?? true
+    }
+
+    /// The request is read and gets its answer; false if the connection was
+    /// answered 408 meanwhile (then nothing more may be written to it).
+    mutating func answering() -> Bool {
+        connection?._withUnsafeGuaranteedRef { $0.answering() } ?? true
+    }
+
     mutating func takeBack(_ request: inout HTTPRequest) {
         swap(&path, &request.pathBytes)
         swap(&headers, &request.headers)
@@ -107,6 +125,7 @@ extension UnsafeMutablePointer<RequestContext> {
     }
 
     func free() {
+        pointee.connection?.release()
         deinitialize(count: 1)
         deallocate()
     }

@@ -8,6 +8,9 @@ import Locking
 protocol Suspending: AnyObject, Sendable {
     /// Ends the wait at once: a stream finishes, a pending response gets `fallback`.
     func terminate(fallback: CompleteResponse)
+    /// Ends the wait if the connection is suspended and its client has
+    /// closed it: libmicrohttpd would notice only when resumed.
+    func endIfClientLeft()
 }
 
 /// Suspension bookkeeping shared by streams and pending responses. Resuming a
@@ -38,6 +41,15 @@ struct SuspendedConnection {
     mutating func detach() {
         connection = nil
         isSuspended = false
+    }
+
+    /// Whether the connection sleeps and its client has closed it. Only
+    /// under the owner's lock: a suspended connection stays set up (and its
+    /// socket open) until it is resumed, which takes that lock.
+    var isSuspendedAndLeft: Bool {
+        guard isSuspended, let connection else { return false }
+        let descriptor = CMHD_connection_descriptor(connection)
+        return descriptor >= 0 && CMHD_peer_has_left(descriptor) != 0
     }
 }
 
@@ -94,6 +106,16 @@ public final class ResponseStream: @unchecked Sendable, Suspending {
         finish()
     }
 
+    /// Ended as if finished: libmicrohttpd, resumed, ends the response and
+    /// finds the connection closed; the close handler runs as for any end.
+    func endIfClientLeft() {
+        lock.withLock {
+            guard suspension.isSuspendedAndLeft else { return }
+            isFinished = true
+            suspension.resume()
+        }
+    }
+
     public var isOpen: Bool {
         lock.withLock { !isFinished && !isClosed }
     }
@@ -145,6 +167,8 @@ public final class PendingResponse: @unchecked Sendable, Suspending {
     private var suspension = SuspendedConnection()
     /// Fields for the answer that comes, whichever it is.
     private var addedFields: HTTPHeaders?
+    /// Held until the request is answered, either way.
+    private var clientLeftHandler: (@Sendable () -> Void)?
 
     public init() {}
 
@@ -167,9 +191,34 @@ public final class PendingResponse: @unchecked Sendable, Suspending {
             var response = response
             if let addedFields { response.addHeaders(addedFields) }
             self.response = response
+            clientLeftHandler = nil
             suspension.resume()
             return true
         }
+    }
+
+    /// Called once if the client closes the connection while the request
+    /// waits (so what waits on its behalf can stop); never after an answer.
+    /// Runs on a background queue, never under the server's locks.
+    public func onClientLeft(_ handler: @escaping @Sendable () -> Void) {
+        lock.withLock {
+            if response == nil { clientLeftHandler = handler }
+        }
+    }
+
+    /// The answer nobody reads: nginx's 499 in the access log, and the
+    /// connection closed once it is "sent".
+    static let clientLeftAnswer = CompleteResponse(status: 499, headers: HTTPHeaders([("Connection", "close")]))
+
+    func endIfClientLeft() {
+        let handler: (@Sendable () -> Void)? = lock.withLock {
+            guard response == nil, suspension.isSuspendedAndLeft else { return nil }
+            response = .complete(Self.clientLeftAnswer)
+            defer { clientLeftHandler = nil }
+            suspension.resume()
+            return clientLeftHandler
+        }
+        if let handler { DispatchQueue.global().async(execute: handler) }
     }
 
     /// Adds `fields` to the answer, whenever and by whichever path it comes
@@ -237,6 +286,12 @@ final class SuspensionRegistry: @unchecked Sendable {
 
     var count: Int {
         lock.withLock { members.count }
+    }
+
+    /// Ends the members whose client has left (see ``Suspending/endIfClientLeft()``).
+    func endThoseWhoseClientLeft() {
+        let all: [any Suspending] = lock.withLock { Array(members.values) }
+        for member in all { member.endIfClientLeft() }
     }
 
     /// Ends every member, and every one added from now on, with `fallback`.

@@ -77,10 +77,13 @@ extension ServiceConfiguration {
         Option(name: "idle-timeout", placeholder: "S", help: "Seconds an idle connection stays open; 0 = forever (default {default}).", default: { "\($0.idleTimeout)" }) { value, source, config throws(UsageError) in
             config.idleTimeout = try integer(value, source, in: 0...86_400)
         },
-        Option(name: "max-connections", placeholder: "N", help: "Open connections at most (default {default}).", default: { "\($0.maxConnections)" }) { value, source, config throws(UsageError) in
+        Option(name: "request-timeout", placeholder: "S", help: "Seconds a request's head and body may take to arrive, else 408 and the connection closes; 0 = no limit (default {default}).", default: { shown($0.requestTimeout) }) { value, source, config throws(UsageError) in
+            config.requestTimeout = try seconds(value, source, in: 0...3600)
+        },
+        Option(name: "max-connections", placeholder: "N", help: "Open connections at most, and no more than the descriptor limit allows (default {default}).", default: { "\($0.maxConnections)" }) { value, source, config throws(UsageError) in
             config.maxConnections = try integer(value, source, in: 1...1_000_000)
         },
-        Option(name: "max-connections-per-ip", placeholder: "N", help: "Connections from one client address at most, 0 for no limit (default {default}).", default: { "\($0.maxConnectionsPerIP)" }) { value, source, config throws(UsageError) in
+        Option(name: "max-connections-per-ip", placeholder: "N", help: "Connections from one client address at most, 0 for no limit; --trusted-proxy peers are exempt (default {default}).", default: { "\($0.maxConnectionsPerIP)" }) { value, source, config throws(UsageError) in
             config.maxConnectionsPerIP = try integer(value, source, in: 0...1_000_000)
         },
         Option(name: "connection-memory", placeholder: "B", help: "Bytes per connection for request line and headers; more gets 431 (default {default}).", default: { "\($0.connectionMemory)" }) { value, source, config throws(UsageError) in
@@ -89,7 +92,7 @@ extension ServiceConfiguration {
         Option(name: "heartbeat", placeholder: "S", help: "Seconds between heartbeats on event streams (default {default}).", default: { "\($0.heartbeatSeconds)" }) { value, source, config throws(UsageError) in
             config.heartbeatSeconds = try integer(value, source, in: 1...3600)
         },
-        Option(name: "max-watchers", placeholder: "N", help: "Event streams and long-polls at most; more get 503 (default {default}).", default: { "\($0.maxWatchers)" }) { value, source, config throws(UsageError) in
+        Option(name: "max-watchers", placeholder: "N", help: "Event streams and long-polls at most, and no more than the descriptor limit allows; more get 503 (default {default}).", default: { "\($0.maxWatchers)" }) { value, source, config throws(UsageError) in
             config.maxWatchers = try integer(value, source, in: 1...1_000_000)
         },
         Option(name: "max-watchers-per-session", placeholder: "N", help: "Watchers of one session at most (default {default}).", default: { "\($0.maxWatchersPerSession)" }) { value, source, config throws(UsageError) in
@@ -135,7 +138,7 @@ extension ServiceConfiguration {
             }
             config.logErrorsToStderr = value == "stderr"
         },
-        Option(name: "trusted-proxy", placeholder: "CIDR", help: "Log the client X-Forwarded-For names when the peer is in CIDR (repeatable, or comma-separated).") { value, source, config throws(UsageError) in
+        Option(name: "trusted-proxy", placeholder: "CIDR", help: "Log the client X-Forwarded-For names when the peer is in CIDR, and exempt the peer from --max-connections-per-ip (repeatable, or comma-separated).") { value, source, config throws(UsageError) in
             for text in value.split(separator: ",", omittingEmptySubsequences: false) {
                 guard let range = AddressRange(text) else {
                     throw UsageError(description: "\(source) must be addresses or CIDR blocks (10.0.0.0/8, ::1), comma-separated, not '\(text)'")

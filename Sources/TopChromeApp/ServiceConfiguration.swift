@@ -24,8 +24,12 @@ public struct ServiceConfiguration: Sendable, Equatable {
     /// Seconds an idle connection is kept open; 0 = forever.
     public var idleTimeout = 60
     public var maxConnections = 10_000
-    /// Connections from one client address at most; 0 = no limit.
-    public var maxConnectionsPerIP = 0
+    /// Connections from one client address at most; 0 = no limit. An app
+    /// holds two (its event stream and its requests); the rest is room for
+    /// devices behind one NAT. Trusted proxies are exempt.
+    public var maxConnectionsPerIP = 64
+    /// Seconds a request's head and body may take to arrive; past them 408.
+    public var requestTimeout = 10.0
     /// Bytes per connection for the request line and headers (larger get 431).
     public var connectionMemory = 8192
     /// Seconds between heartbeat comments on event streams.
@@ -102,6 +106,7 @@ public struct ServiceConfiguration: Sendable, Equatable {
         server.maxConnections = maxConnections
         server.connectionMemoryBytes = connectionMemory
         server.maxConnectionsPerAddress = maxConnectionsPerIP
+        server.requestTimeout = requestTimeout > 0 ? .milliseconds(Int((requestTimeout * 1000).rounded())) : nil
         server.trustedProxies = TrustedProxies(trustedProxies)
         if let certificate = tlsCertificatePEM, let key = tlsKeyPEM {
             server.tls = TLSCredentials(certificatePEM: certificate, privateKeyPEM: key)

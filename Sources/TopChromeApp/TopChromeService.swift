@@ -37,19 +37,30 @@ public final class TopChromeService: Sendable {
     private let reloads: Reloads
     /// Redis's error replies by code, whose episodes a chore ends.
     private let redisErrorReplies: RedisErrorReplies?
+    /// Connections and watchers the descriptor limit allows.
+    let descriptorBudget: DescriptorBudget
+    private let refusalLog: RefusalLog
 
     public init(configuration: ServiceConfiguration) {
         self.configuration = configuration
         let ttl = configuration.sessionTTL
         let rules = ChromeRules(revealThreshold: configuration.revealThreshold)
         let idleTimeout: Duration? = ttl > 0 ? .seconds(ttl) : nil
-        let subscriptions = SessionSubscriptions(limits: .init(total: configuration.maxWatchers,
+        let redisLanes: Int? = if case .memory = configuration.store { nil } else { configuration.redisConnections }
+        let budget = DescriptorBudget(limit: DescriptorBudget.raiseDescriptorLimit(),
+                                      reserve: DescriptorBudget.reserve(threads: configuration.threads,
+                                                                        redisConnections: redisLanes))
+        descriptorBudget = budget
+        let subscriptions = SessionSubscriptions(limits: .init(total: min(configuration.maxWatchers, budget.watchers),
                                                                perSession: configuration.maxWatchersPerSession))
         let metrics = ServiceMetrics()
         let tlsMetrics = configuration.httpServer.tls.map(TLSMetrics.init)
         let tlsFamilies: [any MetricsFamilies] = tlsMetrics.map { [$0] } ?? []
         logger = Logger(format: configuration.logFormat, level: configuration.logLevel,
                         errors: configuration.logErrorsToStderr ? STDERR_FILENO : STDOUT_FILENO)
+        let connectionCounts = ConnectionCounts()
+        let connectionMetrics = ConnectionMetrics(counts: connectionCounts, budget: budget)
+        refusalLog = RefusalLog(counts: connectionCounts, logger: logger)
         switch configuration.store {
         case .memory:
             let store = InMemorySessionStore(rules: rules, capacity: configuration.maxSessions, idleTimeout: idleTimeout,
@@ -61,7 +72,7 @@ public final class TopChromeService: Sendable {
             let stateFile = snapshots.map(StateFileMetrics.init)
             api = SessionAPI(store: store, maxBodyBytes: configuration.maxBodyBytes,
                              authToken: configuration.authToken, maxWaitSeconds: configuration.maxWaitSeconds,
-                             metrics: metrics, statistics: store.statistics, moreMetrics: (stateFile.map { [$0] } ?? []) + tlsFamilies,
+                             metrics: metrics, statistics: store.statistics, moreMetrics: (stateFile.map { [$0] } ?? []) + tlsFamilies + [connectionMetrics],
                              readinessDetails: stateFile.map { [$0] } ?? [],
                              crossOrigin: CrossOriginPolicy(origins: configuration.corsOrigins))
             self.snapshots = snapshots
@@ -78,12 +89,16 @@ public final class TopChromeService: Sendable {
             redisStore = store
             api = SessionAPI(store: store, maxBodyBytes: configuration.maxBodyBytes,
                              authToken: configuration.authToken, maxWaitSeconds: configuration.maxWaitSeconds,
-                             metrics: metrics, statistics: store.statistics, moreMetrics: [redisMetrics] + tlsFamilies,
+                             metrics: metrics, statistics: store.statistics,
+                             moreMetrics: [redisMetrics] + tlsFamilies + [connectionMetrics],
                              crossOrigin: CrossOriginPolicy(origins: configuration.corsOrigins))
             snapshots = nil
         }
-        server = HTTPServer(configuration: configuration.httpServer, responder: api,
-                            observer: ExchangeRecorder(metrics: metrics, logger: logger))
+        var serverConfiguration = configuration.httpServer
+        serverConfiguration.descriptorBudget = budget.connections
+        server = HTTPServer(configuration: serverConfiguration, responder: api,
+                            observer: ExchangeRecorder(metrics: metrics, logger: logger),
+                            connectionCounts: connectionCounts)
         reloads = Reloads(configuration: configuration, tlsMetrics: tlsMetrics)
     }
 
@@ -121,7 +136,9 @@ public final class TopChromeService: Sendable {
         } catch {
             throw .server(error)
         }
+        warnIfOverBudget()
         chores.every(.seconds(configuration.heartbeatSeconds)) { [api] in api.heartbeat() }
+        chores.every(.seconds(1)) { [refusalLog] in refusalLog.check() }
         // Request logs are written in batches; this bounds how late a line can be.
         chores.every(.milliseconds(250)) { [logger] in logger.flush() }
         if let store = memoryStore, let ttl = store.idleTimeout {
@@ -149,6 +166,24 @@ public final class TopChromeService: Sendable {
         }
         return outcome
     }
+
+    /// One line when the descriptor limit allows fewer connections or
+    /// watchers than configured: the server starts with what it allows.
+    private func warnIfOverBudget() {
+        var over: [String] = []
+        if configuration.maxConnections > descriptorBudget.connections {
+            over.append("--max-connections \(configuration.maxConnections) as \(descriptorBudget.connections)")
+        }
+        if configuration.maxWatchers > descriptorBudget.watchers {
+            over.append("--max-watchers \(configuration.maxWatchers) as \(descriptorBudget.watchers)")
+        }
+        guard !over.isEmpty else { return }
+        logger.log(.warn, "the descriptor limit (nofile \(descriptorBudget.limit), raised to its hard limit) allows fewer connections than configured: serving "
+                   + over.joined(separator: " and "), always: true)
+    }
+
+    /// Connections open now, and those refused by reason.
+    public var connections: ConnectionCounts { server.connections }
 
     /// What a start found.
     public struct StartOutcome: Sendable {

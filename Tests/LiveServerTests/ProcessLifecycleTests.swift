@@ -28,9 +28,16 @@ import TopChromeTesting
         }
         private let printed = Printed()
 
-        init(_ arguments: [String], environment: [String: String]? = nil) throws {
-            process.executableURL = ProcessLifecycleTests.executable
-            process.arguments = arguments
+        /// - Parameter descriptorLimit: the `nofile` limits (soft, hard) the server starts under.
+        init(_ arguments: [String], environment: [String: String]? = nil, descriptorLimit: (Int, Int)? = nil) throws {
+            if let (soft, hard) = descriptorLimit {
+                process.executableURL = URL(fileURLWithPath: "/usr/bin/prlimit")
+                process.arguments = ["--nofile=\(soft):\(hard)", ProcessLifecycleTests.executable.path]
+                    + arguments
+            } else {
+                process.executableURL = ProcessLifecycleTests.executable
+                process.arguments = arguments
+            }
             if let environment { process.environment = environment }
             process.standardOutput = output
             process.standardError = errors

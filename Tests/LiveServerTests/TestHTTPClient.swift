@@ -20,9 +20,10 @@ final class TestHTTPClient {
     /// are all set runs its deinit when its init throws, so a socket stored
     /// first and closed on failure would be closed twice, and the second
     /// close would take whatever descriptor another test opened meanwhile.
-    init(port: Int, host: String = "127.0.0.1") throws {
+    /// - Parameter source: the client's own address (see `connectedSocket`).
+    init(port: Int, host: String = "127.0.0.1", from source: String? = nil) throws {
         let fd: Int32
-        do { fd = try connectedSocket(port: port, host: host) } catch { throw TestClientError.connect(error.errno) }
+        do { fd = try connectedSocket(port: port, host: host, from: source) } catch { throw TestClientError.connect(error.errno) }
         var timeout = timeval(tv_sec: 10, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         self.fd = fd
@@ -97,6 +98,13 @@ final class TestHTTPClient {
     func setReadTimeout(seconds: Int) {
         var timeout = timeval(tv_sec: seconds, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+    }
+
+    /// Whether a byte from the server waits to be read now (without waiting).
+    func hasPendingInput() -> Bool {
+        if !buffer.isEmpty { return true }
+        var entry = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        return poll(&entry, 1, 0) == 1
     }
 
     /// True once the server has closed this connection.

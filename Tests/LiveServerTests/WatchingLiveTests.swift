@@ -220,6 +220,7 @@ import TopChromeTesting
             $0.threads = 1
             $0.heartbeatSeconds = 60
             $0.maxWatchersPerSession = 500
+            $0.maxConnectionsPerIP = 0  // every client is 127.0.0.1
         }
         let id = try single.createSession()
         let etag = try single.etag(id)

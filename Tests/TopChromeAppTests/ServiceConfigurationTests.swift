@@ -20,6 +20,16 @@ import Testing
         #expect(configuration.revealThreshold == 1)
         #expect(configuration.sessionTTL == 3600)
         #expect(configuration.shutdownTimeout == 10)
+        #expect(configuration.requestTimeout == 10)
+        #expect(configuration.maxConnectionsPerIP == 64)
+        #expect(configuration.httpServer.requestTimeout == .seconds(10))
+        #expect(configuration.httpServer.maxConnectionsPerAddress == 64)
+    }
+
+    @Test func requestTimeoutInSecondsAndZeroForNone() throws {
+        #expect(try serve(["--request-timeout", "2.5"]).httpServer.requestTimeout == .milliseconds(2500))
+        #expect(try serve(["--request-timeout", "0"]).httpServer.requestTimeout == nil)
+        #expect(throws: ServiceConfiguration.UsageError.self) { try serve(["--request-timeout", "-1"]) }
     }
 
     @Test func flagsInBothForms() throws {
