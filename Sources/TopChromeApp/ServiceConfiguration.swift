@@ -4,6 +4,7 @@ import Glibc
 import FoundationEssentials
 import MicroHTTPD
 import Redis
+import SessionSnapshots
 import TopChromeCore
 
 /// Everything an operator can set, from flags or their `TOPCHROME_*`
@@ -50,6 +51,8 @@ public struct ServiceConfiguration: Sendable, Equatable {
     public var stateFile: String?
     /// Seconds between snapshots to the state file (besides the one at shutdown).
     public var snapshotInterval = 60
+    /// When the journal beside the state file is synced (Redis's `appendfsync`).
+    public var fsync = FsyncPolicy.everysec
     public var logFormat = LogFormat.text
     /// `info` logs every request; `warn` only problems.
     public var logLevel = LogLevel.info
@@ -171,11 +174,14 @@ public struct ServiceConfiguration: Sendable, Equatable {
             if given["state-file"] == nil, let source = given["snapshot-interval"] {
                 throw UsageError(description: "\(source) sets how often the state file is written and does nothing without one; add --state-file PATH, or remove it")
             }
+            if given["state-file"] == nil, let source = given["fsync"] {
+                throw UsageError(description: "\(source) sets when the state file's journal is synced and does nothing without one; add --state-file PATH, or remove it")
+            }
         case .redis, .redisSentinel:
             if let source = given["state-file"] {
                 throw UsageError(description: "\(source) is for the memory store; Redis keeps sessions itself (RDB or AOF persistence)")
             }
-            if let source = given["snapshot-interval"] {
+            if let source = given["snapshot-interval"] ?? given["fsync"] {
                 throw UsageError(description: "\(source) is for the memory store's state file; Redis keeps sessions itself (RDB or AOF persistence)")
             }
             if let source = given["max-sessions"] {
