@@ -113,6 +113,14 @@ public struct JournalFiles: Sendable {
             lines.removeLast()
         }
         guard let header = lines.popFirst() else { return Reading(records: [], torn: torn) }
+        try readHeader(header, reader: reader, number: number)
+        var records: [Record] = []
+        records.reserveCapacity(lines.count)
+        for line in lines { records.append(try readRecord(line, reader: reader, tag: tag)) }
+        return Reading(records: records, torn: torn)
+    }
+
+    func readHeader(_ header: JSONLine, reader: SnapshotFile, number: UInt64) throws(SnapshotFile.Failure) {
         let members = try reader.object(header, allowed: ["format", "version", "journal"])
         guard members["format"] == .string(Self.format) else { throw reader.corrupt(header, "not a \(Self.format) file") }
         guard case let .number(version, _) = members["version"], version == Double(Self.formatVersion) else {
@@ -121,20 +129,17 @@ public struct JournalFiles: Sendable {
         guard case let .number(_, literal) = members["journal"], UInt64(literal) == number else {
             throw reader.corrupt(header, "the header's journal number is not the file name's \(number)")
         }
-        var records: [Record] = []
-        records.reserveCapacity(lines.count)
-        for line in lines {
-            let members = try reader.object(line, allowed: SnapshotFile.sessionMembers.union(["removed"]))
-            if let removed = members["removed"] {
-                guard removed == .bool(true), members.count == 2, case let .string(text) = members["id"], let id = SessionID(text) else {
-                    throw reader.corrupt(line, "a removal holds only an id and \"removed\":true")
-                }
-                records.append(Record(id: id, state: nil))
-            } else {
-                let session = try reader.readSession(line, members: members, tag: tag)
-                records.append(Record(id: session.id, state: session.state))
+    }
+
+    func readRecord(_ line: JSONLine, reader: SnapshotFile, tag: StateTag) throws(SnapshotFile.Failure) -> Record {
+        let members = try reader.object(line, allowed: SnapshotFile.sessionMembers.union(["removed"]))
+        if let removed = members["removed"] {
+            guard removed == .bool(true), members.count == 2, case let .string(text) = members["id"], let id = SessionID(text) else {
+                throw reader.corrupt(line, "a removal holds only an id and \"removed\":true")
             }
+            return Record(id: id, state: nil)
         }
-        return Reading(records: records, torn: torn)
+        let session = try reader.readSession(line, members: members, tag: tag)
+        return Record(id: session.id, state: session.state)
     }
 }

@@ -184,7 +184,7 @@ public struct SnapshotFile: Sendable {
         return members
     }
 
-    private func readHeader(_ line: JSONLine) throws(Failure) -> (count: Int, journal: UInt64) {
+    func readHeader(_ line: JSONLine) throws(Failure) -> (count: Int, journal: UInt64) {
         let header = try object(line, allowed: ["format", "version", "count", "journal"])
         guard header["format"] == .string(Self.format) else { throw corrupt(line, "not a \(Self.format) file") }
         guard case let .number(version, _) = header["version"], version == Double(Self.formatVersion) else {

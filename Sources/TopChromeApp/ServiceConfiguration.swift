@@ -207,6 +207,10 @@ public struct ServiceConfiguration: Sendable, Equatable {
                topchrome redis-functions load [options]
                                                  (load the Redis function library on every primary of
                                                   --store, so the service may run as a user who only calls it)
+               topchrome state-file check PATH   (read the state file and its journals as a start would:
+                                                  exit 0 readable, 2 damaged, naming each line and byte)
+               topchrome state-file repair PATH  (keep every readable session in a new state file,
+                                                  the old files kept beside it; the server stopped)
                topchrome version                 (also -v, --version: the version and commit)
                topchrome watch [--auth-token-file FILE] URL ID
                                                  (print each state of session ID as it arrives;

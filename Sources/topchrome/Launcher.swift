@@ -21,6 +21,12 @@ enum Launcher {
         signal(SIGPIPE, SIG_IGN)
 
         var arguments = Array(CommandLine.arguments.dropFirst())
+        if arguments.first == "state-file" {
+            guard let command = StateFileCommand(arguments: Array(arguments.dropFirst())) else { fail(StateFileCommand.usage, status: 2) }
+            for line in command.output { print(line) }
+            for line in command.problems { printToStandardError("topchrome state-file: \(line)") }
+            exit(command.exitStatus)
+        }
         var subcommand = ["healthcheck", "check-config"].first { $0 == arguments.first }
         if arguments.first == "redis-functions" {
             guard arguments.dropFirst().first == "load" else {

@@ -83,3 +83,56 @@ import TopChromeTesting
         #expect(!full.output.contains("state file"), "\(full.output)")
     }
 }
+
+/// `topchrome state-file check` and `repair`, on a state file a kill and
+/// a hand edit left: check names the line and byte and exits 2; repair
+/// keeps every readable session, keeps the old files, and a start then
+/// reads the mended file.
+@Suite struct StateFileCommandTests {
+    typealias RunningServer = ProcessLifecycleTests.RunningServer
+
+    @Test func checkFindsAndRepairMends() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("state-command-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let path = folder.appendingPathComponent("state.jsonl").path
+        let server = try RunningServer(["--port", "0", "--state-file", path, "--fsync", "always"])
+        _ = try server.waitUntilListening()
+        let client = try TestHTTPClient(port: server.port)
+        let ids = try (0..<3).map { _ in try #require(try client.request("POST", "/v1/sessions").json["id"] as? String) }
+        server.signal(SIGKILL)
+        _ = server.waitForExit(within: 10)
+
+        let healthy = try CommandLineTests.run(["state-file", "check", path])
+        #expect(healthy.status == 0, "\(healthy.errors)")
+        #expect(healthy.output.contains("3 sessions after them"), "\(healthy.output)")
+
+        // A bad line in the middle of the journal, and a torn last one.
+        let journal = path + ".journal-0"
+        var lines = try String(contentsOfFile: journal, encoding: .utf8).split(separator: "\n").map(String.init)
+        lines.insert(#"{"id":"nope","inset":0}"#, at: 2)
+        try (lines.joined(separator: "\n") + "\n" + #"{"id":"0000"#).write(toFile: journal, atomically: true, encoding: .utf8)
+        let byte = lines[0..<2].map { $0.utf8.count + 1 }.reduce(0, +)
+        let damaged = try CommandLineTests.run(["state-file", "check", path])
+        #expect(damaged.status == 2)
+        #expect(damaged.errors.contains("'\(journal)' line 3, byte \(byte): no valid id"), "\(damaged.errors)")
+        #expect(damaged.output.contains("warning:"), "the torn record is named: \(damaged.output)")
+        let refused = try RunningServer(["--port", "0", "--state-file", path])
+        #expect(refused.waitForExit(within: 10) == 2, "a start refuses it too")
+
+        let repaired = try CommandLineTests.run(["state-file", "repair", path])
+        #expect(repaired.status == 0, "\(repaired.errors)")
+        #expect(repaired.output.contains("dropped: '\(journal)' line 3"), "\(repaired.output)")
+        let names = try FileManager.default.contentsOfDirectory(atPath: folder.path)
+        #expect(names.contains { $0.hasPrefix("state.jsonl.journal-0.before-repair-") }, "\(names)")
+        #expect(try CommandLineTests.run(["state-file", "check", path]).status == 0)
+        #expect(try CommandLineTests.run(["state-file", "frobnicate", path]).status == 2)
+
+        let again = try RunningServer(["--port", "0", "--state-file", path])
+        _ = try again.waitUntilListening()
+        let reader = try TestHTTPClient(port: again.port)
+        for id in ids { #expect(try reader.request("GET", "/v1/sessions/\(id)").status == 200) }
+        again.signal(SIGTERM)
+        #expect(again.waitForExit(within: 10) == 0)
+    }
+}
