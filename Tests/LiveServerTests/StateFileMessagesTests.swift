@@ -48,6 +48,33 @@ import TopChromeTesting
         #expect(server.waitForExit(within: 10) == 0)
     }
 
+    /// `/metrics` says what a crash now would lose and how the journal's
+    /// syncs go: with `always`, nothing is left off disk once a change is
+    /// answered; with `everysec`, within a flush.
+    @Test(arguments: ["always", "everysec"]) func theJournalShowsInMetrics(_ policy: String) throws {
+        let server = try RunningServer(["--port", "0", "--state-file", folder.appendingPathComponent("state.jsonl").path,
+                                        "--fsync", policy, "--log-level", "warn"])
+        _ = try server.waitUntilListening()
+        let client = try TestHTTPClient(port: server.port)
+        func metric(_ name: String) throws -> Double? {
+            let text = try client.request("GET", "/metrics").text
+            return text.split(separator: "\n").first { $0.hasPrefix(name + " ") }.flatMap { Double($0.split(separator: " ")[1]) }
+        }
+        let empty = try #require(try metric("topchrome_state_file_journal_bytes"))
+        #expect(try client.request("POST", "/v1/sessions").status == 201)
+        if policy == "always" {
+            #expect(try metric("topchrome_state_file_changes_not_on_disk") == 0)
+            #expect(try metric("topchrome_state_file_journal_last_fsync_timestamp_seconds") ?? 0 > 1e9)
+        } else {
+            #expect(eventually { (try? metric("topchrome_state_file_journal_last_fsync_timestamp_seconds")) ?? 0 > 1e9 })
+            #expect(eventually { (try? metric("topchrome_state_file_changes_not_on_disk")) == 0 })
+        }
+        #expect(try metric("topchrome_state_file_journal_bytes") ?? 0 > empty, "the record is in the journal")
+        #expect(try metric("topchrome_state_file_journal_last_fsync_duration_seconds") ?? -1 >= 0)
+        server.signal(SIGTERM)
+        #expect(server.waitForExit(within: 10) == 0)
+    }
+
     /// Whether this process may mount a small tmpfs (root, outside a
     /// locked-down container): a full filesystem is made so.
     static let canMount: Bool = {
