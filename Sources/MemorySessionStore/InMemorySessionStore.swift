@@ -291,11 +291,16 @@ public final class InMemorySessionStore: SessionStore, SessionChangeFeed {
     /// its state now (nil: removed), for the journal. Each shard is taken
     /// under its lock, so a change is either taken now or listed for the
     /// next call, never lost between.
-    public func takeChanges() -> [(id: SessionID, state: ChromeState?)] {
-        var records: [(id: SessionID, state: ChromeState?)] = []
+    public func takeChanges(into records: inout [(id: SessionID, state: ChromeState?)]) {
         for index in 0..<shards.count {
             shards[index].withLock { $0.takeChanged(into: &records) }
         }
+    }
+
+    /// ``takeChanges(into:)`` into a new array.
+    public func takeChanges() -> [(id: SessionID, state: ChromeState?)] {
+        var records: [(id: SessionID, state: ChromeState?)] = []
+        takeChanges(into: &records)
         return records
     }
 

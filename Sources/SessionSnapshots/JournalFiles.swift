@@ -87,18 +87,6 @@ public struct JournalFiles: Sendable {
         return writer.bytes
     }
 
-    static func append(_ record: Record, to writer: inout JSONWriter) {
-        if let state = record.state {
-            SnapshotFile.writeSession(record.id, state, to: &writer)
-        } else {
-            writer.object { object in
-                object.member("id") { $0.string(record.id.description) }
-                object.member("removed") { $0.bool(true) }
-            }
-        }
-        writer.raw("\n")
-    }
-
     /// Journal `number`'s records. A torn last record is left out and
     /// named; anything else that is not a record is refused, naming the
     /// line and byte (the reader of its snapshot's lines, with its rules).

@@ -27,7 +27,9 @@ public enum FsyncPolicy: String, Sendable, CaseIterable {
 public final class JournalWriter: @unchecked Sendable {
     public let files: JournalFiles
     public let policy: FsyncPolicy
-    private let take: @Sendable () -> [JournalFiles.Record]
+    private let take: @Sendable (inout [ChangedSession]) -> Void
+    /// What the last flush took, its room kept for the next.
+    private var taken: [ChangedSession] = []
     private let lock = PthreadLock()
     // Under `lock`:
     private var descriptor: Int32 = -1
@@ -37,6 +39,8 @@ public final class JournalWriter: @unchecked Sendable {
     private var olderBytes: [UInt64: Int] = [:]
     /// Records taken but not written (a write failed), by session: the latest wins.
     private var unwritten: [SessionID: ChromeState?] = [:]
+    /// The flush's bytes, kept between flushes (unless large) so a steady load allocates nothing.
+    private var buffer = JournalRecordBuffer()
     /// Records written but not yet synced.
     private var unsynced = 0
     /// Changes taken into each journal the last good snapshot does not
@@ -44,8 +48,11 @@ public final class JournalWriter: @unchecked Sendable {
     private var changesByJournal: [UInt64: Int] = [:]
     private var record = JournalRecord()
 
-    /// - Parameter take: the changes since the last call, e.g. the store's `takeChanges()`.
-    public init(files: JournalFiles, policy: FsyncPolicy, take: @escaping @Sendable () -> [JournalFiles.Record]) {
+    /// A session's state now, or nil if it is gone.
+    public typealias ChangedSession = (id: SessionID, state: ChromeState?)
+
+    /// - Parameter take: appends the changes since the last call, e.g. the store's `takeChanges(into:)`.
+    public init(files: JournalFiles, policy: FsyncPolicy, take: @escaping @Sendable (inout [ChangedSession]) -> Void) {
         self.files = files
         self.policy = policy
         self.take = take
@@ -72,22 +79,23 @@ public final class JournalWriter: @unchecked Sendable {
     }
 
     private func flushLocked() -> Bool {
-        let taken = take()
+        taken.removeAll(keepingCapacity: taken.capacity < 1 << 16)
+        take(&taken)
         if !taken.isEmpty { changesByJournal[number, default: 0] += taken.count }
-        for change in taken { unwritten[change.id] = change.state }
-        if !unwritten.isEmpty {
-            guard descriptor >= 0 else {
-                record.failed("no journal is open")
-                return false
-            }
-            var writer = JSONWriter(capacity: unwritten.count * 120)
-            for (id, state) in unwritten { JournalFiles.append(.init(id: id, state: state), to: &writer) }
-            if let failure = append(writer.bytes) {
+        if !taken.isEmpty || !unwritten.isEmpty {
+            buffer.removeAll()
+            for (id, state) in unwritten { buffer.append(id, state) }
+            for change in taken { buffer.append(change.id, change.state) }
+            let failure = append(buffer.bytes)
+            buffer.removeAll()
+            if let failure {
+                // Kept, the latest state of each, for the next flush.
+                for change in taken { unwritten[change.id] = change.state }
                 record.failed(failure)
                 return false
             }
-            unsynced += unwritten.count
-            unwritten.removeAll(keepingCapacity: true)
+            unsynced += unwritten.count + taken.count
+            unwritten.removeAll()
             record.lastFailure = nil
         }
         guard unsynced > 0, policy != .no else { return true }
@@ -103,7 +111,8 @@ public final class JournalWriter: @unchecked Sendable {
     }
 
     /// Appends `bytes` whole, or cuts back what was written of them.
-    private func append(_ bytes: [UInt8]) -> String? {
+    private func append(_ bytes: ArraySlice<UInt8>) -> String? {
+        guard descriptor >= 0 else { return "no journal is open" }
         var linked = stat()
         if fstat(descriptor, &linked) == 0, linked.st_nlink == 0 { return "the journal '\(files.path(number))' was removed" }
         var written = 0

@@ -56,9 +56,8 @@ public final class TopChromeService: Sendable {
             redisStore = nil
             let snapshots = configuration.stateFile.map { path in
                 let file = SnapshotFile(path: path)
-                let journal = JournalWriter(files: JournalFiles(snapshot: file), policy: configuration.fsync) {
-                    store.takeChanges().map { JournalFiles.Record(id: $0.id, state: $0.state) }
-                }
+                let journal = JournalWriter(files: JournalFiles(snapshot: file), policy: configuration.fsync,
+                                            take: store.takeChanges(into:))
                 barrier?.set { journal.flush() }
                 return SnapshotWriter(file: file, journal: journal, collect: store.snapshot)
             }

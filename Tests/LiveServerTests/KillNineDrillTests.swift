@@ -41,6 +41,8 @@ import Testing
         var acknowledged: [String: [(seq: Int, at: Date)]] = [:]
         var created: [String: Date] = [:]
         var deleted: [String: Date] = [:]
+        /// Deletes sent: one cut off by the kill may or may not have been done.
+        var deleting: Set<String> = []
         var nextSeq: [String: Int] = [:]
         var live: [String] = []
         var stop = false
@@ -96,7 +98,7 @@ import Testing
         for (id, at) in model.deleted where restored[id] != nil {
             losses.append(Loss(what: "the delete of \(id) came back", age: killedAt.timeIntervalSince(at)))
         }
-        for (id, at) in model.created where model.deleted[id] == nil {
+        for (id, at) in model.created where !model.deleting.contains(id) {
             guard let kept = restored[id] else {
                 losses.append(Loss(what: "session \(id) is gone", age: killedAt.timeIntervalSince(at)))
                 continue
@@ -128,6 +130,7 @@ import Testing
                     }
                 } else if choice < 22 {
                     let id = live.randomElement(using: &random)!
+                    model.lock.withLock { _ = model.deleting.insert(id) }
                     let response = try client.request("DELETE", "/v1/sessions/\(id)")
                     guard response.status == 204 else { return }
                     model.lock.withLock {

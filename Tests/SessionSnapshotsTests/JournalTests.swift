@@ -1,6 +1,7 @@
 import Foundation
 import MemorySessionStore
 @testable import SessionSnapshots
+import StrictJSON
 import Testing
 import TopChromeCore
 
@@ -19,7 +20,7 @@ import TopChromeCore
     }
 
     func journaled(_ store: InMemorySessionStore, _ policy: FsyncPolicy = .everysec) -> (JournalWriter, SnapshotWriter) {
-        let journal = JournalWriter(files: files, policy: policy) { store.takeChanges().map { .init(id: $0.id, state: $0.state) } }
+        let journal = JournalWriter(files: files, policy: policy, take: store.takeChanges(into:))
         return (journal, SnapshotWriter(file: file, journal: journal, collect: store.snapshot))
     }
 
@@ -190,5 +191,35 @@ import TopChromeCore
         _ = store.remove(id)
         #expect(try recovered()[id] == nil)
         #expect(journal.health.syncs == 3)
+    }
+
+    /// The journal's own encoder writes what the snapshot's writer writes,
+    /// so one reader reads both.
+    @Test func recordsAreWrittenAsTheSnapshotWritesSessions() throws {
+        var generator = SystemRandomNumberGenerator()
+        let behaviors: [RevealBehavior] = [.revealAtTop, .pinned, .enterAlways, .exitUntilCollapsed]
+        for round in 0..<2_000 {
+            let state = ChromeState(
+                inset: [0, 59.5, 10_000, 1e-40, Double.random(in: 0...10_000, using: &generator)][round % 5],
+                isRevealed: Bool.random(using: &generator),
+                version: [1, 1 << 40, UInt64.random(in: 1...ChromeState.allowedVersions.upperBound, using: &generator)][round % 3],
+                lastAppliedSeq: round % 4 == 0 ? nil : [0, 9_007_199_254_740_991, UInt64.random(in: 0...1 << 53, using: &generator)][round % 3],
+                behavior: behaviors[round % 4], snap: round % 3 == 0,
+                chosenCollapsibleHeight: round % 2 == 0 ? nil : Float.random(in: 0...500, using: &generator),
+                trackedHeightOffset: round % 5 == 0 ? 0 : -Float.random(in: 0...500, using: &generator),
+                lastOffset: round % 6 == 0 ? nil : [0, -12, 1234.5, Double.random(in: -1e6...1e6, using: &generator)][round % 4])
+            let id = round == 0 ? SessionID(high: 0, low: 1) : SessionID.random()
+            var expected = JSONWriter(capacity: 256)
+            SnapshotFile.writeSession(id, state, to: &expected)
+            expected.raw("\n")
+            var buffer = JournalRecordBuffer()
+            buffer.append(id, state)
+            let bytes = Array(buffer.bytes)
+            #expect(bytes == expected.bytes, "\(String(decoding: bytes, as: UTF8.self)) vs \(String(decoding: expected.bytes, as: UTF8.self))")
+        }
+        var removal = JournalRecordBuffer()
+        let id = SessionID.random()
+        removal.append(id, nil)
+        #expect(String(decoding: removal.bytes, as: UTF8.self) == #"{"id":"\#(id)","removed":true}"# + "\n")
     }
 }
