@@ -53,6 +53,10 @@ public struct ServiceConfiguration: Sendable, Equatable {
     public var snapshotInterval = 60
     /// When the journal beside the state file is synced (Redis's `appendfsync`).
     public var fsync = FsyncPolicy.everysec
+    /// A journal past this many bytes (or past twice the snapshot) starts a
+    /// snapshot before its interval, as Redis's `auto-aof-rewrite-min-size`.
+    /// Not an option: the default suits; tests lower it.
+    public var journalSnapshotBytes = 64 << 20
     public var logFormat = LogFormat.text
     /// `info` logs every request; `warn` only problems.
     public var logLevel = LogLevel.info

@@ -33,6 +33,7 @@ public final class TopChromeService: Sendable {
     public let logger: Logger
     private let server: HTTPServer
     private let chores = Chores()
+    private let earlySnapshot = OneAtATime()
     private let snapshots: SnapshotWriter?
     private let reloads: Reloads
 
@@ -126,7 +127,11 @@ public final class TopChromeService: Sendable {
             }
             chores.every(.seconds(configuration.snapshotInterval)) { [self] in saveSnapshot() }
             // Also under `always`: removals found by expiry are journalled here.
-            chores.every(.seconds(1), qos: .userInitiated) { journal.flush() }
+            chores.every(.seconds(1), qos: .userInitiated) { [self] in
+                journal.flush()
+                let limit = Self.journalLimit(snapshot: snapshots.file, minimum: configuration.journalSnapshotBytes)
+                if journal.health.bytes > limit { snapshotSoon() }
+            }
         }
         do {
             try server.start()
@@ -232,6 +237,24 @@ public final class TopChromeService: Sendable {
         logger.log(outcome.keptSomething ? .warn : .info, "topchrome reload: " + outcome.description, always: true)
     }
 
+    /// A journal past this starts a snapshot before its interval, as Redis
+    /// rewrites an AOF that doubled: twice the snapshot, and at least `minimum`.
+    /// A long journal costs disk and start time, not requests.
+    static func journalLimit(snapshot file: SnapshotFile, minimum: Int) -> Int {
+        var status = stat()
+        let size = stat(file.path, &status) == 0 ? Int(status.st_size) : 0
+        return max(minimum, 2 * size)
+    }
+
+    /// A snapshot on a queue of its own, unless one started so is still running.
+    private func snapshotSoon() {
+        guard earlySnapshot.begin() else { return }
+        DispatchQueue.global(qos: .utility).async { [self] in
+            saveSnapshot()
+            earlySnapshot.end()
+        }
+    }
+
     /// Writes the state file now. A failure is reported and the service goes
     /// on: the previous snapshot stays in place, and the next try may succeed.
     public func saveSnapshot() {
@@ -284,5 +307,22 @@ private final class Chores: @unchecked Sendable {
             return timers
         }
         for timer in all { timer.cancel() }
+    }
+}
+
+/// Whether a piece of work is under way, so a timer does not pile it up.
+private final class OneAtATime: @unchecked Sendable {
+    private let lock = PthreadLock()
+    private var running = false
+
+    func begin() -> Bool {
+        lock.withLock {
+            defer { running = true }
+            return !running
+        }
+    }
+
+    func end() {
+        lock.withLock { running = false }
     }
 }

@@ -75,6 +75,22 @@ import TopChromeTesting
         #expect(server.waitForExit(within: 10) == 0)
     }
 
+    /// A journal that outgrows its limit starts a snapshot before the
+    /// interval (here an hour), which starts a new journal.
+    @Test func aLongJournalStartsASnapshot() throws {
+        let path = folder.appendingPathComponent("state.jsonl").path
+        let server = try LiveServer(memoryOnly: true) {
+            $0.stateFile = path
+            $0.snapshotInterval = 3600
+            $0.journalSnapshotBytes = 4096
+            $0.logLevel = .warn
+        }
+        let client = try TestHTTPClient(port: server.port)
+        for _ in 0..<60 { #expect(try client.request("POST", "/v1/sessions").status == 201) }
+        #expect(eventually(within: 10) { (try? String(contentsOfFile: path, encoding: .utf8))?.contains("\"count\":60") == true })
+        #expect(eventually { (try? FileManager.default.contentsOfDirectory(atPath: folder.path))?.contains("state.jsonl.journal-0") == false })
+    }
+
     /// Whether this process may mount a small tmpfs (root, outside a
     /// locked-down container): a full filesystem is made so.
     static let canMount: Bool = {
