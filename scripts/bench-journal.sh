@@ -2,14 +2,15 @@
 # What the state file's journal costs (BENCHMARKS.md "State file journal"):
 # the server's CPU per request on the scroll workload without a state file
 # and with one (--fsync everysec, or FSYNC), rounds alternating so the
-# shared machine's drift falls on both alike, over 1,000 and 100,000
-# sessions; and the journal's bytes per second at that load, from /metrics.
+# shared machine's drift falls on both alike (ABBA: each round swaps which
+# goes first), over 1,000 and 100,000 sessions, with the medians; and the
+# journal's bytes per second at that load, from /metrics.
 #
-# Settings (environment): SESSIONS_LIST="1000 100000" ROUNDS=3
+# Settings (environment): SESSIONS_LIST="1000 100000" ROUNDS=6
 #   WRK_CONNS=32 WRK_DURATION=5s FSYNC=everysec
 set -euo pipefail
 cd "$(dirname "$0")/.."
-: "${SESSIONS_LIST:=1000 100000}" "${ROUNDS:=3}" "${WRK_CONNS:=32}" "${WRK_DURATION:=5s}" "${FSYNC:=everysec}"
+: "${SESSIONS_LIST:=1000 100000}" "${ROUNDS:=6}" "${WRK_CONNS:=32}" "${WRK_DURATION:=5s}" "${FSYNC:=everysec}"
 command -v wrk >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >/dev/null; }
 swift build -c release --product topchrome >/dev/null
 binary=.build/release/topchrome
@@ -34,7 +35,9 @@ for sessions in $SESSIONS_LIST; do
   create_sessions "$none_url" "$sessions" "$work/ids.none"
   create_sessions "$journal_url" "$sessions" "$work/ids.journal"
   for round in $(seq "$ROUNDS"); do
-    for state in none journal; do
+    order="none journal"
+    (( round % 2 == 0 )) && order="journal none"
+    for state in $order; do
       pid_var=${state}_pid url_var=${state}_url
       pid=${!pid_var} url=${!url_var}
       cp "$work/ids.$state" "$work/ids"
@@ -58,7 +61,15 @@ per_second = f"{(after - before) / seconds:>13.0f}" if state != "none" and after
 print(f"{sessions:<9} {label:<10} {round_:>6} {rate:>10.0f} {ticks / hz * 1e6 / requests:>11.2f} {per_second}")
 PY
     done
-  done
+  done | tee "$work/rows"
+  python3 - "$work/rows" <<'PY'
+import statistics, sys
+rows = [line.split() for line in open(sys.argv[1])]
+cpu = {state: statistics.median(float(r[4]) for r in rows if r[1] == state) for state in ("none", "journal")}
+rates = [float(r[5]) for r in rows if r[1] == "journal" and r[5] != "-"]
+print(f"# {rows[0][0]} sessions: median CPU µs/req {cpu['none']:.2f} without, {cpu['journal']:.2f} with the journal "
+      f"({(cpu['journal'] / cpu['none'] - 1) * 100:+.1f} %); journal {statistics.median(rates) / 1e3:.0f} kB/s" if rates else "")
+PY
   kill "$none_pid" "$journal_pid"; wait "$none_pid" "$journal_pid" 2>/dev/null || true
   pids=()
 done
