@@ -47,6 +47,8 @@ public final class JournalWriter: @unchecked Sendable {
     /// cover (an overcount: some came before its collection).
     private var changesByJournal: [UInt64: Int] = [:]
     private var record = JournalRecord()
+    /// Set by a clean stop.
+    private var isClosed = false
 
     /// A session's state now, or nil if it is gone.
     public typealias ChangedSession = (id: SessionID, state: ChromeState?)
@@ -98,7 +100,9 @@ public final class JournalWriter: @unchecked Sendable {
             unwritten.removeAll()
             record.lastFailure = nil
         }
-        guard unsynced > 0, policy != .no else { return true }
+        // With `no`, written is as far as the journal goes.
+        if policy == .no { unsynced = 0 }
+        guard unsynced > 0 else { return true }
         let started = Self.now()
         guard fsync(descriptor) == 0 else {
             record.failed("fsync: " + String(cString: strerror(errno)))
@@ -136,7 +140,9 @@ public final class JournalWriter: @unchecked Sendable {
     /// (its number is as good: it began before the collection).
     public func beginSnapshot() -> UInt64 {
         lock.withLock {
-            guard let fd = try? create(number + 1) else { return number }
+            // After a clean stop no journal may appear: a periodic snapshot
+            // still running then would make the next start think it unclean.
+            guard !isClosed, let fd = try? create(number + 1) else { return number }
             if descriptor >= 0 {
                 if unsynced > 0, policy != .no { fsync(descriptor) }
                 close(descriptor)
@@ -163,6 +169,7 @@ public final class JournalWriter: @unchecked Sendable {
     /// is how the next start knows the stop was clean.
     public func closeCleanly() {
         lock.withLock {
+            isClosed = true
             if descriptor >= 0 { close(descriptor) }
             descriptor = -1
             for old in files.numbers() { unlink(files.path(old)) }

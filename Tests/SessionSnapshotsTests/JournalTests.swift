@@ -110,6 +110,8 @@ import TopChromeCore
         #expect(try recovered() == held(store))
         journal.closeCleanly()
         #expect(files.numbers().isEmpty)
+        _ = journal.beginSnapshot()
+        #expect(files.numbers().isEmpty, "a snapshot still running after the stop begins no journal")
         #expect(try StateFileRecovery.read(file, taggedWith: Self.tag).stoppedCleanly == true)
     }
 
