@@ -200,7 +200,8 @@ import TopChromeCore
     @Test func recordsAreWrittenAsTheSnapshotWritesSessions() throws {
         var generator = SystemRandomNumberGenerator()
         let behaviors: [RevealBehavior] = [.revealAtTop, .pinned, .enterAlways, .exitUntilCollapsed]
-        for round in 0..<2_000 {
+        var mismatches: [String] = []
+        for round in 0..<500 {
             let state = ChromeState(
                 inset: [0, 59.5, 10_000, 1e-40, Double.random(in: 0...10_000, using: &generator)][round % 5],
                 isRevealed: Bool.random(using: &generator),
@@ -217,8 +218,11 @@ import TopChromeCore
             var buffer = JournalRecordBuffer()
             buffer.append(id, state)
             let bytes = Array(buffer.bytes)
-            #expect(bytes == expected.bytes, "\(String(decoding: bytes, as: UTF8.self)) vs \(String(decoding: expected.bytes, as: UTF8.self))")
+            if bytes != expected.bytes {
+                mismatches.append("\(String(decoding: bytes, as: UTF8.self)) vs \(String(decoding: expected.bytes, as: UTF8.self))")
+            }
         }
+        #expect(mismatches.isEmpty, "\(mismatches.prefix(3))")
         var removal = JournalRecordBuffer()
         let id = SessionID.random()
         removal.append(id, nil)
