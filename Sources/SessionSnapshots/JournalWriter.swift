@@ -151,6 +151,8 @@ public final class JournalWriter: @unchecked Sendable {
             unsynced = 0
             number += 1
             (descriptor, size) = (fd, JournalFiles.header(number).count)
+            // A journal that failed (its file removed, say) is whole again.
+            record.lastFailure = nil
             return number
         }
     }

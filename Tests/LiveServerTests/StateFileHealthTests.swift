@@ -71,7 +71,11 @@ import TopChromeTesting
         #expect(eventually { (try? client.request("GET", "/metrics").text.contains("topchrome_state_file_writes_total{result=\"saved\"} 1")) == true })
 
         try FileManager.default.removeItem(at: inner)
-        #expect(eventually(within: 10) { (try? client.request("GET", "/readyz").json["degraded"]) != nil })
+        // The journal's flush may say so first; the snapshot's failure comes within its interval.
+        #expect(eventually(within: 10) {
+            ((try? client.request("GET", "/readyz").json["degraded"] as? [String: Any])?["stateFile"] as? String)?
+                .contains("cannot write state file") == true
+        })
         let degraded = try client.request("GET", "/readyz")
         #expect(degraded.status == 200)
         let detail = try #require((try degraded.json["degraded"] as? [String: Any])?["stateFile"] as? String)
@@ -81,6 +85,12 @@ import TopChromeTesting
         #expect(!metrics.contains("topchrome_state_file_writes_total{result=\"failed\"} 0"), "\(metrics)")
         #expect(!metrics.contains("topchrome_state_file_failures_in_a_row 0\n"), "\(metrics)")
         #expect(metrics.contains("topchrome_state_file_last_saved_timestamp_seconds 1"), "\(metrics)")
+        // A change now cannot reach the journal either (its file went with the folder): named too.
+        #expect(try client.request("POST", "/v1/sessions").status == 201)
+        #expect(eventually(within: 10) {
+            ((try? client.request("GET", "/readyz").json["degraded"] as? [String: Any])?["stateFile"] as? String)?
+                .contains("the journal cannot keep changes") == true
+        })
 
         try FileManager.default.createDirectory(at: inner, withIntermediateDirectories: true)
         #expect(eventually(within: 10) { (try? client.request("GET", "/readyz").json["degraded"]) == nil })

@@ -23,12 +23,10 @@ final class StateFileMetrics: MetricsFamilies, ReadinessDetail {
     /// What is wrong, while writes fail; nil while the last write succeeded.
     func problem() -> String? {
         let record = writer.health
-        if record.lastFailure == nil, let failure = writer.journal?.health.lastFailure {
-            return "the journal cannot keep changes: \(failure)"
-        }
-        guard let failure = record.lastFailure else { return nil }
+        let journal = writer.journal?.health.lastFailure.map { "the journal cannot keep changes: \($0)" }
+        guard let failure = record.lastFailure else { return journal }
         let since = record.lastSaved.map { "; it last held every session at \(Self.timestamp($0))" } ?? ""
-        return "\(failure) (\(record.failuresInARow) failed in a row\(since))"
+        return "\(failure) (\(record.failuresInARow) failed in a row\(since))" + (journal.map { "; " + $0 } ?? "")
     }
 
     func render() -> String {
