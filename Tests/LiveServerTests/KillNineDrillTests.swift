@@ -22,7 +22,7 @@ import Testing
     }
 
     @Test func alwaysLosesNothingAcknowledged() throws {
-        let losses = try drill(policy: "always", kills: 8)
+        let losses = try drill(policy: "always", kills: 20)
         #expect(losses.isEmpty, "\(losses)")
     }
 
