@@ -33,6 +33,29 @@ import TopChromeTesting
         #expect(clean.waitForExit(within: 10) == 0)
     }
 
+    /// A last journal record cut short (power lost mid-write) is dropped
+    /// and the start says so; the records before it are read.
+    @Test func aTornLastRecordIsDroppedAndLogged() throws {
+        let path = folder.appendingPathComponent("state.jsonl").path
+        let first = try RunningServer(["--port", "0", "--state-file", path, "--fsync", "always"])
+        _ = try first.waitUntilListening()
+        let id = try #require(try TestHTTPClient(port: first.port).request("POST", "/v1/sessions").json["id"] as? String)
+        first.signal(SIGKILL)
+        _ = first.waitForExit(within: 10)
+        let journal = try FileHandle(forWritingTo: URL(fileURLWithPath: path + ".journal-0"))
+        try journal.seekToEnd()
+        try journal.write(contentsOf: Data(#"{"id":"0123456789abcdef01234567"#.utf8))
+        try journal.close()
+        let second = try RunningServer(["--port", "0", "--state-file", path])
+        let line = try second.waitUntilListening()
+        #expect(line.contains("sessions_restored=1 last_stop=unclean"), "\(line)")
+        #expect(line.contains("sessions_from_journal=1 sessions_removed_by_journal=0 records_dropped=1"), "\(line)")
+        #expect(second.log.contains("dropped_bytes=31"), "\(second.log)")
+        #expect(try TestHTTPClient(port: second.port).request("GET", "/v1/sessions/\(id)").status == 200)
+        second.signal(SIGTERM)
+        #expect(second.waitForExit(within: 10) == 0)
+    }
+
     /// Snapshots that failed and then work again say so, with how many failed.
     @Test func aSnapshotThatWorksAgainSaysSo() throws {
         let inner = folder.appendingPathComponent("inner")
