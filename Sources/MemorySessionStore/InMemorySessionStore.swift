@@ -44,6 +44,14 @@ public final class InMemorySessionStore: SessionStore, SessionChangeFeed {
     /// be older than what clients saw, then renames every state (clients
     /// read again) rather than name two states alike.
     public let epoch: StateTag
+    /// Whether changes are listed for a journal (``takeChanges()``): with a
+    /// state file. Listing is a mark in the session's slot and, the first
+    /// time in a flush, its id on the shard's list, under the lock the
+    /// change holds anyway; the journal's I/O happens off the request path.
+    public let journaled: Bool
+    /// Waited on after each change before it is answered, when every
+    /// change must be on disk first (`--fsync always`).
+    private let barrier: ChangeBarrier?
 
     /// - Parameters:
     ///   - idleTimeout: any length; past ≈ 56 days expiry gets coarser than
@@ -51,6 +59,8 @@ public final class InMemorySessionStore: SessionStore, SessionChangeFeed {
     ///   - now: a monotonic clock, for idle expiry; tests pass their own.
     ///   - subscriptions: who watches which session, and how many may.
     ///   - epoch: fresh for every store but in tests.
+    ///   - journaled: list changes for ``takeChanges()``.
+    ///   - barrier: what to wait on after a change, before answering it.
     public init(
         rules: ChromeRules = ChromeRules(),
         capacity: Int = 1_000_000,
@@ -58,7 +68,9 @@ public final class InMemorySessionStore: SessionStore, SessionChangeFeed {
         shardCount: Int = 64,
         now: @escaping @Sendable () -> Duration = InMemorySessionStore.uptime,
         subscriptions: SessionSubscriptions = SessionSubscriptions(),
-        epoch: StateTag = .random()
+        epoch: StateTag = .random(),
+        journaled: Bool = false,
+        barrier: ChangeBarrier? = nil
     ) {
         precondition(shardCount > 0 && shardCount & (shardCount - 1) == 0, "shardCount must be a power of two")
         self.rules = rules
@@ -69,6 +81,8 @@ public final class InMemorySessionStore: SessionStore, SessionChangeFeed {
         self.now = now
         self.subscriptions = subscriptions
         self.epoch = epoch
+        self.journaled = journaled
+        self.barrier = barrier
     }
 
     /// Time since the process started, on a clock that never goes back.
@@ -110,10 +124,18 @@ public final class InMemorySessionStore: SessionStore, SessionChangeFeed {
             if id.high | id.low == 0 { continue }
             let inserted = shard(for: id).withLock { sessions in
                 guard sessions.place(of: id) == nil else { return false }
-                sessions.table.insert(SessionSlot(id: id, state: state, lastUsed: tick))
+                var slot = SessionSlot(id: id, state: state, lastUsed: tick)
+                if journaled {
+                    _ = slot.markChanged()
+                    sessions.changed.append(id)
+                }
+                sessions.table.insert(slot)
                 return true
             }
-            if inserted { return Session(id: id, state: state, tag: epoch) }
+            if inserted {
+                barrier?.wait()
+                return Session(id: id, state: state, tag: epoch)
+            }
         }
     }
 
@@ -163,10 +185,11 @@ public final class InMemorySessionStore: SessionStore, SessionChangeFeed {
                 state = next
                 if changed { sessions.outbox.add(subscriptions.collect(.changed(Session(id: id, state: next, tag: epoch)))) }
             }
-            sessions.set(state, lastUsed: tick, at: place, id)
+            sessions.set(state, lastUsed: tick, at: place, id, noting: journaled)
             return (.done(Session(id: id, state: state, tag: epoch), staleReports: stale), sessions.outbox.takeBaton())
         }
         if delivers { deliverCollected(in: shard) }
+        if let barrier, case .done = outcome { barrier.wait() }
         return outcome
     }
 
@@ -190,10 +213,12 @@ public final class InMemorySessionStore: SessionStore, SessionChangeFeed {
             guard allows(condition, session.state.version) else { return (.conditionFailed(session), false) }
             sessions.remove(at: place, id)
             held.subtract(1, ordering: .relaxed)
+            if journaled { sessions.changed.append(id) }
             sessions.outbox.add(subscriptions.collect(.removed(id)))
             return (.done(session), sessions.outbox.takeBaton())
         }
         if delivers { deliverCollected(in: shard) }
+        if let barrier, case .done = outcome { barrier.wait() }
         return outcome
     }
 
@@ -244,6 +269,7 @@ public final class InMemorySessionStore: SessionStore, SessionChangeFeed {
         }
         sessions.remove(at: place, id)
         held.subtract(1, ordering: .relaxed)
+        if journaled { sessions.changed.append(id) }
         sessions.outbox.add(subscriptions.collect(.removed(id)))
         return nil
     }
@@ -259,6 +285,31 @@ public final class InMemorySessionStore: SessionStore, SessionChangeFeed {
             }
         }
         return sessions
+    }
+
+    /// The sessions changed or removed since the last call, each once with
+    /// its state now (nil: removed), for the journal. Each shard is taken
+    /// under its lock, so a change is either taken now or listed for the
+    /// next call, never lost between.
+    public func takeChanges(into records: inout [(id: SessionID, state: ChromeState?)]) {
+        for index in 0..<shards.count {
+            shards[index].withLock { $0.takeChanged(into: &records) }
+        }
+    }
+
+    /// ``takeChanges(into:)`` into a new array.
+    public func takeChanges() -> [(id: SessionID, state: ChromeState?)] {
+        var records: [(id: SessionID, state: ChromeState?)] = []
+        takeChanges(into: &records)
+        return records
+    }
+
+    /// Sessions listed as changed and not yet taken (an overcount by the
+    /// odd session listed twice), for `/metrics`.
+    public var changesNotTaken: Int {
+        var count = 0
+        for index in 0..<shards.count { count += shards[index].withLock { $0.changed.count } }
+        return count
     }
 
     /// Puts sessions back as they were, e.g. from a snapshot at start; they
@@ -297,6 +348,7 @@ public final class InMemorySessionStore: SessionStore, SessionChangeFeed {
                         return false
                     }
                     if let removal = subscriptions.collect(.removed(slot.id)) { removals.append(removal) }
+                    if journaled { sessions.changed.append(slot.id) }
                     dropped += 1
                     return true
                 }
@@ -307,6 +359,7 @@ public final class InMemorySessionStore: SessionStore, SessionChangeFeed {
                     }.keys
                     for id in expired {
                         sessions.aside[id] = nil
+                        if journaled { sessions.changed.append(id) }
                         sessions.outbox.add(subscriptions.collect(.removed(id)))
                     }
                     dropped += expired.count

@@ -29,6 +29,9 @@ struct ShardSessions: ~Copyable {
     /// Changes of these sessions that watchers are yet to hear of: told
     /// after the lock is released, never under it.
     var outbox = ChangeOutbox()
+    /// Sessions changed or removed since the journal last took them; a
+    /// session in a slot is listed once (its slot's mark says it is).
+    var changed: [SessionID] = []
 
     @inline(__always)
     func place(of id: SessionID) -> Place? {
@@ -54,14 +57,24 @@ struct ShardSessions: ~Copyable {
     }
 
     /// Changes the session at `place`, moving it between table and aside if it must.
+    /// With `noting`, also lists it as changed for the journal.
     @inline(__always)
-    mutating func set(_ state: ChromeState, lastUsed tick: UInt64, at place: Place, _ id: SessionID) {
+    mutating func set(_ state: ChromeState, lastUsed tick: UInt64, at place: Place, _ id: SessionID, noting: Bool = false) {
         if case let .slot(index) = place, SessionSlot.fits(state) {
             table[index].set(state, lastUsed: tick)
+            if noting, table[index].markChanged() { changed.append(id) }
         } else {
             remove(at: place, id)
             insert(id, state, lastUsed: tick)
+            if noting { noteMoved(id) }
         }
+    }
+
+    /// A session that moved between table and aside: listed again (the
+    /// taker skips the second listing of a slot).
+    private mutating func noteMoved(_ id: SessionID) {
+        if let index = table.index(high: id.high, low: id.low) { _ = table[index].markChanged() }
+        changed.append(id)
     }
 
     /// Marks the session at `place` used at `tick`: a read keeps it alive.
@@ -71,6 +84,25 @@ struct ShardSessions: ~Copyable {
         case let .slot(index): table[index].touch(at: tick)
         case .aside: aside[id]!.lastUsed = tick
         }
+    }
+
+    /// The changed sessions' states now (nil for one removed since),
+    /// each once, their marks cleared.
+    mutating func takeChanged(into records: inout [(id: SessionID, state: ChromeState?)]) {
+        guard !changed.isEmpty else { return }
+        var seen = Set<SessionID>(minimumCapacity: aside.isEmpty ? 0 : changed.count)
+        for id in changed {
+            if !aside.isEmpty, !seen.insert(id).inserted { continue }
+            switch place(of: id) {
+            case let .slot(index)?:
+                guard table[index].seqAndBehavior & SessionSlot.changedBit != 0 else { continue }
+                table[index].clearChanged()
+                records.append((id, table[index].state))
+            case .aside?: records.append((id, aside[id]!.state))
+            case nil: records.append((id, nil))
+            }
+        }
+        changed.removeAll(keepingCapacity: changed.count < 4096)
     }
 
     /// Adds a session that is not here yet.

@@ -12,8 +12,9 @@ struct SessionSlot: Equatable {
     /// bits 41–63 (see ``IdleClock``): one word for what changes on every report.
     var packed: UInt64
     /// `lastAppliedSeq + 1` in bits 0–53 (0 for none), the behaviour in
-    /// bits 54–55, `snap` in bit 56, whether a height was chosen in bit 57
-    /// and whether `lastOffset` holds one in bit 58.
+    /// bits 54–55, `snap` in bit 56, whether a height was chosen in bit 57,
+    /// whether `lastOffset` holds one in bit 58, and in bit 59 whether the
+    /// session changed since the journal last took it (kept by `set`).
     var seqAndBehavior: UInt64
     /// The chosen collapsible height's bits above the tracked height offset's.
     var heights: UInt64
@@ -32,6 +33,7 @@ struct SessionSlot: Equatable {
     static let snapBit: UInt64 = 1 << 56
     static let chosenHeightBit: UInt64 = 1 << 57
     static let lastOffsetBit: UInt64 = 1 << 58
+    static let changedBit: UInt64 = 1 << 59
 
     var isEmpty: Bool { high | low == 0 }
 
@@ -96,6 +98,19 @@ struct SessionSlot: Equatable {
         }
     }
 
+    /// Marks the session changed; true if it was not yet (its id then goes
+    /// on the shard's list of changed sessions, once per flush).
+    @inline(__always)
+    mutating func markChanged() -> Bool {
+        defer { seqAndBehavior |= Self.changedBit }
+        return seqAndBehavior & Self.changedBit == 0
+    }
+
+    /// Clears the mark: the journal has taken the session's state.
+    mutating func clearChanged() {
+        seqAndBehavior &= ~Self.changedBit
+    }
+
     /// The last use, in the store's idle-clock ticks (23 bits).
     var lastUsed: UInt64 { packed >> Self.lastUsedShift }
 
@@ -113,7 +128,7 @@ struct SessionSlot: Equatable {
         if state.snap { word |= Self.snapBit }
         if state.chosenCollapsibleHeight != nil { word |= Self.chosenHeightBit }
         if state.lastOffset != nil { word |= Self.lastOffsetBit }
-        seqAndBehavior = word
+        seqAndBehavior = word | seqAndBehavior & Self.changedBit
         heights = UInt64(state.chosenCollapsibleHeight?.bitPattern ?? 0) << 32 | UInt64(state.trackedHeightOffset.bitPattern)
         lastOffset = state.lastOffset ?? 0
     }

@@ -18,7 +18,7 @@ extension SnapshotFile {
         if let offset = state.lastOffset { object.member("lastOffset") { $0.number(offset) } }
     }
 
-    func readBehavior(_ members: [String: JSONValue], line: Int, into state: ChromeState) throws(Failure) -> ChromeState {
+    func readBehavior(_ members: [String: JSONValue], line: JSONLine, into state: ChromeState) throws(Failure) -> ChromeState {
         var behavior = RevealBehavior.revealAtTop
         if let value = members["behavior"] {
             guard case let .string(name) = value, let parsed = RevealBehavior(rawValue: name) else { throw corrupt(line, "no valid behavior") }

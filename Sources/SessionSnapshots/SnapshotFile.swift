@@ -18,16 +18,32 @@ public struct SnapshotFile: Sendable {
 
     public enum Failure: Error, Equatable, CustomStringConvertible {
         case unreadable(path: String, reason: String)
-        case corrupt(path: String, line: Int, reason: String)
+        /// `byte` is the offset in the file where the trouble is, for `dd`,
+        /// `truncate` or an editor's goto.
+        case corrupt(path: String, line: Int, byte: Int, reason: String)
+        /// More sessions than `--max-sessions` lets the store hold.
+        case tooManySessions(path: String, count: Int, limit: Int)
         case unwritable(path: String, reason: String)
 
         public var description: String {
             switch self {
             case let .unreadable(path, reason): "cannot read state file '\(path)': \(reason)"
-            case let .corrupt(path, line, reason): "state file '\(path)' is not a valid snapshot (line \(line): \(reason)); it was left untouched"
+            case let .corrupt(path, line, byte, reason):
+                "state file '\(path)' is not valid (line \(line), byte \(byte): \(reason)); it was left untouched"
+            case let .tooManySessions(path, count, limit):
+                "state file '\(path)' holds \(count) sessions, more than --max-sessions \(limit); it was left untouched"
             case let .unwritable(path, reason): "cannot write state file '\(path)': \(reason)"
             }
         }
+    }
+
+    /// What a snapshot holds: its sessions, and the number of the journal
+    /// that goes on from it (see ``JournalFiles``).
+    public struct Contents: Sendable, Equatable {
+        public var sessions: [Session]
+        public var journal: UInt64
+        /// Whether there was a file at all.
+        public var exists: Bool
     }
 
     public let path: String
@@ -59,26 +75,36 @@ public struct SnapshotFile: Sendable {
     /// The file keeps no tags: the file may be older than what clients saw,
     /// so its states take the tag of the store they go back into (see `StateTag`).
     public func read(taggedWith tag: StateTag) throws(Failure) -> [Session] {
-        guard let bytes = try readAll() else { return [] }
-        var lines = bytes.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false)[...]
-        if lines.last?.isEmpty == true { lines.removeLast() }
-        guard let header = lines.popFirst() else { throw corrupt(1, "the file is empty") }
-        let count = try readHeader(Array(header))
-        guard lines.count == count else { throw corrupt(1, "the header counts \(count) sessions, the file holds \(lines.count)") }
+        try readContents(taggedWith: tag).sessions
+    }
+
+    /// The sessions and the journal number. Blank lines at the end (an
+    /// editor's) are let be; anywhere else a line must be a session.
+    public func readContents(taggedWith tag: StateTag) throws(Failure) -> Contents {
+        guard let bytes = try Self.readAll(path) else { return Contents(sessions: [], journal: 0, exists: false) }
+        var lines = JSONLine.split(bytes)[...]
+        while lines.last?.isBlank == true { lines.removeLast() }
+        guard let header = lines.popFirst() else { throw corrupt(1, 0, "the file is empty") }
+        let (count, journal) = try readHeader(header)
         var sessions: [Session] = []
-        sessions.reserveCapacity(count)
+        sessions.reserveCapacity(min(count, lines.count))
         var seen = Set<SessionID>()
-        for (index, line) in lines.enumerated() {
-            let session = try readSession(Array(line), line: index + 2, tag: tag)
-            guard seen.insert(session.id).inserted else { throw corrupt(index + 2, "session \(session.id) appears twice") }
+        for line in lines {
+            if line.isBlank { throw corrupt(line, "a blank line among the sessions") }
+            let session = try readSession(line, tag: tag)
+            guard seen.insert(session.id).inserted else { throw corrupt(line, "session \(session.id) appears twice") }
             sessions.append(session)
         }
-        return sessions
+        guard sessions.count == count else {
+            throw corrupt(header, "the header counts \(count) session\(count == 1 ? "" : "s"), the file holds \(sessions.count)")
+        }
+        return Contents(sessions: sessions, journal: journal, exists: true)
     }
 
     /// Replaces the file with `sessions`, atomically. A session the reader
     /// would refuse fails the write and leaves the file as it was.
-    public func write(_ sessions: [Session]) throws(Failure) {
+    /// - Parameter journal: the journal that goes on from this snapshot.
+    public func write(_ sessions: [Session], journal: UInt64 = 0) throws(Failure) {
         for session in sessions {
             if let problem = Self.problem(with: session.state) {
                 throw .unwritable(path: path, reason: "session \(session.id) has \(problem): \(session.state)")
@@ -89,25 +115,31 @@ public struct SnapshotFile: Sendable {
             object.member("format") { $0.string(Self.format) }
             object.member("version") { $0.number(Self.formatVersion) }
             object.member("count") { $0.number(sessions.count) }
+            if journal > 0 { object.member("journal") { $0.number(Double(journal)) } }
         }
         writer.raw("\n")
         for session in sessions {
-            writer.object { object in
-                object.member("id") { $0.string(session.id.description) }
-                object.member("inset") { $0.number(session.state.inset) }
-                object.member("isRevealed") { $0.bool(session.state.isRevealed) }
-                object.member("version") { $0.number(session.state.version) }
-                if let seq = session.state.lastAppliedSeq { object.member("lastSeq") { $0.number(seq) } }
-                Self.writeBehavior(of: session.state, to: &object)
-            }
+            Self.writeSession(session.id, session.state, to: &writer)
             writer.raw("\n")
         }
         try replace(with: writer.bytes)
     }
 
+    static func writeSession(_ id: SessionID, _ state: ChromeState, to writer: inout JSONWriter) {
+        writer.object { object in
+            object.member("id") { $0.string(id.description) }
+            object.member("inset") { $0.number(state.inset) }
+            object.member("isRevealed") { $0.bool(state.isRevealed) }
+            object.member("version") { $0.number(state.version) }
+            if let seq = state.lastAppliedSeq { object.member("lastSeq") { $0.number(seq) } }
+            writeBehavior(of: state, to: &object)
+        }
+    }
+
     // MARK: Reading
 
-    private func readAll() throws(Failure) -> [UInt8]? {
+    /// The file's bytes; nil if there is no file.
+    static func readAll(_ path: String) throws(Failure) -> [UInt8]? {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         if fd < 0 {
             if errno == ENOENT { return nil }
@@ -127,19 +159,23 @@ public struct SnapshotFile: Sendable {
         }
     }
 
-    func corrupt(_ line: Int, _ reason: String) -> Failure {
-        .corrupt(path: path, line: line, reason: reason)
+    func corrupt(_ line: Int, _ byte: Int, _ reason: String) -> Failure {
+        .corrupt(path: path, line: line, byte: byte, reason: reason)
+    }
+
+    func corrupt(_ line: JSONLine, at offset: Int = 0, _ reason: String) -> Failure {
+        .corrupt(path: path, line: line.number, byte: line.offset + offset, reason: reason)
     }
 
     /// A member the reader does not know is refused, not dropped: it may be
     /// a hand edit that meant something (a typo of `isRevealed`), and the
     /// next write would silently lose it.
-    private func object(_ bytes: [UInt8], line: Int, allowed: Set<String>) throws(Failure) -> [String: JSONValue] {
+    func object(_ line: JSONLine, allowed: Set<String>) throws(Failure) -> [String: JSONValue] {
         let value: JSONValue
         do {
-            value = try JSONReader.parse(bytes)
+            value = try JSONReader.parse(Array(line.bytes))
         } catch {
-            throw corrupt(line, "malformed JSON at byte \(error.offset): \(error.message)")
+            throw corrupt(line, at: error.offset, "malformed JSON: \(error.message)")
         }
         guard case let .object(members) = value else { throw corrupt(line, "not a JSON object") }
         if let unknown = members.keys.sorted().first(where: { !allowed.contains($0) }) {
@@ -148,20 +184,28 @@ public struct SnapshotFile: Sendable {
         return members
     }
 
-    private func readHeader(_ bytes: [UInt8]) throws(Failure) -> Int {
-        let header = try object(bytes, line: 1, allowed: ["format", "version", "count"])
-        guard header["format"] == .string(Self.format) else { throw corrupt(1, "not a \(Self.format) file") }
+    func readHeader(_ line: JSONLine) throws(Failure) -> (count: Int, journal: UInt64) {
+        let header = try object(line, allowed: ["format", "version", "count", "journal"])
+        guard header["format"] == .string(Self.format) else { throw corrupt(line, "not a \(Self.format) file") }
         guard case let .number(version, _) = header["version"], version == Double(Self.formatVersion) else {
-            throw corrupt(1, "unknown format version")
+            throw corrupt(line, "unknown format version")
         }
         guard case let .number(count, _) = header["count"], count >= 0, count == count.rounded(), count < 1e9 else {
-            throw corrupt(1, "no valid session count")
+            throw corrupt(line, "no valid session count")
         }
-        return Int(count)
+        var journal: UInt64 = 0
+        if let value = header["journal"] {
+            guard case let .number(_, literal) = value, let number = UInt64(literal) else { throw corrupt(line, "no valid journal number") }
+            journal = number
+        }
+        return (Int(count), journal)
     }
 
-    private func readSession(_ bytes: [UInt8], line: Int, tag: StateTag) throws(Failure) -> Session {
-        let members = try object(bytes, line: line, allowed: Self.sessionMembers)
+    func readSession(_ line: JSONLine, tag: StateTag) throws(Failure) -> Session {
+        try readSession(line, members: object(line, allowed: Self.sessionMembers), tag: tag)
+    }
+
+    func readSession(_ line: JSONLine, members: [String: JSONValue], tag: StateTag) throws(Failure) -> Session {
         guard case let .string(text) = members["id"], let id = SessionID(text) else { throw corrupt(line, "no valid id") }
         guard case let .number(inset, _) = members["inset"] else { throw corrupt(line, "no valid inset") }
         guard case let .bool(isRevealed) = members["isRevealed"] else { throw corrupt(line, "no valid isRevealed") }
@@ -219,6 +263,11 @@ public struct SnapshotFile: Sendable {
             throw failure
         }
         // The rename itself is durable only once the folder is synced.
+        syncFolder()
+    }
+
+    /// Makes a rename, a new file or an unlink in the folder durable.
+    func syncFolder() {
         let folder = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         if folder >= 0 {
             fsync(folder)
@@ -227,9 +276,11 @@ public struct SnapshotFile: Sendable {
     }
 
     /// Checks that snapshots can be written here, by writing a temp file
-    /// beside the state file and removing it. At start: a folder that does
-    /// not exist (a typo) or is read-only would otherwise be found only by
-    /// the first snapshot, and every session would be lost at the stop.
+    /// beside the state file and removing it, and that the filesystem has
+    /// room for one as large as the file now (an empty file still fits on a
+    /// full disk). At start: a folder that does not exist (a typo), is
+    /// read-only or full would otherwise be found only by the first
+    /// snapshot, and every session would be lost at the stop.
     public func checkWritable() throws(Failure) {
         var template = Array((path + Self.temporaryMarker + "XXXXXX").utf8CString)
         let fd = mkstemp(&template)
@@ -239,7 +290,19 @@ public struct SnapshotFile: Sendable {
         }
         close(fd)
         unlink(template)
+        var existing = stat()
+        let needed = Int(stat(path, &existing) == 0 ? existing.st_size : 0) + Self.roomBeyondTheFile
+        var filesystem = statvfs()
+        if statvfs(directory, &filesystem) == 0 {
+            let free = Int(filesystem.f_bavail) * Int(filesystem.f_frsize)
+            if free < needed {
+                throw .unwritable(path: path, reason: "its folder '\(directory)' has no room for a snapshot (\(free) bytes free, \(needed) needed)")
+            }
+        }
     }
+
+    /// What a snapshot may outgrow the file by, and a journal's first records.
+    static let roomBeyondTheFile = 64 << 10
 
     /// Removes temp files that writers of this state file left behind (a
     /// `kill -9` or power loss during a write); returns how many. Only for
@@ -258,11 +321,11 @@ public struct SnapshotFile: Sendable {
         return removed
     }
 
-    private var fileName: String {
+    var fileName: String {
         path.lastIndex(of: "/").map { String(path[path.index(after: $0)...]) } ?? path
     }
 
-    private var directory: String {
+    var directory: String {
         guard let slash = path.lastIndex(of: "/") else { return "." }
         return slash == path.startIndex ? "/" : String(path[..<slash])
     }

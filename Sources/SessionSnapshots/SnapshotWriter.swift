@@ -15,6 +15,9 @@ import TopChromeCore
 /// back sessions whose deletion clients were told of.
 public final class SnapshotWriter: @unchecked Sendable {
     public let file: SnapshotFile
+    /// Begun anew before each collection, so the snapshot can name the
+    /// journal that holds every change after it.
+    public let journal: JournalWriter?
     private let collect: @Sendable () -> [Session]
     /// Held while sessions are collected, so generations follow collection order.
     private let collecting = PthreadLock()
@@ -40,14 +43,15 @@ public final class SnapshotWriter: @unchecked Sendable {
     }
 
     /// - Parameter collect: the sessions as they are now, e.g. `store.snapshot()`.
-    public convenience init(file: SnapshotFile, collect: @escaping @Sendable () -> [Session]) {
-        self.init(file: file, collect: collect, pauses: Pauses())
+    public convenience init(file: SnapshotFile, journal: JournalWriter? = nil, collect: @escaping @Sendable () -> [Session]) {
+        self.init(file: file, journal: journal, collect: collect, pauses: Pauses())
     }
 
-    init(file: SnapshotFile, collect: @escaping @Sendable () -> [Session], pauses: Pauses) {
+    init(file: SnapshotFile, journal: JournalWriter? = nil, collect: @escaping @Sendable () -> [Session], pauses: Pauses) {
         var file = file
         file.pauseWhileWriting = pauses.whileWriting
         self.file = file
+        self.journal = journal
         self.collect = collect
         self.pauses = pauses
     }
@@ -68,9 +72,10 @@ public final class SnapshotWriter: @unchecked Sendable {
     }
 
     private func save(isLast: Bool) throws(SnapshotFile.Failure) -> Bool {
-        let (generation, sessions) = collecting.withLock {
+        let (generation, journalNumber, sessions) = collecting.withLock {
             collected += 1
-            return (collected, collect())
+            let journalNumber = journal?.beginSnapshot() ?? 0
+            return (collected, journalNumber, collect())
         }
         pauses.afterCollecting?(generation)
         return try writing.withLock { () throws(SnapshotFile.Failure) -> Bool in
@@ -78,11 +83,12 @@ public final class SnapshotWriter: @unchecked Sendable {
             if isLast { isFinished = true }
             guard generation > written else { return false }
             do throws(SnapshotFile.Failure) {
-                try file.write(sessions)
+                try file.write(sessions, journal: journalNumber)
             } catch {
                 record.failed(error)
                 throw error
             }
+            journal?.snapshotSaved(journal: journalNumber)
             record.saved(at: Self.wallClock())
             written = generation
             return true

@@ -46,9 +46,12 @@ public struct ConfigurationCheck: Sendable {
         case .memory:
             if let path = configuration.stateFile {
                 do {
-                    let sessions = try TopChromeService.readStateFile(SnapshotFile(path: path),
+                    let recovery = try TopChromeService.readStateFile(SnapshotFile(path: path),
                                                                       maxSessions: configuration.maxSessions)
-                    checked.append("state file '\(path)': \(sessions.count) session\(sessions.count == 1 ? "" : "s"), and its folder takes snapshots")
+                    let count = recovery.sessions.count
+                    let journals = recovery.journals.isEmpty ? "" : " (\(recovery.fromJournal) from its journals)"
+                    checked.append("state file '\(path)': \(count) session\(count == 1 ? "" : "s")\(journals), and its folder has room for snapshots")
+                    for torn in recovery.dropped { checked.append("state file journal \(torn)") }
                 } catch {
                     problems.append(error.description)
                 }

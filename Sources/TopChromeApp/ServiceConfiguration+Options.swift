@@ -1,4 +1,5 @@
 import MicroHTTPD
+import SessionSnapshots
 
 /// Every option: its flag, environment variable, help, default and parser
 /// in one declaration each, which `parse`, `usage` and the defaults all read.
@@ -194,6 +195,12 @@ extension ServiceConfiguration {
         },
         Option(name: "snapshot-interval", placeholder: "S", help: "Seconds between state-file snapshots (default {default}).", default: { "\($0.snapshotInterval)" }) { value, source, config throws(UsageError) in
             config.snapshotInterval = try integer(value, source, in: 1...86_400)
+        },
+        Option(name: "fsync", placeholder: "P", help: "When the state file's journal is synced to disk: everysec (a crash loses at most the last second), always (before each change is answered: nothing acknowledged is lost), no (the kernel decides) (default {default}).", default: { $0.fsync.rawValue }) { value, source, config throws(UsageError) in
+            guard let policy = FsyncPolicy(rawValue: value) else {
+                throw UsageError(description: "\(source) must be everysec, always or no, not '\(value)'")
+            }
+            config.fsync = policy
         },
     ]
 }

@@ -4,6 +4,7 @@ import Glibc
 import FoundationEssentials
 import MicroHTTPD
 import Redis
+import SessionSnapshots
 import TopChromeCore
 
 /// Everything an operator can set, from flags or their `TOPCHROME_*`
@@ -56,6 +57,12 @@ public struct ServiceConfiguration: Sendable, Equatable {
     public var stateFile: String?
     /// Seconds between snapshots to the state file (besides the one at shutdown).
     public var snapshotInterval = 60
+    /// When the journal beside the state file is synced (Redis's `appendfsync`).
+    public var fsync = FsyncPolicy.everysec
+    /// A journal past this many bytes (or past twice the snapshot) starts a
+    /// snapshot before its interval, as Redis's `auto-aof-rewrite-min-size`.
+    /// Not an option: the default suits; tests lower it.
+    public var journalSnapshotBytes = 64 << 20
     public var logFormat = LogFormat.text
     /// `info` logs every request; `warn` only problems.
     public var logLevel = LogLevel.info
@@ -182,11 +189,14 @@ public struct ServiceConfiguration: Sendable, Equatable {
             if given["state-file"] == nil, let source = given["snapshot-interval"] {
                 throw UsageError(description: "\(source) sets how often the state file is written and does nothing without one; add --state-file PATH, or remove it")
             }
+            if given["state-file"] == nil, let source = given["fsync"] {
+                throw UsageError(description: "\(source) sets when the state file's journal is synced and does nothing without one; add --state-file PATH, or remove it")
+            }
         case .redis, .redisSentinel:
             if let source = given["state-file"] {
                 throw UsageError(description: "\(source) is for the memory store; Redis keeps sessions itself (RDB or AOF persistence)")
             }
-            if let source = given["snapshot-interval"] {
+            if let source = given["snapshot-interval"] ?? given["fsync"] {
                 throw UsageError(description: "\(source) is for the memory store's state file; Redis keeps sessions itself (RDB or AOF persistence)")
             }
             if let source = given["max-sessions"] {
@@ -215,6 +225,10 @@ public struct ServiceConfiguration: Sendable, Equatable {
                topchrome redis-functions list|delete-unused [options]
                                                  (list the libraries of every build on each primary, this
                                                   build's marked; or delete all but this build's)
+               topchrome state-file check PATH   (read the state file and its journals as a start would:
+                                                  exit 0 readable, 2 damaged, naming each line and byte)
+               topchrome state-file repair PATH  (keep every readable session in a new state file,
+                                                  the old files kept beside it; the server stopped)
                topchrome version                 (also -v, --version: the version and commit)
                topchrome watch [--auth-token-file FILE] URL ID
                                                  (print each state of session ID as it arrives;

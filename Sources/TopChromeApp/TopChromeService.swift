@@ -33,6 +33,7 @@ public final class TopChromeService: Sendable {
     public let logger: Logger
     private let server: HTTPServer
     private let chores = Chores()
+    private let earlySnapshot = OneAtATime()
     private let snapshots: SnapshotWriter?
     private let reloads: Reloads
     /// Redis's error replies by code, whose episodes a chore ends.
@@ -63,13 +64,21 @@ public final class TopChromeService: Sendable {
         refusalLog = RefusalLog(counts: connectionCounts, logger: logger)
         switch configuration.store {
         case .memory:
+            let barrier = configuration.stateFile != nil && configuration.fsync == .always ? ChangeBarrier() : nil
             let store = InMemorySessionStore(rules: rules, capacity: configuration.maxSessions, idleTimeout: idleTimeout,
-                                             subscriptions: subscriptions)
+                                             subscriptions: subscriptions, journaled: configuration.stateFile != nil,
+                                             barrier: barrier)
             memoryStore = store
             redisStore = nil
             redisErrorReplies = nil
-            let snapshots = configuration.stateFile.map { SnapshotWriter(file: SnapshotFile(path: $0), collect: store.snapshot) }
-            let stateFile = snapshots.map(StateFileMetrics.init)
+            let snapshots = configuration.stateFile.map { path in
+                let file = SnapshotFile(path: path)
+                let journal = JournalWriter(files: JournalFiles(snapshot: file), policy: configuration.fsync,
+                                            take: store.takeChanges(into:))
+                barrier?.set { journal.flush() }
+                return SnapshotWriter(file: file, journal: journal, collect: store.snapshot)
+            }
+            let stateFile = snapshots.map { StateFileMetrics(writer: $0, changesNotTaken: { store.changesNotTaken }) }
             api = SessionAPI(store: store, maxBodyBytes: configuration.maxBodyBytes,
                              authToken: configuration.authToken, maxWaitSeconds: configuration.maxWaitSeconds,
                              metrics: metrics, statistics: store.statistics, moreMetrics: (stateFile.map { [$0] } ?? []) + tlsFamilies + [connectionMetrics],
@@ -118,17 +127,33 @@ public final class TopChromeService: Sendable {
     @discardableResult
     public func start() throws(StartupError) -> StartOutcome {
         var outcome = StartOutcome()
-        if let snapshots, let store = memoryStore {
-            let sessions = try Self.readStateFile(snapshots.file, maxSessions: configuration.maxSessions, taggedWith: store.epoch)
+        if let snapshots, let store = memoryStore, let journal = snapshots.journal {
+            let recovery = try Self.readStateFile(snapshots.file, maxSessions: configuration.maxSessions, taggedWith: store.epoch)
             do {
-                try store.restore(sessions)
-                outcome.restoredSessions = sessions.count
+                try store.restore(recovery.sessions)
             } catch {
-                throw .stateFile(Self.tooManySessions(in: snapshots.file))
+                throw .stateFile(.tooManySessions(path: snapshots.file.path, count: recovery.sessions.count, limit: store.capacity))
             }
-            snapshots.file.removeLeftovers()
-            snapshots.markCurrent()
+            outcome.recovery = recovery
+            outcome.leftoversRemoved = snapshots.file.removeLeftovers()
+            do {
+                try journal.open(number: recovery.nextJournal)
+            } catch {
+                throw .stateFile(error)
+            }
+            if recovery.journals.isEmpty && recovery.staleJournals.isEmpty {
+                snapshots.markCurrent()
+            } else {
+                // The journals read go into a snapshot now, so none is read twice.
+                outcome.foldFailure = save(isLast: false)
+            }
             chores.every(.seconds(configuration.snapshotInterval)) { [self] in saveSnapshot() }
+            // Also under `always`: removals found by expiry are journalled here.
+            chores.every(.seconds(1), qos: .userInitiated) { [self] in
+                journal.flush()
+                let limit = Self.journalLimit(snapshot: snapshots.file, minimum: configuration.journalSnapshotBytes)
+                if journal.health.bytes > limit { snapshotSoon() }
+            }
         }
         if redisStore != nil { try checkRedisPermissions() }
         do {
@@ -187,38 +212,48 @@ public final class TopChromeService: Sendable {
 
     /// What a start found.
     public struct StartOutcome: Sendable {
+        /// What the state file and its journals held; nil without one.
+        public var recovery: StateFileRecovery?
         /// Sessions read back from the state file; nil without one.
-        public var restoredSessions: Int?
+        public var restoredSessions: Int? { recovery?.sessions.count }
+        /// Temp files of a snapshot cut short (a `kill -9` mid-write), removed.
+        public var leftoversRemoved = 0
+        /// Why the journals read could not be folded into a snapshot at
+        /// start; they stay, and the next start reads them again.
+        public var foldFailure: SnapshotFile.Failure?
     }
 
     /// The state file's sessions, checked as a start needs them: readable,
-    /// well formed, no more than `--max-sessions`, and in a folder that
-    /// takes the snapshots (else every session would be lost at the stop).
-    /// `check-config` asks the same without starting.
+    /// well formed (journals too, bar a torn last record), no more than
+    /// `--max-sessions`, and in a folder that takes the snapshots (else
+    /// every session would be lost at the stop). `check-config` asks the
+    /// same without starting.
     static func readStateFile(_ file: SnapshotFile, maxSessions: Int,
-                              taggedWith epoch: StateTag = .random()) throws(StartupError) -> [Session] {
-        let sessions: [Session]
+                              taggedWith epoch: StateTag = .random()) throws(StartupError) -> StateFileRecovery {
+        let recovery: StateFileRecovery
         do {
-            sessions = try file.read(taggedWith: epoch)
+            recovery = try StateFileRecovery.read(file, taggedWith: epoch)
             try file.checkWritable()
         } catch {
             throw .stateFile(error)
         }
-        guard sessions.count <= maxSessions else { throw .stateFile(tooManySessions(in: file)) }
-        return sessions
-    }
-
-    private static func tooManySessions(in file: SnapshotFile) -> SnapshotFile.Failure {
-        .corrupt(path: file.path, line: 0, reason: "it holds more sessions than --max-sessions")
+        guard recovery.sessions.count <= maxSessions else {
+            throw .stateFile(.tooManySessions(path: file.path, count: recovery.sessions.count, limit: maxSessions))
+        }
+        return recovery
     }
 
     /// How a stop went.
     public struct StopOutcome: Sendable {
         /// Whether in-flight requests all finished within the timeout.
         public var requestsFinished: Bool
-        /// Why the last snapshot could not be written: the sessions changed
-        /// since the last good one are lost, and the exit status must say so.
+        /// Why the last snapshot could not be written, when changes since
+        /// the last good one are not in a journal either: they are lost,
+        /// and the exit status must say so.
         public var lostSessions: SnapshotFile.Failure?
+        /// Why the last snapshot could not be written, when the journal
+        /// holds every change (the next start reads it): nothing is lost.
+        public var snapshotFailure: SnapshotFile.Failure?
     }
 
     /// Graceful stop: `/readyz` turns 503, event streams end, long-polls get
@@ -233,10 +268,13 @@ public final class TopChromeService: Sendable {
         // After the server stopped: every change a client was told of is in
         // it. A periodic snapshot still running is waited for, and none
         // can land after this one.
+        snapshots?.journal?.flush()
         let failure = save(isLast: true)
+        if failure == nil { snapshots?.journal?.closeCleanly() }
         redisStore?.close()
         logger.flush()
-        return StopOutcome(requestsFinished: finished, lostSessions: failure)
+        let lost = failure != nil && snapshots?.journal?.holdsEveryChange != true
+        return StopOutcome(requestsFinished: finished, lostSessions: lost ? failure : nil, snapshotFailure: lost ? nil : failure)
     }
 
     /// Reads the bearer token file and the TLS certificate and key again
@@ -251,6 +289,24 @@ public final class TopChromeService: Sendable {
         logger.log(outcome.keptSomething ? .warn : .info, "topchrome reload: " + outcome.description, always: true)
     }
 
+    /// A journal past this starts a snapshot before its interval, as Redis
+    /// rewrites an AOF that doubled: twice the snapshot, and at least `minimum`.
+    /// A long journal costs disk and start time, not requests.
+    static func journalLimit(snapshot file: SnapshotFile, minimum: Int) -> Int {
+        var status = stat()
+        let size = stat(file.path, &status) == 0 ? Int(status.st_size) : 0
+        return max(minimum, 2 * size)
+    }
+
+    /// A snapshot on a queue of its own, unless one started so is still running.
+    private func snapshotSoon() {
+        guard earlySnapshot.begin() else { return }
+        DispatchQueue.global(qos: .utility).async { [self] in
+            saveSnapshot()
+            earlySnapshot.end()
+        }
+    }
+
     /// Writes the state file now. A failure is reported and the service goes
     /// on: the previous snapshot stays in place, and the next try may succeed.
     public func saveSnapshot() {
@@ -260,12 +316,18 @@ public final class TopChromeService: Sendable {
     @discardableResult
     private func save(isLast: Bool) -> SnapshotFile.Failure? {
         guard let snapshots else { return nil }
+        let failedBefore = snapshots.health.failuresInARow
         do {
-            if isLast { try snapshots.saveLast() } else { try snapshots.save() }
+            let saved = isLast ? try snapshots.saveLast() : try snapshots.save()
+            if saved, failedBefore > 0 {
+                logger.log(.info, "snapshot saved again", ["failed_in_a_row": .int(failedBefore)], always: true)
+            }
             return nil
         } catch {
-            let message = isLast ? "last snapshot failed; sessions changed since the last good one are lost" : "snapshot failed"
-            logger.log(.error, message, ["error": .string("\(error)")], always: true)
+            // At the stop, whether anything is lost is the caller's to say:
+            // the journal may hold every change.
+            logger.log(isLast ? .warn : .error, isLast ? "last snapshot failed" : "snapshot failed",
+                       ["error": .string("\(error)")], always: true)
             return error
         }
     }
@@ -283,8 +345,8 @@ private final class Chores: @unchecked Sendable {
     private let lock = PthreadLock()
     private var timers: [any DispatchSourceTimer] = []
 
-    func every(_ interval: Duration, _ work: @escaping @Sendable () -> Void) {
-        let timer = DispatchSource.makeTimerSource(queue: .global(qos: .utility))
+    func every(_ interval: Duration, qos: DispatchQoS.QoSClass = .utility, _ work: @escaping @Sendable () -> Void) {
+        let timer = DispatchSource.makeTimerSource(queue: .global(qos: qos))
         timer.schedule(deadline: .now() + interval.timeInterval, repeating: interval.timeInterval)
         timer.setEventHandler(handler: work)
         timer.resume()
@@ -297,5 +359,22 @@ private final class Chores: @unchecked Sendable {
             return timers
         }
         for timer in all { timer.cancel() }
+    }
+}
+
+/// Whether a piece of work is under way, so a timer does not pile it up.
+private final class OneAtATime: @unchecked Sendable {
+    private let lock = PthreadLock()
+    private var running = false
+
+    func begin() -> Bool {
+        lock.withLock {
+            defer { running = true }
+            return !running
+        }
+    }
+
+    func end() {
+        lock.withLock { running = false }
     }
 }

@@ -15,8 +15,9 @@ struct FuzzTarget: Sendable {
 /// (built with `-DFUZZING`) or, in a plain build, replays the given files so
 /// the seed corpora double as a quick regression check.
 enum FuzzDriver {
-    static let targets: [FuzzTarget] = [JSONTarget.target, RequestTarget.target, BodyTarget.target, SnapshotTarget.target, EventStreamTarget.target,
-                                           RESPTarget.target, ClusterTarget.target, FunctionsTarget.target]
+    static let targets: [FuzzTarget] = [JSONTarget.target, RequestTarget.target, BodyTarget.target, SnapshotTarget.target,
+                                           JournalTarget.target, EventStreamTarget.target, RESPTarget.target, ClusterTarget.target,
+                                           FunctionsTarget.target]
 
     /// Set from the first argument and exported, so processes libFuzzer
     /// starts itself (`-fork`, `-jobs`, `-merge`) run the same target.

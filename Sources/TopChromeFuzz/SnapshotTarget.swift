@@ -103,7 +103,7 @@ enum SnapshotTarget {
         }
     }
 
-    private static func write(_ bytes: [UInt8], to path: String) {
+    static func write(_ bytes: [UInt8], to path: String) {
         let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
         guard fd >= 0 else { fail("cannot write the input to \(path)") }
         defer { close(fd) }

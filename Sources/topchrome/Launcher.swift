@@ -21,6 +21,12 @@ enum Launcher {
         signal(SIGPIPE, SIG_IGN)
 
         var arguments = Array(CommandLine.arguments.dropFirst())
+        if arguments.first == "state-file" {
+            guard let command = StateFileCommand(arguments: Array(arguments.dropFirst())) else { fail(StateFileCommand.usage, status: 2) }
+            for line in command.output { print(line) }
+            for line in command.problems { printToStandardError("topchrome state-file: \(line)") }
+            exit(command.exitStatus)
+        }
         var subcommand = ["healthcheck", "check-config"].first { $0 == arguments.first }
         if arguments.first == "redis-functions" {
             guard let action = arguments.dropFirst().first, ["load", "list", "delete-unused"].contains(action) else {
@@ -70,14 +76,7 @@ enum Launcher {
             logger.log(.error, "topchrome: \(error)", always: true)
             exit(error.exitStatus)
         }
-        // The operator's first question after a start: which store, and did the sessions come back?
-        if let restored = started.restoredSessions {
-            logger.log(.info, "topchrome listening on \(service.url)",
-                       ["store": .string(configuration.storeAddress), "sessions_restored": .int(restored)], always: true)
-        } else {
-            logger.log(.info, "topchrome listening on \(service.url)", ["store": .string(configuration.storeAddress)],
-                       always: true)
-        }
+        logStart(of: service, started)
 
         // SIGHUP reloads, as operators of nginx, Consul and Caddy expect,
         // and never stops the server; SIGTERM and SIGINT stop it.
@@ -93,8 +92,12 @@ enum Launcher {
         let outcome = service.stop()
         if outcome.lostSessions != nil {
             // An orchestrator sees a failed stop; the error line says why.
-            logger.log(.error, "topchrome stopped without saving its sessions", always: true)
+            logger.log(.error, "topchrome stopped without saving its sessions; sessions changed since the last good snapshot are lost", always: true)
             exit(1)
+        }
+        if outcome.snapshotFailure != nil {
+            logger.log(.warn, "topchrome stopped; its last snapshot failed, but the journal holds every change and the next start reads it", always: true)
+            exit(0)
         }
         if outcome.requestsFinished {
             logger.log(.info, "topchrome stopped", always: true)
@@ -102,6 +105,33 @@ enum Launcher {
             logger.log(.warn, "topchrome stopped; some requests did not finish in time", always: true)
         }
         exit(0)
+    }
+
+    /// The operator's first questions after a start: which store, did the
+    /// sessions come back, was the last stop clean, and was anything dropped.
+    private static func logStart(of service: TopChromeService, _ started: TopChromeService.StartOutcome) {
+        let logger = service.logger
+        var fields: [(String, LogValue)] = [("store", .string(service.configuration.storeAddress))]
+        if let recovery = started.recovery {
+            fields.append(("sessions_restored", .int(recovery.sessions.count)))
+            fields.append(("last_stop", .string(recovery.stoppedCleanly.map { $0 ? "clean" : "unclean" } ?? "none")))
+            if let age = recovery.snapshotAge { fields.append(("snapshot_age_ms", .milliseconds(age * 1000))) }
+            fields.append(("sessions_from_journal", .int(recovery.fromJournal)))
+            fields.append(("sessions_removed_by_journal", .int(recovery.removedByJournal)))
+            fields.append(("records_dropped", .int(recovery.dropped.count)))
+        }
+        if started.leftoversRemoved > 0 {
+            logger.log(.warn, "removed a snapshot's temp file left by a stop during a write",
+                       ["temp_files_removed": .int(started.leftoversRemoved)], always: true)
+        }
+        for torn in started.recovery?.dropped ?? [] {
+            logger.log(.warn, "state file journal \(torn)", ["dropped_bytes": .int(torn.length)], always: true)
+        }
+        if let failure = started.foldFailure {
+            logger.log(.warn, "could not fold the journals into a snapshot at start; they are kept and read again at the next start",
+                       ["error": .string("\(failure)")], always: true)
+        }
+        logger.log(.info, "topchrome listening on \(service.url)", fieldList: fields, always: true)
     }
 
     /// `topchrome check-config`: what was checked on stdout, what failed on

@@ -193,20 +193,22 @@ import TopChromeTesting
         #expect(requests.map { $0["path"] as? String } == ["/v2/%22q%22%5C%C3%BC", "/" + String(repeating: "a", count: 127) + "...", nil])
     }
 
-    /// The start line names the store and how many sessions came back.
+    /// The start line names the store, how many sessions came back, and
+    /// whether the last stop was clean.
     @Test func theStartLineNamesTheStoreAndRestoredSessions() throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("start-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         let state = folder.appendingPathComponent("state.jsonl").path
         let first = try ProcessLifecycleTests.RunningServer(["--port", "0", "--state-file", state])
-        #expect(try first.waitUntilListening().hasSuffix(" store=memory sessions_restored=0"))
+        #expect(try first.waitUntilListening().contains(" store=memory sessions_restored=0 last_stop=none "))
         let client = try TestHTTPClient(port: first.port)
         for _ in 0..<3 { try client.request("POST", "/v1/sessions") }
         first.signal(SIGTERM)
         #expect(first.waitForExit(within: 10) == 0)
         let second = try ProcessLifecycleTests.RunningServer(["--port", "0", "--state-file", state])
         let line = try second.waitUntilListening()
-        #expect(line.hasSuffix(" store=memory sessions_restored=3"), "\(line)")
+        #expect(line.contains(" store=memory sessions_restored=3 last_stop=clean snapshot_age_ms="), "\(line)")
+        #expect(line.hasSuffix(" sessions_from_journal=0 sessions_removed_by_journal=0 records_dropped=0"), "\(line)")
         second.signal(SIGTERM)
         #expect(second.waitForExit(within: 10) == 0)
         let plain = try ProcessLifecycleTests.RunningServer(["--port", "0"])

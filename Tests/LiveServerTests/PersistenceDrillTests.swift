@@ -215,7 +215,7 @@ import Testing
         try text.write(toFile: stateFile, atomically: true, encoding: .utf8)
         let server = try RunningServer(["--port", "0", "--state-file", stateFile])
         #expect(server.waitForExit(within: 5) == 2)
-        #expect(server.log.contains("(line 2: no valid id)"), "\(server.log)")
+        #expect(server.log.contains("(line 2, byte 54: no valid id)"), "\(server.log)")
         #expect(try String(contentsOfFile: stateFile, encoding: .utf8) == text)
     }
 

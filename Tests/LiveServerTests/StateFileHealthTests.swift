@@ -42,12 +42,13 @@ import TopChromeTesting
         #expect(server.log.contains("state.jsonl': Not a directory"), "\(server.log)")
     }
 
-    /// The check leaves nothing behind in the folder.
+    /// The check leaves nothing behind in the folder: while it runs, the
+    /// journal is there; after a clean stop, the snapshot alone.
     @Test func theStartCheckLeavesNoFile() throws {
         let path = folder.appendingPathComponent("state.jsonl").path
         let server = try RunningServer(["--port", "0", "--state-file", path])
         _ = try server.waitUntilListening()
-        #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path).isEmpty)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path) == ["state.jsonl.journal-0"])
         server.signal(SIGTERM)
         #expect(server.waitForExit(within: 10) == 0)
         #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path) == ["state.jsonl"])
@@ -70,7 +71,11 @@ import TopChromeTesting
         #expect(eventually { (try? client.request("GET", "/metrics").text.contains("topchrome_state_file_writes_total{result=\"saved\"} 1")) == true })
 
         try FileManager.default.removeItem(at: inner)
-        #expect(eventually(within: 10) { (try? client.request("GET", "/readyz").json["degraded"]) != nil })
+        // The journal's flush may say so first; the snapshot's failure comes within its interval.
+        #expect(eventually(within: 10) {
+            ((try? client.request("GET", "/readyz").json["degraded"] as? [String: Any])?["stateFile"] as? String)?
+                .contains("cannot write state file") == true
+        })
         let degraded = try client.request("GET", "/readyz")
         #expect(degraded.status == 200)
         let detail = try #require((try degraded.json["degraded"] as? [String: Any])?["stateFile"] as? String)
@@ -80,6 +85,12 @@ import TopChromeTesting
         #expect(!metrics.contains("topchrome_state_file_writes_total{result=\"failed\"} 0"), "\(metrics)")
         #expect(!metrics.contains("topchrome_state_file_failures_in_a_row 0\n"), "\(metrics)")
         #expect(metrics.contains("topchrome_state_file_last_saved_timestamp_seconds 1"), "\(metrics)")
+        // A change now cannot reach the journal either (its file went with the folder): named too.
+        #expect(try client.request("POST", "/v1/sessions").status == 201)
+        #expect(eventually(within: 10) {
+            ((try? client.request("GET", "/readyz").json["degraded"] as? [String: Any])?["stateFile"] as? String)?
+                .contains("the journal cannot keep changes") == true
+        })
 
         try FileManager.default.createDirectory(at: inner, withIntermediateDirectories: true)
         #expect(eventually(within: 10) { (try? client.request("GET", "/readyz").json["degraded"]) == nil })
@@ -121,7 +132,43 @@ import TopChromeTesting
         server.signal(SIGTERM)
         #expect(server.waitForExit(within: 10) == 1)
         let errors = server.log
-        #expect(errors.contains("last snapshot failed; sessions changed since the last good one are lost"), "\(errors)")
         #expect(errors.contains("topchrome stopped without saving its sessions"), "\(errors)")
+    }
+
+    /// A stop whose snapshot fails when nothing changed since the last
+    /// good one loses nothing, and says so by its exit status (it once
+    /// said sessions were lost).
+    @Test func aFailingLastSnapshotWithNothingChangedLosesNothing() throws {
+        let inner = folder.appendingPathComponent("inner")
+        try FileManager.default.createDirectory(at: inner, withIntermediateDirectories: true)
+        let server = try RunningServer(["--port", "0", "--state-file", inner.appendingPathComponent("state.jsonl").path])
+        _ = try server.waitUntilListening()
+        try FileManager.default.removeItem(at: inner)
+        server.signal(SIGTERM)
+        #expect(server.waitForExit(within: 10) == 0)
+        #expect(!server.log.contains("are lost"), "\(server.log)")
+    }
+
+    /// The last snapshot failing while the journal holds every change
+    /// loses nothing: the stop exits 0 and the next start reads the journal.
+    @Test func aFailingLastSnapshotWithTheJournalLosesNothing() throws {
+        let path = folder.appendingPathComponent("state.jsonl").path
+        let server = try RunningServer(["--port", "0", "--state-file", path, "--fsync", "always"])
+        _ = try server.waitUntilListening()
+        let id = try #require(try TestHTTPClient(port: server.port).request("POST", "/v1/sessions").json["id"] as? String)
+        // A folder where the snapshot goes: it cannot be renamed into place.
+        let blocker = URL(fileURLWithPath: path)
+        try FileManager.default.createDirectory(at: blocker, withIntermediateDirectories: false)
+        try Data("x".utf8).write(to: blocker.appendingPathComponent("keep"))
+        server.signal(SIGTERM)
+        #expect(server.waitForExit(within: 10) == 0, "\(server.log)")
+        #expect(server.log.contains("last snapshot failed"), "\(server.log)")
+        try FileManager.default.removeItem(at: blocker)
+        let again = try RunningServer(["--port", "0", "--state-file", path])
+        let line = try again.waitUntilListening()
+        #expect(line.contains("sessions_restored=1 last_stop=unclean"), "\(line)")
+        #expect(try TestHTTPClient(port: again.port).request("GET", "/v1/sessions/\(id)").status == 200)
+        again.signal(SIGTERM)
+        #expect(again.waitForExit(within: 10) == 0)
     }
 }

@@ -80,17 +80,17 @@ import TopChromeCore
         let text = "{\"format\":\"topchrome-sessions\",\"version\":1,\"count\":2}\n"
             + "{\"id\":\"00000000000000000000000000000001\",\"inset\":0,\"isRevealed\":true,\"version\":1}\n"
             + "{\"id\":\"00000000000000000000000000000000\",\"inset\":0,\"isRevealed\":true,\"version\":1}\n"
-        try expectRefused(text, as: .corrupt(path: file.path, line: 3, reason: "no valid id"))
+        try expectRefused(text, as: .corrupt(path: file.path, line: 3, byte: 54 + 82, reason: "no valid id"))
     }
 
     /// A member the reader does not know is refused and named, in the
     /// header and in a session line.
     @Test func unknownMembersAreRefused() throws {
         try expectRefused("{\"format\":\"topchrome-sessions\",\"version\":1,\"count\":0,\"note\":1}\n",
-                          as: .corrupt(path: file.path, line: 1, reason: "unknown member 'note'"))
+                          as: .corrupt(path: file.path, line: 1, byte: 0, reason: "unknown member 'note'"))
         try expectRefused("{\"format\":\"topchrome-sessions\",\"version\":1,\"count\":1}\n"
             + "{\"id\":\"00000000000000000000000000000001\",\"inset\":0,\"isRevealed\":true,\"version\":1,\"evil\":true}\n",
-            as: .corrupt(path: file.path, line: 2, reason: "unknown member 'evil'"))
+            as: .corrupt(path: file.path, line: 2, byte: 54, reason: "unknown member 'evil'"))
     }
 
     func expectRefused(_ text: String, as failure: SnapshotFile.Failure? = nil) throws {

@@ -57,6 +57,7 @@ struct OptionTableTests {
             "redis-ca-file": ("/etc/ssl/certs/ca-certificates.crt", ["--store", "rediss://h:1"]),
             "redis-key-prefix": ("other:", redis), "redis-timeout": ("2.5", redis), "redis-wait-replicas": ("1", redis), "redis-connections": ("3", redis),
             "cors-origin": ("https://app.example.com", []), "snapshot-interval": ("5", ["--state-file", secret]),
+            "fsync": ("always", ["--state-file", secret]),
         ]
         // Read into an OpenSSL context, which needs a real certificate and key:
         // RedisSecurityOptionsTests reads them both ways.

@@ -61,6 +61,11 @@ public final class Logger: @unchecked Sendable {  // each buffer is guarded by i
     ///   lifecycle lines (listening on…, stopping) an operator must see.
     public func log(_ level: LogLevel, _ message: String, _ fields: KeyValuePairs<String, LogValue> = [:],
                     always: Bool = false) {
+        log(level, message, fieldList: fields.map { ($0.key, $0.value) }, always: always)
+    }
+
+    /// The same, with fields gathered as the caller finds them.
+    public func log(_ level: LogLevel, _ message: String, fieldList fields: [(String, LogValue)], always: Bool = false) {
         guard always || isEnabled(level) else { return }
         let writeFields = { (line: inout LogLine) in
             for (name, value) in fields { line.field(name, value) }

@@ -10,9 +10,12 @@ import TopChromeAPI
 /// an operator must see it while there is time to act.
 final class StateFileMetrics: MetricsFamilies, ReadinessDetail {
     private let writer: SnapshotWriter
+    /// Changes the store has listed that the journal has not yet taken.
+    private let changesNotTaken: @Sendable () -> Int
 
-    init(writer: SnapshotWriter) {
+    init(writer: SnapshotWriter, changesNotTaken: @escaping @Sendable () -> Int) {
         self.writer = writer
+        self.changesNotTaken = changesNotTaken
     }
 
     let name = "stateFile"
@@ -20,9 +23,10 @@ final class StateFileMetrics: MetricsFamilies, ReadinessDetail {
     /// What is wrong, while writes fail; nil while the last write succeeded.
     func problem() -> String? {
         let record = writer.health
-        guard let failure = record.lastFailure else { return nil }
+        let journal = writer.journal?.health.lastFailure.map { "the journal cannot keep changes: \($0)" }
+        guard let failure = record.lastFailure else { return journal }
         let since = record.lastSaved.map { "; it last held every session at \(Self.timestamp($0))" } ?? ""
-        return "\(failure) (\(record.failuresInARow) failed in a row\(since))"
+        return "\(failure) (\(record.failuresInARow) failed in a row\(since))" + (journal.map { "; " + $0 } ?? "")
     }
 
     func render() -> String {
@@ -37,6 +41,22 @@ final class StateFileMetrics: MetricsFamilies, ReadinessDetail {
         text += "# HELP topchrome_state_file_failures_in_a_row Snapshots that failed since the last good one; sessions changed since then are lost if the service stops now.\n"
         text += "# TYPE topchrome_state_file_failures_in_a_row gauge\n"
         text += "topchrome_state_file_failures_in_a_row \(record.failuresInARow)\n"
+        guard let journal = writer.journal?.health else { return text }
+        text += "# HELP topchrome_state_file_changes_not_on_disk Sessions changed (or removed) whose change is not yet synced to the journal: what a crash now would lose.\n"
+        text += "# TYPE topchrome_state_file_changes_not_on_disk gauge\n"
+        text += "topchrome_state_file_changes_not_on_disk \(changesNotTaken() + journal.unflushed)\n"
+        text += "# HELP topchrome_state_file_journal_last_fsync_timestamp_seconds When the journal was last synced to disk (Unix time); 0 if never.\n"
+        text += "# TYPE topchrome_state_file_journal_last_fsync_timestamp_seconds gauge\n"
+        text += "topchrome_state_file_journal_last_fsync_timestamp_seconds \(journal.lastSync ?? 0)\n"
+        text += "# HELP topchrome_state_file_journal_last_fsync_duration_seconds How long the journal's last sync to disk took.\n"
+        text += "# TYPE topchrome_state_file_journal_last_fsync_duration_seconds gauge\n"
+        text += "topchrome_state_file_journal_last_fsync_duration_seconds \(journal.lastSyncDuration)\n"
+        text += "# HELP topchrome_state_file_journal_bytes Bytes in the journals beside the state file; a snapshot starts a new one.\n"
+        text += "# TYPE topchrome_state_file_journal_bytes gauge\n"
+        text += "topchrome_state_file_journal_bytes \(journal.bytes)\n"
+        text += "# HELP topchrome_state_file_journal_write_failures_total Journal writes or syncs that failed; changes wait for the next flush.\n"
+        text += "# TYPE topchrome_state_file_journal_write_failures_total counter\n"
+        text += "topchrome_state_file_journal_write_failures_total \(journal.failures)\n"
         return text
     }
 
