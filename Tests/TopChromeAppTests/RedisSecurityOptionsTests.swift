@@ -1,0 +1,71 @@
+import Foundation
+import Testing
+@testable import TopChromeApp
+
+/// `--redis-username` and the TLS options: read like every option, and
+/// refused where they would do nothing.
+struct RedisSecurityOptionsTests {
+    func serve(_ arguments: [String], _ environment: [String: String] = [:]) throws -> ServiceConfiguration {
+        guard case let .serve(configuration) = try ServiceConfiguration.parse(arguments: arguments, environment: environment) else {
+            throw ServiceConfiguration.UsageError(description: "not a serve command")
+        }
+        return configuration
+    }
+
+    @Test func theUserGoesWithThePasswordIntoTheClientsConfiguration() throws {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("password-\(UUID().uuidString)")
+        try "s3cret\n".write(to: file, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(at: file) }
+        let redis = ["--store", "redis://h:1", "--redis-password-file", file.path]
+        let configuration = try serve(redis, ["TOPCHROME_REDIS_USERNAME": "topchrome"])
+        #expect(configuration.redisClient.username == "topchrome")
+        #expect(configuration.redisClient.password == "s3cret")
+        #expect(configuration.redisClient.tls == nil)
+        #expect(try serve(redis + ["--redis-username", "flag"], ["TOPCHROME_REDIS_USERNAME": "env"]).redisUsername == "flag")
+        #expect(throws: ServiceConfiguration.UsageError(description: "--redis-username needs --redis-password-file: AUTH takes the user's password with its name")) {
+            try serve(["--store", "redis://h:1", "--redis-username", "topchrome"])
+        }
+        #expect(throws: ServiceConfiguration.UsageError.self) { try serve(redis + ["--redis-username", "two words"]) }
+        #expect(throws: ServiceConfiguration.UsageError.self) { try serve(["--redis-username", "topchrome"]) }
+    }
+
+    @Test func tlsOptionsNeedRediss() throws {
+        #expect(try serve(["--store", "rediss://127.0.0.1:6380"]).redisTLS?.caFile == nil, "the system's trust store")
+        #expect(try serve(["--store", "rediss://127.0.0.1:6380"]).storeAddress == "rediss://127.0.0.1:6380")
+        #expect(throws: ServiceConfiguration.UsageError(description: "--redis-ca-file is for TLS to Redis and does nothing with redis://; use --store rediss://HOST:PORT, or remove it")) {
+            try serve(["--store", "redis://h:1", "--redis-ca-file", "/etc/ssl/certs/ca-certificates.crt"])
+        }
+        #expect(throws: ServiceConfiguration.UsageError(description: "--redis-cert and --redis-key go together")) {
+            try serve(["--store", "rediss://h:1", "--redis-cert", "/x.pem"])
+        }
+        #expect(throws: ServiceConfiguration.UsageError.self) { try serve(["--store", "rediss://h:1", "--redis-ca-file", "/nonexistent.pem"]) }
+        #expect(throws: ServiceConfiguration.UsageError.self) { try serve(["--redis-ca-file", "/nonexistent.pem"]) }
+        #expect(throws: ServiceConfiguration.UsageError(description: "--store: 'h' needs a port, as in rediss://h:6379 (the form is rediss://HOST:PORT[,HOST:PORT...])")) {
+            try serve(["--store", "rediss://h"])
+        }
+    }
+
+    /// A Sentinel store has no TLS: the TLS options with it stop the start
+    /// (exit 2) rather than go unused, and there is no `rediss-sentinel://`.
+    /// Its primary still takes the ACL user.
+    @Test func sentinelStoresRefuseTLS() throws {
+        let sentinel = ["--store", "redis-sentinel://127.0.0.1:26379/mymaster"]
+        #expect(try serve(sentinel).redisClient.tls == nil)
+        #expect(try serve(sentinel).storeAddress == "redis-sentinel://127.0.0.1:26379/mymaster")
+        for given in [["--redis-ca-file", "/etc/ssl/certs/ca-certificates.crt"], ["--redis-cert", "/c.pem", "--redis-key", "/k.pem"]] {
+            #expect {
+                try serve(sentinel + given)
+            } throws: { error in
+                (error as? ServiceConfiguration.UsageError)?.description.hasSuffix("is for TLS to Redis, which a redis-sentinel:// store does not use (sentinels and the primary they name are reached without TLS); use --store rediss://HOST:PORT, or remove it") == true
+            }
+        }
+        #expect(throws: ServiceConfiguration.UsageError(description: "TOPCHROME_STORE: Sentinel over TLS is not supported; the sentinels and the primary they name are reached without TLS (the form is redis-sentinel://HOST:PORT[,HOST:PORT...]/MASTERNAME)")) {
+            try serve([], ["TOPCHROME_STORE": "rediss-sentinel://127.0.0.1:26379/mymaster"])
+        }
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("password-\(UUID().uuidString)")
+        try "s3cret\n".write(to: file, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(at: file) }
+        let user = try serve(sentinel + ["--redis-username", "topchrome", "--redis-password-file", file.path])
+        #expect(user.redisClient.username == "topchrome" && user.redisClient.password == "s3cret")
+    }
+}
