@@ -32,7 +32,9 @@ public final class JournalWriter: @unchecked Sendable {
     private var taken: [ChangedSession] = []
     private let lock = PthreadLock()
     // Under `lock`:
-    private var descriptor: Int32 = -1
+    /// The open journal; nil before the start, after a clean stop, or
+    /// after a failed write could not be cut back off it.
+    private var descriptor: Int32?
     private var number: UInt64 = 0
     private var size = 0
     /// Bytes of older journals still kept (their snapshot is not yet written).
@@ -61,14 +63,14 @@ public final class JournalWriter: @unchecked Sendable {
     }
 
     deinit {
-        if descriptor >= 0 { close(descriptor) }
+        if let descriptor { close(descriptor) }
     }
 
     /// Begins journal `number` (a start, after reading the older ones).
     public func open(number: UInt64) throws(SnapshotFile.Failure) {
         try lock.withLock { () throws(SnapshotFile.Failure) in
             let fd = try create(number)
-            if descriptor >= 0 { close(descriptor) }
+            if let descriptor { close(descriptor) }
             (descriptor, self.number, size) = (fd, number, JournalFiles.header(number).count)
         }
     }
@@ -104,6 +106,10 @@ public final class JournalWriter: @unchecked Sendable {
         if policy == .no { unsynced = 0 }
         guard unsynced > 0 else { return true }
         let started = Self.now()
+        guard let descriptor else {
+            record.failed("no journal is open")
+            return false
+        }
         guard fsync(descriptor) == 0 else {
             record.failed("fsync: " + String(cString: strerror(errno)))
             return false
@@ -116,7 +122,7 @@ public final class JournalWriter: @unchecked Sendable {
 
     /// Appends `bytes` whole, or cuts back what was written of them.
     private func append(_ bytes: ArraySlice<UInt8>) -> String? {
-        guard descriptor >= 0 else { return "no journal is open" }
+        guard let descriptor else { return "no journal is open" }
         var linked = stat()
         if fstat(descriptor, &linked) == 0, linked.st_nlink == 0 { return "the journal '\(files.path(number))' was removed" }
         var written = 0
@@ -125,7 +131,7 @@ public final class JournalWriter: @unchecked Sendable {
             if count < 0, errno == EINTR { continue }
             guard count > 0 else {
                 let reason = String(cString: strerror(errno))
-                if ftruncate(descriptor, off_t(size)) != 0 { close(descriptor); descriptor = -1 }
+                if ftruncate(descriptor, off_t(size)) != 0 { close(descriptor); self.descriptor = nil }
                 return "cannot write the journal '\(files.path(number))': \(reason)"
             }
             written += count
@@ -143,7 +149,7 @@ public final class JournalWriter: @unchecked Sendable {
             // After a clean stop no journal may appear: a periodic snapshot
             // still running then would make the next start think it unclean.
             guard !isClosed, let fd = try? create(number + 1) else { return number }
-            if descriptor >= 0 {
+            if let descriptor {
                 if unsynced > 0, policy != .no { fsync(descriptor) }
                 close(descriptor)
                 olderBytes[number] = size
@@ -172,8 +178,8 @@ public final class JournalWriter: @unchecked Sendable {
     public func closeCleanly() {
         lock.withLock {
             isClosed = true
-            if descriptor >= 0 { close(descriptor) }
-            descriptor = -1
+            if let descriptor { close(descriptor) }
+            descriptor = nil
             for old in files.numbers() { unlink(files.path(old)) }
             files.snapshot.syncFolder()
             olderBytes = [:]
@@ -188,7 +194,7 @@ public final class JournalWriter: @unchecked Sendable {
             let changed = changesByJournal.filter { $0.value > 0 }
             if changed.isEmpty { return true }
             var linked = stat()
-            guard descriptor >= 0, unwritten.isEmpty, unsynced == 0 || policy == .no,
+            guard let descriptor, unwritten.isEmpty, unsynced == 0 || policy == .no,
                   fstat(descriptor, &linked) == 0, linked.st_nlink > 0 else { return false }
             return changed.keys.allSatisfy { access(files.path($0), F_OK) == 0 }
         }
