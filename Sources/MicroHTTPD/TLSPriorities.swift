@@ -35,7 +35,7 @@ public struct TLSPriorities: Sendable, Equatable, CustomStringConvertible {
     /// shows what it allows); the error says where it stopped reading.
     public init(_ text: String) throws(TLSPrioritiesError) {
         var cache: gnutls_priority_t?
-        var stop = -1
+        var stop: Int?
         let status = text.withCString { start in
             var failedAt: UnsafePointer<CChar>?
             let status = gnutls_priority_init(&cache, start, &failedAt)
@@ -44,7 +44,7 @@ public struct TLSPriorities: Sendable, Equatable, CustomStringConvertible {
         }
         guard status == GNUTLS_E_SUCCESS else {
             throw TLSPrioritiesError(text: text, reason: String(cString: gnutls_strerror(status)),
-                                     stoppedAt: status == GNUTLS_E_INVALID_REQUEST ? stop : -1)
+                                     stoppedAt: status == GNUTLS_E_INVALID_REQUEST ? stop : nil)
         }
         gnutls_priority_deinit(cache)
         description = text
@@ -60,9 +60,9 @@ public struct TLSPriorities: Sendable, Equatable, CustomStringConvertible {
 public struct TLSPrioritiesError: Error, Equatable, CustomStringConvertible {
     public let description: String
 
-    init(text: String, reason: String, stoppedAt offset: Int) {
+    init(text: String, reason: String, stoppedAt offset: Int?) {
         let utf8 = Array(text.utf8)
-        guard offset >= 0, offset <= utf8.count else {
+        guard let offset, offset >= 0, offset <= utf8.count else {
             description = "GnuTLS refuses it: \(reason)"
             return
         }
