@@ -70,7 +70,7 @@ public struct SnapshotFile: Sendable {
         var seen = Set<SessionID>()
         for (index, line) in lines.enumerated() {
             let session = try readSession(Array(line), line: index + 2, tag: tag)
-            guard seen.insert(session.id).inserted else { throw corrupt(index + 2, "session \(session.id) appears twice") }
+            guard seen.insert(session.id).inserted else { throw corrupt(index + 2, "session \(Self.shortened(session.id)) appears twice") }
             sessions.append(session)
         }
         return sessions
@@ -81,7 +81,7 @@ public struct SnapshotFile: Sendable {
     public func write(_ sessions: [Session]) throws(Failure) {
         for session in sessions {
             if let problem = Self.problem(with: session.state) {
-                throw .unwritable(path: path, reason: "session \(session.id) has \(problem): \(session.state)")
+                throw .unwritable(path: path, reason: "session \(Self.shortened(session.id)) has \(problem): \(session.state)")
             }
         }
         var writer = JSONWriter(capacity: 64 + sessions.count * 96)
@@ -125,6 +125,12 @@ public struct SnapshotFile: Sendable {
             if count == 0 { return bytes }
             bytes.append(contentsOf: chunk[..<count])
         }
+    }
+
+    /// An id as every log names it, its first 8 hex digits: enough to find
+    /// the line in the file, not enough to take the session over.
+    static func shortened(_ id: SessionID) -> String {
+        String(id.description.prefix(8))
     }
 
     func corrupt(_ line: Int, _ reason: String) -> Failure {

@@ -145,7 +145,7 @@ public final class SessionAPI: HTTPResponder {
                                 body: Array(text.utf8))
         case .demo:
             return HTTPResponse(status: 200, headers: HTTPHeaders([("Content-Type", "text/html; charset=utf-8"),
-                                                                   ("Cache-Control", "no-cache")]),
+                                                                   ("Cache-Control", "no-cache")] + demoPageSecurityHeaders),
                                 body: Array(demoPage.utf8))
         case .sessions:
             let (inset, settings) = try body(of: request, RequestBodies.newSession)
