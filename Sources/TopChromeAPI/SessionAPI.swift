@@ -30,6 +30,8 @@ public final class SessionAPI: HTTPResponder {
     let maxBodyBytes: Int
     /// Nil when no token is configured: then requests never read it.
     private let authToken: CurrentBearerToken?
+    /// A scraper's token for `/metrics`; nil leaves `/metrics` open.
+    private let metricsToken: CurrentBearerToken?
     private let metrics: ServiceMetrics
     private let statistics: ChromeStatistics
     private let ready = Atomic<Bool>(true)
@@ -37,7 +39,7 @@ public final class SessionAPI: HTTPResponder {
     private let crossOrigin: CrossOriginPolicy?
 
     public init(store: any SessionStore & SessionChangeFeed, maxBodyBytes: Int, authToken: String? = nil,
-                maxWaitSeconds: Int = 60, metrics: ServiceMetrics = ServiceMetrics(),
+                metricsToken: String? = nil, maxWaitSeconds: Int = 60, metrics: ServiceMetrics = ServiceMetrics(),
                 statistics: ChromeStatistics = ChromeStatistics(), storeMetrics: (any MetricsFamilies)? = nil,
                 readinessDetails: [any ReadinessDetail] = [], crossOrigin: CrossOriginPolicy? = nil) {
         self.maxWaitSeconds = maxWaitSeconds
@@ -47,6 +49,7 @@ public final class SessionAPI: HTTPResponder {
         self.maxBodyBytes = maxBodyBytes
         let token = authToken.map { CurrentBearerToken(BearerToken($0)) }
         self.authToken = token
+        self.metricsToken = metricsToken.map { CurrentBearerToken(BearerToken($0)) }
         readiness = Readiness(store: { store.readiness }, details: readinessDetails, authToken: token)
         self.metrics = metrics
         self.statistics = statistics
@@ -70,6 +73,15 @@ public final class SessionAPI: HTTPResponder {
     public func replaceAuthToken(_ token: String) -> Bool {
         guard let authToken else { return false }
         authToken.replace(with: BearerToken(token))
+        return true
+    }
+
+    /// `/metrics` needs this token from now on; false (and nothing changes)
+    /// for an API made without one, whose `/metrics` stays open.
+    @discardableResult
+    public func replaceMetricsToken(_ token: String) -> Bool {
+        guard let metricsToken else { return false }
+        metricsToken.replace(with: BearerToken(token))
         return true
     }
 
@@ -137,6 +149,7 @@ public final class SessionAPI: HTTPResponder {
             return HTTPResponse(status: 200, headers: HTTPHeaders([("Content-Type", "application/yaml")]),
                                 body: Array(openAPIDocument.utf8))
         case .metrics:
+            if let metricsToken { try Self.checkScraper(request.headers["Authorization"], metricsToken, authToken) }
             // The same question /readyz asks: a store in this process always serves.
             var text = metrics.render(sessions: store.sessionCount, storeUp: store.readiness == .ready,
                                       watchers: watchers.count, statistics: statistics)
@@ -208,6 +221,18 @@ public final class SessionAPI: HTTPResponder {
         let condition = try Self.preconditions(of: request).forChange
         return try Self.respond(to: store.requestApply(inputs, to: id, if: condition), Changed(), endpoint: endpoint,
                                 reusing: &buffers)
+    }
+
+    /// `/metrics` tells what `/readyz` keeps to operators (state-file
+    /// failures, session counts, request rates): with a metrics token it
+    /// answers that token, or the API's own, which opens more already.
+    private static func checkScraper(_ authorization: String?, _ metricsToken: CurrentBearerToken,
+                                     _ authToken: CurrentBearerToken?) throws(Problem) {
+        do {
+            try metricsToken.value.check(authorization)
+        } catch {
+            guard let authToken, (try? authToken.value.check(authorization)) != nil else { throw error }
+        }
     }
 
     public func refusalWhileStopping() -> CompleteResponse {

@@ -102,6 +102,10 @@ extension ServiceConfiguration {
             config.authToken = try bearerToken(inFile: value, source)
             config.authTokenFile = value
         },
+        Option(name: "metrics-token-file", placeholder: "PATH", help: "Require 'Authorization: Bearer <token>' on /metrics (this token or --auth-token-file's), token read from PATH (again on SIGHUP).") { value, source, config throws(UsageError) in
+            config.metricsToken = try bearerToken(inFile: value, source)
+            config.metricsTokenFile = value
+        },
         Option(name: "tls-cert", placeholder: "PATH", help: "Serve HTTPS with this PEM certificate (chain); read again on SIGHUP.") { value, source, config throws(UsageError) in
             config.tlsCertificatePEM = try contents(of: value, source)
             config.tlsCertificateFile = value

@@ -39,6 +39,11 @@ public struct ServiceConfiguration: Sendable, Equatable {
     public var authToken: String?
     /// Where `authToken` was read, read again on reload (SIGHUP) so the token rotates without a restart.
     public var authTokenFile: String?
+    /// When set, `/metrics` answers only a request carrying this token (or
+    /// `authToken`): a scraper's own secret, which opens nothing else.
+    public var metricsToken: String?
+    /// Where `metricsToken` was read, read again on reload as `authTokenFile` is.
+    public var metricsTokenFile: String?
     /// Certificate (chain) and private key for HTTPS, PEM text read at
     /// parse time so a missing file stops the start at once; both or neither.
     public var tlsCertificatePEM: String?

@@ -55,7 +55,8 @@ public final class TopChromeService: Sendable {
             let snapshots = configuration.stateFile.map { SnapshotWriter(file: SnapshotFile(path: $0), collect: store.snapshot) }
             let stateFile = snapshots.map(StateFileMetrics.init)
             api = SessionAPI(store: store, maxBodyBytes: configuration.maxBodyBytes,
-                             authToken: configuration.authToken, maxWaitSeconds: configuration.maxWaitSeconds,
+                             authToken: configuration.authToken, metricsToken: configuration.metricsToken,
+                             maxWaitSeconds: configuration.maxWaitSeconds,
                              metrics: metrics, statistics: store.statistics, storeMetrics: stateFile,
                              readinessDetails: stateFile.map { [$0] } ?? [],
                              crossOrigin: CrossOriginPolicy(origins: configuration.corsOrigins))
@@ -70,7 +71,8 @@ public final class TopChromeService: Sendable {
             memoryStore = nil
             redisStore = store
             api = SessionAPI(store: store, maxBodyBytes: configuration.maxBodyBytes,
-                             authToken: configuration.authToken, maxWaitSeconds: configuration.maxWaitSeconds,
+                             authToken: configuration.authToken, metricsToken: configuration.metricsToken,
+                             maxWaitSeconds: configuration.maxWaitSeconds,
                              metrics: metrics, statistics: store.statistics, storeMetrics: redisMetrics,
                              crossOrigin: CrossOriginPolicy(origins: configuration.corsOrigins))
             snapshots = nil
@@ -187,7 +189,7 @@ public final class TopChromeService: Sendable {
         return StopOutcome(requestsFinished: finished, lostSessions: failure)
     }
 
-    /// Reads the bearer token file and the TLS certificate and key again
+    /// Reads the bearer token files and the TLS certificate and key again
     /// (SIGHUP), so secrets rotate without a restart, and logs a line saying
     /// what changed. What cannot be used (a file unreadable, empty or
     /// invalid, a key that does not match its certificate) changes nothing:

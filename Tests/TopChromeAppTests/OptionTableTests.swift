@@ -47,7 +47,7 @@ struct OptionTableTests {
             "shutdown-timeout": ("2.5", []), "idle-timeout": ("0", []), "max-connections": ("7", []),
             "max-connections-per-ip": ("2", []), "connection-memory": ("16384", []), "heartbeat": ("1", []),
             "max-watchers": ("9", []), "max-watchers-per-session": ("3", []), "max-wait": ("5", []),
-            "auth-token-file": (secret, []), "tls-cert": (secret, ["--tls-key", secret]),
+            "auth-token-file": (secret, []), "metrics-token-file": (secret, []), "tls-cert": (secret, ["--tls-key", secret]),
             "tls-key": (secret, ["--tls-cert", secret]), "log-format": ("json", []), "log-level": ("debug", []),
             "log-errors-to": ("stderr", []), "trusted-proxy": ("10.0.0.0/8", []), "state-file": (secret, []),
             "store": ("redis://h:1", []), "redis-password-file": (secret, redis),
