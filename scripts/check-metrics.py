@@ -30,6 +30,7 @@ REQUIRED_FAMILIES = {
     "process_open_fds": "gauge",
     "process_start_time_seconds": "gauge",
     "topchrome_store_up": "gauge",
+    "topchrome_session_creations_limited_total": "counter",
 }
 
 TYPES = {}

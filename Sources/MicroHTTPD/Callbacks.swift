@@ -95,6 +95,7 @@ private func respond(
     to connection: OpaquePointer, context: UnsafeMutablePointer<RequestContext>, dispatcher: RequestDispatcher
 ) -> MHD_Result {
     var request = context.pointee.lendRequest()
+    request.client = dispatcher.trustedProxies.client(of: context.pointee.client, forwardedFor: request.headers)
     let response = dispatcher.responder.respond(to: request, reusing: &context.pointee.responseBuffers)
     context.pointee.takeBack(&request)
     // Consumed, so the answer's buffers have one owner and `keep` empties

@@ -35,13 +35,16 @@ public final class SessionAPI: HTTPResponder {
     private let metrics: ServiceMetrics
     private let statistics: ChromeStatistics
     private let ready = Atomic<Bool>(true)
+    /// Session creations per client address; nil: no limit.
+    private let creationLimit: CreationRateLimit?
     /// Web pages on other origins allowed to call; nil (the default) costs one check per request.
     private let crossOrigin: CrossOriginPolicy?
 
     public init(store: any SessionStore & SessionChangeFeed, maxBodyBytes: Int, authToken: String? = nil,
                 metricsToken: String? = nil, maxWaitSeconds: Int = 60, metrics: ServiceMetrics = ServiceMetrics(),
                 statistics: ChromeStatistics = ChromeStatistics(), storeMetrics: (any MetricsFamilies)? = nil,
-                readinessDetails: [any ReadinessDetail] = [], crossOrigin: CrossOriginPolicy? = nil) {
+                readinessDetails: [any ReadinessDetail] = [], crossOrigin: CrossOriginPolicy? = nil,
+                creationRate: CreationRatePolicy? = nil) {
         self.maxWaitSeconds = maxWaitSeconds
         self.store = store
         watchers = WatcherHub(feed: store)
@@ -54,6 +57,7 @@ public final class SessionAPI: HTTPResponder {
         self.metrics = metrics
         self.statistics = statistics
         self.crossOrigin = crossOrigin
+        creationLimit = creationRate.map(CreationRateLimit.init)
     }
 
     /// Ready until shutdown begins: then `/readyz` answers 503 so load
@@ -154,6 +158,7 @@ public final class SessionAPI: HTTPResponder {
             var text = metrics.render(sessions: store.sessionCount, storeUp: store.readiness == .ready,
                                       watchers: watchers.count, statistics: statistics)
             if let storeMetrics { text += storeMetrics.render() }
+            if let creationLimit { text += creationLimit.render() }
             return HTTPResponse(status: 200, headers: HTTPHeaders([("Content-Type", "text/plain; version=0.0.4; charset=utf-8")]),
                                 body: Array(text.utf8))
         case .demo:
@@ -162,8 +167,11 @@ public final class SessionAPI: HTTPResponder {
                                 body: Array(demoPage.utf8))
         case .sessions:
             let (inset, settings) = try body(of: request, RequestBodies.newSession)
-            return try Self.respond(to: store.requestCreate(inset: inset, settings: settings), Created(), endpoint: endpoint,
-                                    ifUnsure: Self.createMayHaveHappened, reusing: &buffers)
+            let allowance = try creationLimit.map { limit throws(Problem) in try Self.allowance(limit, request) }
+            var response = try Self.respond(to: store.requestCreate(inset: inset, settings: settings), Created(),
+                                            endpoint: endpoint, ifUnsure: Self.createMayHaveHappened, reusing: &buffers)
+            if let allowance { response.addHeaders(allowance) }
+            return response
         case .session(nil), .events(nil), .inset(nil), .scroll(nil), .disappear(nil), .behavior(nil):
             // A malformed id names no session: the store is not asked.
             throw Self.notASessionID

@@ -4,6 +4,7 @@ import Glibc
 import FoundationEssentials
 import MicroHTTPD
 import Redis
+import TopChromeAPI
 import TopChromeCore
 
 /// Everything an operator can set, from flags or their `TOPCHROME_*`
@@ -31,6 +32,10 @@ public struct ServiceConfiguration: Sendable, Equatable {
     /// Seconds between heartbeat comments on event streams.
     public var heartbeatSeconds = 15
     public var maxWatchers = 10_000
+    /// Sessions one client address (an IPv6 /64) may create a second, and
+    /// at once; more get 429. 0: no limit. See `CreationRatePolicy` for why these.
+    public var createRate = 20
+    public var createBurst = 200
     public var maxWatchersPerSession = 64
     /// Longest long-poll (`Prefer: wait=N`) honoured, in seconds.
     public var maxWaitSeconds = 60
@@ -94,6 +99,11 @@ public struct ServiceConfiguration: Sendable, Equatable {
     public var corsOrigins: [String] = []
 
     public init() {}
+
+    /// Nil when `--create-rate` is 0.
+    public var creationRate: CreationRatePolicy? {
+        createRate > 0 ? CreationRatePolicy(perSecond: createRate, burst: createBurst) : nil
+    }
 
     public var httpServer: HTTPServerConfiguration {
         var server = HTTPServerConfiguration()

@@ -59,7 +59,8 @@ public final class TopChromeService: Sendable {
                              maxWaitSeconds: configuration.maxWaitSeconds,
                              metrics: metrics, statistics: store.statistics, storeMetrics: stateFile,
                              readinessDetails: stateFile.map { [$0] } ?? [],
-                             crossOrigin: CrossOriginPolicy(origins: configuration.corsOrigins))
+                             crossOrigin: CrossOriginPolicy(origins: configuration.corsOrigins),
+                             creationRate: configuration.creationRate)
             self.snapshots = snapshots
         case .redis, .redisSentinel:
             let redisMetrics = RedisStoreMetrics()
@@ -74,7 +75,8 @@ public final class TopChromeService: Sendable {
                              authToken: configuration.authToken, metricsToken: configuration.metricsToken,
                              maxWaitSeconds: configuration.maxWaitSeconds,
                              metrics: metrics, statistics: store.statistics, storeMetrics: redisMetrics,
-                             crossOrigin: CrossOriginPolicy(origins: configuration.corsOrigins))
+                             crossOrigin: CrossOriginPolicy(origins: configuration.corsOrigins),
+                             creationRate: configuration.creationRate)
             snapshots = nil
         }
         server = HTTPServer(configuration: configuration.httpServer, responder: api,

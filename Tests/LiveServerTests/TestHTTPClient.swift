@@ -20,9 +20,9 @@ final class TestHTTPClient {
     /// are all set runs its deinit when its init throws, so a socket stored
     /// first and closed on failure would be closed twice, and the second
     /// close would take whatever descriptor another test opened meanwhile.
-    init(port: Int, host: String = "127.0.0.1") throws {
+    init(port: Int, host: String = "127.0.0.1", from source: String? = nil) throws {
         let fd: Int32
-        do { fd = try connectedSocket(port: port, host: host) } catch { throw TestClientError.connect(error.errno) }
+        do { fd = try connectedSocket(port: port, host: host, from: source) } catch { throw TestClientError.connect(error.errno) }
         var timeout = timeval(tv_sec: 10, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         self.fd = fd

@@ -45,7 +45,7 @@ struct OptionTableTests {
             "host": ("0.0.0.0", []), "port": ("9000", []), "threads": ("3", []), "max-sessions": ("5", []),
             "max-body-bytes": ("1024", []), "reveal-threshold": ("2.5", []), "session-ttl": ("0", []),
             "shutdown-timeout": ("2.5", []), "idle-timeout": ("0", []), "max-connections": ("7", []),
-            "max-connections-per-ip": ("2", []), "connection-memory": ("16384", []), "heartbeat": ("1", []),
+            "max-connections-per-ip": ("2", []), "connection-memory": ("16384", []), "heartbeat": ("1", []), "create-rate": ("3", []), "create-burst": ("7", []),
             "max-watchers": ("9", []), "max-watchers-per-session": ("3", []), "max-wait": ("5", []),
             "auth-token-file": (secret, []), "metrics-token-file": (secret, []), "tls-cert": (secret, ["--tls-key", secret]),
             "tls-key": (secret, ["--tls-cert", secret]), "log-format": ("json", []), "log-level": ("debug", []),
