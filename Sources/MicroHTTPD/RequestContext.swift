@@ -39,6 +39,17 @@ struct RequestContext {
     var tlsIdentities: Unmanaged<TLSIdentities>?
     /// The peer's address (see ``HTTPExchange/client``); set once for the connection.
     var client: String?
+    /// Made request ids on this connection: its prefix, and its requests
+    /// counted (see ``RequestIdentity``). Kept by ``reset()``.
+    private let idPrefix = RequestIdentity.connectionPrefix()
+    private var requestNumber: UInt64 = 0
+
+    /// The current request's identity, from its fields or made. Mutating
+    /// only so that, reached through the context's pointer, it reads the
+    /// fields in place rather than a copy of the whole context.
+    mutating func currentIdentity() -> RequestIdentity {
+        RequestIdentity(headers: headers, prefix: idPrefix, number: requestNumber)
+    }
 
     /// Buffers above this many bytes are let go between requests, so one
     /// large upload does not hold memory for the rest of the connection.
@@ -50,6 +61,7 @@ struct RequestContext {
         HTTPTokens.path(target, into: &path)
         self.version = version
         startedAt = .now
+        requestNumber &+= 1
         isInUse = true
     }
 
