@@ -167,7 +167,8 @@ let package = Package(
                            "TopChromeTesting"]
         ),
         .testTarget(name: "TopChromeAPITests",
-                    dependencies: ["TopChromeAPI", "StoreParts", "MemorySessionStore", "StrictJSON", "TopChromeCore", "TopChromeTesting"]),
+                    dependencies: ["TopChromeAPI", "StoreParts", "MemorySessionStore", "StrictJSON", "TopChromeCore", "TopChromeTesting",
+                                   "COpenSSL"]),
         .testTarget(name: "TopChromeAppTests", dependencies: ["TopChromeApp", "TopChromeAPI", "StrictJSON", "TopChromeTesting"]),
         .testTarget(
             name: "LiveServerTests",

@@ -37,6 +37,7 @@ REQUIRED_FAMILIES = {
     "topchrome_store_up": "gauge",
     "topchrome_connections_open": "gauge",
     "topchrome_connections_refused_total": "counter",
+    "topchrome_session_creations_limited_total": "counter",
 }
 
 TYPES = {}

@@ -98,6 +98,11 @@ private func respond(
 ) -> MHD_Result {
     guard context.pointee.answering() else { return .NO }
     var request = context.pointee.lendRequest()
+    // Without trusted proxies (the usual case) the peer is the client, and
+    // the proxies are not copied (a retain and a release) to say so.
+    request.client = dispatcher.trustedProxies.ranges.isEmpty
+        ? context.pointee.client
+        : dispatcher.trustedProxies.client(of: context.pointee.client, forwardedFor: request.headers)
     let response = dispatcher.responder.respond(to: request, reusing: &context.pointee.responseBuffers)
     context.pointee.takeBack(&request)
     // Consumed, so the answer's buffers have one owner and `keep` empties
@@ -308,6 +313,16 @@ private func queue(
     headers.forEachCString { name, value in
         _ = MHD_add_response_header(created, name, value)
     }
+    // A client's X-Request-Id comes back on every answer to it, refusals
+    // and problems too. A made id is in the log only: a field costs
+    // libmicrohttpd three allocations per answer, more than the whole
+    // increase the hot path may take; a client that wants to quote an id sends one.
+    let identity = context.pointee.currentIdentity()
+    if let given = identity.givenRequestID {
+        given.withUnsafeBytes { id in
+            _ = MHD_add_response_header(created, "X-Request-Id", id.baseAddress!.assumingMemoryBound(to: CChar.self))
+        }
+    }
     if closing || dispatcher.isDraining.load(ordering: .relaxed) {
         _ = MHD_add_response_header(created, "Connection", "close")
     }
@@ -317,7 +332,7 @@ private func queue(
         client: dispatcher.trustedProxies.client(of: context.pointee.client, forwardedFor: context.pointee.headers),
         endpoint: context.pointee.endpoint,
         status: status, bodyBytes: bodyBytes,
-        duration: ContinuousClock.now - context.pointee.startedAt, isStream: isStream))
+        duration: ContinuousClock.now - context.pointee.startedAt, isStream: isStream, identity: identity))
     return result
 }
 

@@ -45,6 +45,14 @@ public struct ClientAddress: Sendable, Hashable {
         }
     }
 
+    /// The block one subscriber holds, for counting clients: an IPv4
+    /// address itself; an IPv6 address's /64, from which a host takes any
+    /// of 2^64 addresses at will (RFC 4291's interface identifiers).
+    public var subscriberBlock: (isIPv6: Bool, bits: UInt64) {
+        let count = isIPv6 ? 8 : 4
+        return (isIPv6, bytes.prefix(count).reduce(0) { $0 << 8 | UInt64($1) })
+    }
+
     /// The usual text (`192.0.2.7`, `2001:db8::1`): digits, hex, dots and
     /// colons only, so a log writes it as it is.
     public var text: String {

@@ -25,6 +25,9 @@ public struct HTTPRequest: Sendable {
     /// read and thrown away, never buffered, so the connection stays usable;
     /// the responder decides how to say so (usually 413).
     public var isBodyTooLarge: Bool
+    /// Who asked, as ``HTTPExchange/client`` names it: the peer's address,
+    /// or behind a trusted proxy the client its `X-Forwarded-For` names.
+    public var client: String?
 
     public init(
         method: String,
@@ -32,10 +35,12 @@ public struct HTTPRequest: Sendable {
         version: String = "HTTP/1.1",
         headers: HTTPHeaders = HTTPHeaders(),
         body: [UInt8] = [],
-        isBodyTooLarge: Bool = false
+        isBodyTooLarge: Bool = false,
+        client: String? = nil
     ) {
         self.init(method: method, pathBytes: Array(path.utf8), version: version, headers: headers, body: body,
                   isBodyTooLarge: isBodyTooLarge)
+        self.client = client
     }
 
     init(method: String, pathBytes: [UInt8], version: String, headers: HTTPHeaders, body: [UInt8], isBodyTooLarge: Bool) {

@@ -44,6 +44,18 @@ struct RequestContext {
     /// Nil in a context made for one request.
     var connection: Unmanaged<OpenConnection>?
 
+    /// Made request ids on this connection: its prefix, and its requests
+    /// counted (see ``RequestIdentity``). Kept by ``reset()``.
+    private let idPrefix = RequestIdentity.connectionPrefix()
+    private var requestNumber: UInt64 = 0
+
+    /// The current request's identity, from its fields or made. Mutating
+    /// only so that, reached through the context's pointer, it reads the
+    /// fields in place rather than a copy of the whole context.
+    mutating func currentIdentity() -> RequestIdentity {
+        RequestIdentity(headers: headers, prefix: idPrefix, number: requestNumber)
+    }
+
     /// Buffers above this many bytes are let go between requests, so one
     /// large upload does not hold memory for the rest of the connection.
     static let keptCapacity = 4096
@@ -54,6 +66,7 @@ struct RequestContext {
         HTTPTokens.path(target, into: &path)
         self.version = version
         startedAt = .now
+        requestNumber &+= 1
         isInUse = true
     }
 

@@ -92,7 +92,7 @@ public struct SnapshotFile: Sendable {
         for line in lines {
             if line.isBlank { throw corrupt(line, "a blank line among the sessions") }
             let session = try readSession(line, tag: tag)
-            guard seen.insert(session.id).inserted else { throw corrupt(line, "session \(session.id) appears twice") }
+            guard seen.insert(session.id).inserted else { throw corrupt(line, "session \(Self.shortened(session.id)) appears twice") }
             sessions.append(session)
         }
         guard sessions.count == count else {
@@ -107,7 +107,7 @@ public struct SnapshotFile: Sendable {
     public func write(_ sessions: [Session], journal: UInt64 = 0) throws(Failure) {
         for session in sessions {
             if let problem = Self.problem(with: session.state) {
-                throw .unwritable(path: path, reason: "session \(session.id) has \(problem): \(session.state)")
+                throw .unwritable(path: path, reason: "session \(Self.shortened(session.id)) has \(problem): \(session.state)")
             }
         }
         var writer = JSONWriter(capacity: 64 + sessions.count * 96)
@@ -157,6 +157,12 @@ public struct SnapshotFile: Sendable {
             if count == 0 { return bytes }
             bytes.append(contentsOf: chunk[..<count])
         }
+    }
+
+    /// An id as every log names it, its first 8 hex digits: enough to find
+    /// the line in the file, not enough to take the session over.
+    static func shortened(_ id: SessionID) -> String {
+        String(id.description.prefix(8))
     }
 
     func corrupt(_ line: Int, _ byte: Int, _ reason: String) -> Failure {

@@ -88,7 +88,7 @@ public struct StateFileScan: Sendable {
             do throws(SnapshotFile.Failure) {
                 let session = try file.readSession(line, tag: tag)
                 guard states[session.id] == nil else {
-                    findings.append(Finding(path: file.path, line: line.number, byte: line.offset, reason: "session \(session.id) appears twice"))
+                    findings.append(Finding(path: file.path, line: line.number, byte: line.offset, reason: "session \(SnapshotFile.shortened(session.id)) appears twice"))
                     continue
                 }
                 states[session.id] = session.state

@@ -87,8 +87,12 @@ const picker = document.getElementById("behavior"), snap = document.getElementBy
 for (const [id, count] of [["blocks-before", 3], ["blocks-after", 4]])
   for (let i = 0; i < count; i++)
     document.getElementById(id).insertAdjacentHTML("beforeend", `<div class="block">Block ${id === "blocks-before" ? i + 1 : i + 4}</div>`);
-for (let i = 0; i < 12; i++)
-  row.insertAdjacentHTML("beforeend", `<div style="background:hsl(${i * 30} 60% 48%)">Card ${i + 1}</div>`);
+for (let i = 0; i < 12; i++) {
+  const card = document.createElement("div");
+  card.style.background = `hsl(${i * 30} 60% 48%)`;
+  card.textContent = `Card ${i + 1}`;
+  row.append(card);
+}
 
 let session = null, seq = 0, pending = [], sending = false;
 const say = text => { document.getElementById("line").textContent = text; };
@@ -189,3 +193,16 @@ start().catch(error => say(`could not start: ${error.message}`));
 </body>
 </html>
 """#
+
+/// What the demo page may do in a browser, and no more: its own inline
+/// script and style (named by their SHA-256, so no other inline code runs),
+/// requests to this origin only, no framing by other pages (clickjacking),
+/// and no guessing of its type. A change to the page's script or style
+/// changes its hash: `DemoPageTests` says the new one.
+let demoPageSecurityHeaders: [(String, String)] = [
+    ("Content-Security-Policy",
+     "default-src 'none'; script-src 'sha256-GiOBSWWXGszkWR0Wd5g+SDNBiJ59nDJjAe3MjkjiHmw='; "
+        + "style-src 'sha256-T8hp022VO2VVLouuNr4y7Toqdy/rkhbKOgzU1azrYz8='; connect-src 'self'; img-src data:; "
+        + "base-uri 'none'; form-action 'none'; frame-ancestors 'none'"),
+    ("X-Content-Type-Options", "nosniff"),
+]

@@ -3,17 +3,25 @@ import StrictJSON
 
 /// An error answer in RFC 9457 form (`application/problem+json`).
 ///
-/// `type` stays `about:blank`, so `title` is the status's own phrase and
-/// `detail` says what exactly was wrong with this request.
+/// `type` is `about:blank`, so `title` is the status's own phrase, but for
+/// the few problems a client acts on by kind (see ``Kind``); `detail` says
+/// what exactly was wrong with this request.
 struct Problem: Error, Equatable {
     let status: Int
     let detail: String
     var headers: [(String, String)] = []
-    /// A kind a client may act on apart from its status; `about:blank`
-    /// (the status says it all) for the rest.
-    var type = "about:blank"
-    /// The kind's summary, for a `type` other than `about:blank`.
-    var title: String?
+    var kind: Kind?
+
+    /// A problem type of its own, with its title and members.
+    enum Kind: Equatable {
+        /// draft-ietf-httpapi-ratelimit-headers-11 §5.1: requests beyond a
+        /// quota policy, named in `violated-policies`.
+        case quotaExceeded(policy: String)
+        /// A change the store could not give a deadline: a fault of its
+        /// configuration (a Redis user without `+time`), which an operator
+        /// must fix, told apart from an outage.
+        case deadlineUnknown
+    }
 
     static func == (a: Problem, b: Problem) -> Bool {
         a.status == b.status && a.detail == b.detail
@@ -31,10 +39,26 @@ struct Problem: Error, Equatable {
     var response: CompleteResponse {
         var json = JSONWriter()
         json.object { object in
-            object.member("type") { $0.string(type) }
-            object.member("title") { $0.string(title ?? Self.title(for: status)) }
+            switch kind {
+            case nil:
+                object.member("type") { $0.string("about:blank") }
+                object.member("title") { $0.string(Self.title(for: status)) }
+            case .quotaExceeded:
+                object.member("type") { $0.string("https://iana.org/assignments/http-problem-types#quota-exceeded") }
+                object.member("title") { $0.string("Request cannot be satisfied as assigned quota has been exceeded") }
+            case .deadlineUnknown:
+                object.member("type") { $0.string("urn:topchrome:problem:deadline-unknown") }
+                object.member("title") { $0.string("Change deadline unknown") }
+            }
             object.member("status") { $0.number(status) }
             object.member("detail") { $0.string(detail) }
+            if case let .quotaExceeded(policy) = kind {
+                object.member("violated-policies") { array in
+                    array.raw("[")
+                    array.string(policy)
+                    array.raw("]")
+                }
+            }
         }
         var headers = HTTPHeaders([("Content-Type", "application/problem+json")])
         for (name, value) in self.headers { headers.add(name: name, value: value) }
@@ -51,6 +75,7 @@ struct Problem: Error, Equatable {
         case 412: "Precondition Failed"
         case 413: "Content Too Large"
         case 415: "Unsupported Media Type"
+        case 429: "Too Many Requests"
         case 500: "Internal Server Error"
         case 501: "Not Implemented"
         case 503: "Service Unavailable"

@@ -76,11 +76,6 @@ extension SessionAPI {
         }
     }
 
-    /// The problem type of a change the store could not give a deadline:
-    /// a fault of its configuration (a Redis user without `+time`), which
-    /// an operator must fix, told apart from an outage.
-    static let deadlineUnknownType = "urn:topchrome:problem:deadline-unknown"
-
     /// The store's value, or the problem a client is told of its error.
     static func value<Value>(_ result: Result<Value, StoreError>, ifUnsure: String = changeMayHaveHappened) throws(Problem) -> Value {
         switch result {
@@ -98,7 +93,7 @@ extension SessionAPI {
                           headers: [("Retry-After", "1")])
         case let .failure(.deadlineUnknown(reason)):
             throw Problem(status: 503, detail: "The change was not made: \(reason), so it could not be given a deadline. Nothing was changed.",
-                          headers: [("Retry-After", "1")], type: deadlineUnknownType, title: "Change deadline unknown")
+                          headers: [("Retry-After", "1")], kind: .deadlineUnknown)
         }
     }
 

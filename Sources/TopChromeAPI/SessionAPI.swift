@@ -30,16 +30,21 @@ public final class SessionAPI: HTTPResponder {
     let maxBodyBytes: Int
     /// Nil when no token is configured: then requests never read it.
     private let authToken: CurrentBearerToken?
+    /// A scraper's token for `/metrics`; nil leaves `/metrics` open.
+    private let metricsToken: CurrentBearerToken?
     private let metrics: ServiceMetrics
     private let statistics: ChromeStatistics
     private let ready = Atomic<Bool>(true)
+    /// Session creations per client address; nil: no limit.
+    private let creationLimit: CreationRateLimit?
     /// Web pages on other origins allowed to call; nil (the default) costs one check per request.
     private let crossOrigin: CrossOriginPolicy?
 
     public init(store: any SessionStore & SessionChangeFeed, maxBodyBytes: Int, authToken: String? = nil,
-                maxWaitSeconds: Int = 60, metrics: ServiceMetrics = ServiceMetrics(),
+                metricsToken: String? = nil, maxWaitSeconds: Int = 60, metrics: ServiceMetrics = ServiceMetrics(),
                 statistics: ChromeStatistics = ChromeStatistics(), moreMetrics: [any MetricsFamilies] = [],
-                readinessDetails: [any ReadinessDetail] = [], crossOrigin: CrossOriginPolicy? = nil) {
+                readinessDetails: [any ReadinessDetail] = [], crossOrigin: CrossOriginPolicy? = nil,
+                creationRate: CreationRatePolicy? = nil) {
         self.maxWaitSeconds = maxWaitSeconds
         self.store = store
         watchers = WatcherHub(feed: store)
@@ -47,10 +52,12 @@ public final class SessionAPI: HTTPResponder {
         self.maxBodyBytes = maxBodyBytes
         let token = authToken.map { CurrentBearerToken(BearerToken($0)) }
         self.authToken = token
+        self.metricsToken = metricsToken.map { CurrentBearerToken(BearerToken($0)) }
         readiness = Readiness(store: { store.readiness }, details: readinessDetails, authToken: token)
         self.metrics = metrics
         self.statistics = statistics
         self.crossOrigin = crossOrigin
+        creationLimit = creationRate.map(CreationRateLimit.init)
     }
 
     /// Ready until shutdown begins: then `/readyz` answers 503 so load
@@ -70,6 +77,15 @@ public final class SessionAPI: HTTPResponder {
     public func replaceAuthToken(_ token: String) -> Bool {
         guard let authToken else { return false }
         authToken.replace(with: BearerToken(token))
+        return true
+    }
+
+    /// `/metrics` needs this token from now on; false (and nothing changes)
+    /// for an API made without one, whose `/metrics` stays open.
+    @discardableResult
+    public func replaceMetricsToken(_ token: String) -> Bool {
+        guard let metricsToken else { return false }
+        metricsToken.replace(with: BearerToken(token))
         return true
     }
 
@@ -137,20 +153,25 @@ public final class SessionAPI: HTTPResponder {
             return HTTPResponse(status: 200, headers: HTTPHeaders([("Content-Type", "application/yaml")]),
                                 body: Array(openAPIDocument.utf8))
         case .metrics:
+            if let metricsToken { try Self.checkScraper(request.headers["Authorization"], metricsToken, authToken) }
             // The same question /readyz asks: a store in this process always serves.
             var text = metrics.render(sessions: store.sessionCount, storeUp: store.readiness == .ready,
                                       watchers: watchers.count, statistics: statistics)
             for families in moreMetrics { text += families.render() }
+            if let creationLimit { text += creationLimit.render() }
             return HTTPResponse(status: 200, headers: HTTPHeaders([("Content-Type", "text/plain; version=0.0.4; charset=utf-8")]),
                                 body: Array(text.utf8))
         case .demo:
             return HTTPResponse(status: 200, headers: HTTPHeaders([("Content-Type", "text/html; charset=utf-8"),
-                                                                   ("Cache-Control", "no-cache")]),
+                                                                   ("Cache-Control", "no-cache")] + demoPageSecurityHeaders),
                                 body: Array(demoPage.utf8))
         case .sessions:
             let (inset, settings) = try body(of: request, RequestBodies.newSession)
-            return try Self.respond(to: store.requestCreate(inset: inset, settings: settings), Created(), endpoint: endpoint,
-                                    ifUnsure: Self.createMayHaveHappened, reusing: &buffers)
+            let allowance = try creationLimit.map { limit throws(Problem) in try Self.allowance(limit, request) }
+            var response = try Self.respond(to: store.requestCreate(inset: inset, settings: settings), Created(),
+                                            endpoint: endpoint, ifUnsure: Self.createMayHaveHappened, reusing: &buffers)
+            if let allowance { response.addHeaders(allowance) }
+            return response
         case .session(nil), .events(nil), .inset(nil), .scroll(nil), .disappear(nil), .behavior(nil):
             // A malformed id names no session: the store is not asked.
             throw Self.notASessionID
@@ -208,6 +229,18 @@ public final class SessionAPI: HTTPResponder {
         let condition = try Self.preconditions(of: request).forChange
         return try Self.respond(to: store.requestApply(inputs, to: id, if: condition), Changed(), endpoint: endpoint,
                                 reusing: &buffers)
+    }
+
+    /// `/metrics` tells what `/readyz` keeps to operators (state-file
+    /// failures, session counts, request rates): with a metrics token it
+    /// answers that token, or the API's own, which opens more already.
+    private static func checkScraper(_ authorization: String?, _ metricsToken: CurrentBearerToken,
+                                     _ authToken: CurrentBearerToken?) throws(Problem) {
+        do {
+            try metricsToken.value.check(authorization)
+        } catch {
+            guard let authToken, (try? authToken.value.check(authorization)) != nil else { throw error }
+        }
     }
 
     public func refusalWhileStopping() -> CompleteResponse {

@@ -42,6 +42,7 @@ public struct ConfigurationCheck: Sendable {
             }
         }
         if configuration.authToken != nil { checked.append("bearer token: read") }
+        if configuration.metricsToken != nil { checked.append("metrics token: read") }
         switch configuration.store {
         case .memory:
             if let path = configuration.stateFile {

@@ -10,9 +10,11 @@ import TopChromeAPI
 final class Reloads: @unchecked Sendable {
     private let lock = PthreadLock()
     private let tokenFile: String?
+    private let metricsTokenFile: String?
     private let certificateFile: String?
     private let keyFile: String?
     private var token: String?
+    private var metricsToken: String?
     private var credentials: TLSCredentials?
     private let tlsMetrics: TLSMetrics?
 
@@ -22,6 +24,8 @@ final class Reloads: @unchecked Sendable {
         certificateFile = configuration.tlsCertificateFile
         keyFile = configuration.tlsKeyFile
         token = configuration.authToken
+        metricsTokenFile = configuration.metricsTokenFile
+        metricsToken = configuration.metricsToken
         credentials = configuration.httpServer.tls
     }
 
@@ -32,14 +36,21 @@ final class Reloads: @unchecked Sendable {
         var keptSomething = false
 
         var description: String {
-            parts.isEmpty ? "nothing to reload (no --auth-token-file, --tls-cert or --tls-key)" : parts.joined(separator: "; ")
+            parts.isEmpty ? "nothing to reload (no --auth-token-file, --metrics-token-file, --tls-cert or --tls-key)" : parts.joined(separator: "; ")
         }
     }
 
     func run(api: SessionAPI, server: HTTPServer) -> Outcome {
         lock.withLock {
             var outcome = Outcome()
-            if let tokenFile { reloadToken(from: tokenFile, api: api, into: &outcome) }
+            if let tokenFile {
+                reload(&token, from: tokenFile, "--auth-token-file", "bearer token", into: &outcome) { api.replaceAuthToken($0) }
+            }
+            if let metricsTokenFile {
+                reload(&metricsToken, from: metricsTokenFile, "--metrics-token-file", "metrics token", into: &outcome) {
+                    api.replaceMetricsToken($0)
+                }
+            }
             if let certificateFile, let keyFile {
                 reloadCertificate(from: certificateFile, keyFile, server: server, into: &outcome)
             }
@@ -47,22 +58,23 @@ final class Reloads: @unchecked Sendable {
         }
     }
 
-    private func reloadToken(from path: String, api: SessionAPI, into outcome: inout Outcome) {
+    private func reload(_ token: inout String?, from path: String, _ option: String, _ name: String,
+                        into outcome: inout Outcome, replace: (String) -> Void) {
         let new: String
         do {
-            new = try ServiceConfiguration.bearerToken(inFile: path, "--auth-token-file")
+            new = try ServiceConfiguration.bearerToken(inFile: path, option)
         } catch {
             outcome.keptSomething = true
-            outcome.parts.append("kept the old bearer token: \(error)")
+            outcome.parts.append("kept the old \(name): \(error)")
             return
         }
         guard new != token else {
-            outcome.parts.append("bearer token unchanged")
+            outcome.parts.append("\(name) unchanged")
             return
         }
-        api.replaceAuthToken(new)
+        replace(new)
         token = new
-        outcome.parts.append("bearer token replaced")
+        outcome.parts.append("\(name) replaced")
     }
 
     private func reloadCertificate(from certificateFile: String, _ keyFile: String, server: HTTPServer,

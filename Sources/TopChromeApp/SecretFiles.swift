@@ -19,6 +19,24 @@ extension ServiceConfiguration {
         return String(token)
     }
 
+    /// A bearer token shorter than this is easy to guess: 32 characters is
+    /// what `openssl rand -hex 16` gives (128 bits). Shorter ones still work,
+    /// with a warning at start and in `check-config`.
+    static let shortestSafeToken = 32
+
+    /// What the configuration allows but an operator should change: each
+    /// a line that a start logs as a warning and `check-config` prints.
+    public var warnings: [String] {
+        var lines: [String] = []
+        for (option, path, token) in [("--auth-token-file", authTokenFile, authToken),
+                                     ("--metrics-token-file", metricsTokenFile, metricsToken)] {
+            guard let token, token.utf8.count < Self.shortestSafeToken else { continue }
+            lines.append("\(option): the token in '\(path ?? "?")' is \(token.utf8.count) characters; "
+                + "use at least \(Self.shortestSafeToken) (e.g. openssl rand -hex 16), or it may be guessed")
+        }
+        return lines
+    }
+
     /// The Redis password in a file: all of it but an editor's final
     /// newline, which is not part of it.
     static func redisPassword(inFile path: String, _ source: String) throws(UsageError) -> String {

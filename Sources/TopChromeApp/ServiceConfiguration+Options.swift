@@ -93,6 +93,12 @@ extension ServiceConfiguration {
         Option(name: "heartbeat", placeholder: "S", help: "Seconds between heartbeats on event streams (default {default}).", default: { "\($0.heartbeatSeconds)" }) { value, source, config throws(UsageError) in
             config.heartbeatSeconds = try integer(value, source, in: 1...3600)
         },
+        Option(name: "create-rate", placeholder: "N", help: "Sessions one client address (IPv6: its /64) may create per second; more get 429; 0 = no limit (default {default}).", default: { "\($0.createRate)" }) { value, source, config throws(UsageError) in
+            config.createRate = try integer(value, source, in: 0...1_000_000)
+        },
+        Option(name: "create-burst", placeholder: "N", help: "Sessions one client address may create at once before --create-rate applies (default {default}).", default: { "\($0.createBurst)" }) { value, source, config throws(UsageError) in
+            config.createBurst = try integer(value, source, in: 1...1_000_000)
+        },
         Option(name: "max-watchers", placeholder: "N", help: "Event streams and long-polls at most, and no more than the descriptor limit allows; more get 503 (default {default}).", default: { "\($0.maxWatchers)" }) { value, source, config throws(UsageError) in
             config.maxWatchers = try integer(value, source, in: 1...1_000_000)
         },
@@ -105,6 +111,10 @@ extension ServiceConfiguration {
         Option(name: "auth-token-file", placeholder: "PATH", help: "Require 'Authorization: Bearer <token>' on /v1, token read from PATH (again on SIGHUP).") { value, source, config throws(UsageError) in
             config.authToken = try bearerToken(inFile: value, source)
             config.authTokenFile = value
+        },
+        Option(name: "metrics-token-file", placeholder: "PATH", help: "Require 'Authorization: Bearer <token>' on /metrics (this token or --auth-token-file's), token read from PATH (again on SIGHUP).") { value, source, config throws(UsageError) in
+            config.metricsToken = try bearerToken(inFile: value, source)
+            config.metricsTokenFile = value
         },
         Option(name: "tls-cert", placeholder: "PATH", help: "Serve HTTPS with this PEM certificate (chain); read again on SIGHUP.") { value, source, config throws(UsageError) in
             config.tlsCertificatePEM = try contents(of: value, source)

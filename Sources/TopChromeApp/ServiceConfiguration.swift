@@ -5,6 +5,7 @@ import FoundationEssentials
 import MicroHTTPD
 import Redis
 import SessionSnapshots
+import TopChromeAPI
 import TopChromeCore
 
 /// Everything an operator can set, from flags or their `TOPCHROME_*`
@@ -36,6 +37,10 @@ public struct ServiceConfiguration: Sendable, Equatable {
     /// Seconds between heartbeat comments on event streams.
     public var heartbeatSeconds = 15
     public var maxWatchers = 10_000
+    /// Sessions one client address (an IPv6 /64) may create a second, and
+    /// at once; more get 429. 0: no limit. See `CreationRatePolicy` for why these.
+    public var createRate = 20
+    public var createBurst = 200
     public var maxWatchersPerSession = 64
     /// Longest long-poll (`Prefer: wait=N`) honoured, in seconds.
     public var maxWaitSeconds = 60
@@ -44,6 +49,11 @@ public struct ServiceConfiguration: Sendable, Equatable {
     public var authToken: String?
     /// Where `authToken` was read, read again on reload (SIGHUP) so the token rotates without a restart.
     public var authTokenFile: String?
+    /// When set, `/metrics` answers only a request carrying this token (or
+    /// `authToken`): a scraper's own secret, which opens nothing else.
+    public var metricsToken: String?
+    /// Where `metricsToken` was read, read again on reload as `authTokenFile` is.
+    public var metricsTokenFile: String?
     /// Certificate (chain) and private key for HTTPS, PEM text read at
     /// parse time so a missing file stops the start at once; both or neither.
     public var tlsCertificatePEM: String?
@@ -102,6 +112,11 @@ public struct ServiceConfiguration: Sendable, Equatable {
     public var corsOrigins: [String] = []
 
     public init() {}
+
+    /// Nil when `--create-rate` is 0.
+    public var creationRate: CreationRatePolicy? {
+        createRate > 0 ? CreationRatePolicy(perSecond: createRate, burst: createBurst) : nil
+    }
 
     public var httpServer: HTTPServerConfiguration {
         var server = HTTPServerConfiguration()

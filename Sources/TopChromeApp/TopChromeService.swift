@@ -80,10 +80,12 @@ public final class TopChromeService: Sendable {
             }
             let stateFile = snapshots.map { StateFileMetrics(writer: $0, changesNotTaken: { store.changesNotTaken }) }
             api = SessionAPI(store: store, maxBodyBytes: configuration.maxBodyBytes,
-                             authToken: configuration.authToken, maxWaitSeconds: configuration.maxWaitSeconds,
-                             metrics: metrics, statistics: store.statistics, moreMetrics: (stateFile.map { [$0] } ?? []) + tlsFamilies + [connectionMetrics],
+                             authToken: configuration.authToken, metricsToken: configuration.metricsToken,
+                             maxWaitSeconds: configuration.maxWaitSeconds, metrics: metrics, statistics: store.statistics,
+                             moreMetrics: (stateFile.map { [$0] } ?? []) + tlsFamilies + [connectionMetrics],
                              readinessDetails: stateFile.map { [$0] } ?? [],
-                             crossOrigin: CrossOriginPolicy(origins: configuration.corsOrigins))
+                             crossOrigin: CrossOriginPolicy(origins: configuration.corsOrigins),
+                             creationRate: configuration.creationRate)
             self.snapshots = snapshots
         case .redis, .redisSentinel:
             let errorReplies = RedisErrorReplies(logger: logger)
@@ -97,10 +99,11 @@ public final class TopChromeService: Sendable {
             memoryStore = nil
             redisStore = store
             api = SessionAPI(store: store, maxBodyBytes: configuration.maxBodyBytes,
-                             authToken: configuration.authToken, maxWaitSeconds: configuration.maxWaitSeconds,
-                             metrics: metrics, statistics: store.statistics,
+                             authToken: configuration.authToken, metricsToken: configuration.metricsToken,
+                             maxWaitSeconds: configuration.maxWaitSeconds, metrics: metrics, statistics: store.statistics,
                              moreMetrics: [redisMetrics] + tlsFamilies + [connectionMetrics],
-                             crossOrigin: CrossOriginPolicy(origins: configuration.corsOrigins))
+                             crossOrigin: CrossOriginPolicy(origins: configuration.corsOrigins),
+                             creationRate: configuration.creationRate)
             snapshots = nil
         }
         var serverConfiguration = configuration.httpServer
@@ -277,7 +280,7 @@ public final class TopChromeService: Sendable {
         return StopOutcome(requestsFinished: finished, lostSessions: lost ? failure : nil, snapshotFailure: lost ? nil : failure)
     }
 
-    /// Reads the bearer token file and the TLS certificate and key again
+    /// Reads the bearer token files and the TLS certificate and key again
     /// (SIGHUP), so secrets rotate without a restart, and logs a line saying
     /// what changed. What cannot be used (a file unreadable, empty or
     /// invalid, a key that does not match its certificate) changes nothing:

@@ -3,9 +3,9 @@ import Glibc
 #endif
 
 /// A TCP socket connected to `host` (IPv4) on `port`: a test's own end of a
-/// connection to a server under test. The caller closes it.
-/// - Parameter source: the local address to connect from: any of
-///   127.0.0.0/8 is loopback, so a test can be another client address.
+/// connection to a server under test. The caller closes it. `source`: the
+/// address it comes from, e.g. `127.0.0.2` to be another client (all of
+/// 127.0.0.0/8 is loopback); nil lets the kernel choose.
 public func connectedSocket(port: Int, host: String = "127.0.0.1",
                             from source: String? = nil) throws(LoopbackSocketError) -> Int32 {
     let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
@@ -13,9 +13,10 @@ public func connectedSocket(port: Int, host: String = "127.0.0.1",
     if let source {
         var local = sockaddr_in()
         local.sin_family = sa_family_t(AF_INET)
-        guard inet_pton(AF_INET, source, &local.sin_addr) == 1, withUnsafePointer(to: &local, {
+        let bound = inet_pton(AF_INET, source, &local.sin_addr) == 1 && withUnsafePointer(to: &local) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }) == 0 else {
+        } == 0
+        guard bound else {
             let error = LoopbackSocketError(call: "bind", errno: errno)
             close(socket)
             throw error

@@ -69,6 +69,9 @@ enum Launcher {
     private static func serve(_ configuration: ServiceConfiguration) -> Never {
         let service = TopChromeService(configuration: configuration)
         let logger = service.logger
+        for warning in configuration.warnings {
+            logger.log(.warn, "topchrome: \(warning)", always: true)
+        }
         let started: TopChromeService.StartOutcome
         do {
             started = try service.start()
@@ -169,7 +172,9 @@ enum Launcher {
         for line in check.problems + check.unreachable {
             printToStandardError("topchrome check-config: \(line)")
         }
-        for line in check.warnings { printToStandardError("topchrome check-config: warning: \(line)") }
+        for line in configuration.warnings + check.warnings {
+            printToStandardError("topchrome check-config: warning: \(line)")
+        }
         switch check.exitStatus {
         case 0: print("topchrome check-config: the configuration is valid")
         case 3: print("topchrome check-config: the configuration is valid, but the Redis store did not answer")

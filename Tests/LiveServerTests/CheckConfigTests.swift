@@ -43,6 +43,32 @@ import TopChromeTesting
         }
     }
 
+    /// A token shorter than 32 characters works but is warned of, at start
+    /// and in check-config (exit 0: it is the operator's choice); a long
+    /// one is not.
+    @Test func aShortTokenIsWarnedOf() throws {
+        let folder = try Self.folder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let short = folder.appendingPathComponent("short").path, long = folder.appendingPathComponent("long").path
+        try "x\n".write(toFile: short, atomically: true, encoding: .utf8)
+        try (String(repeating: "a1", count: 16) + "\n").write(toFile: long, atomically: true, encoding: .utf8)
+        let warned = try Self.check(["--auth-token-file", short])
+        #expect(warned.status == 0, "\(warned.errors)")
+        #expect(warned.errors.contains("topchrome check-config: warning: --auth-token-file: the token in '\(short)' is 1 characters"),
+                "\(warned.errors)")
+        let quiet = try Self.check(["--auth-token-file", long])
+        #expect(quiet.status == 0)
+        #expect(!quiet.errors.contains("warning"), "\(quiet.errors)")
+
+        let server = try RunningServer(["--port", "0", "--auth-token-file", short])
+        _ = try server.waitUntilListening()
+        #expect(server.standardOutput.contains(" warn topchrome: --auth-token-file: the token in '\(short)' is 1 characters"),
+                "\(server.standardOutput)")
+        let longServer = try RunningServer(["--port", "0", "--auth-token-file", long])
+        _ = try longServer.waitUntilListening()
+        #expect(!longServer.standardOutput.contains(" warn "), "\(longServer.standardOutput)")
+    }
+
     /// TLS files are loaded as the server would load them: a key that does
     /// not belong to the certificate is found now, not at the next start.
     @Test func tlsFilesThatCannotServeExit2() throws {

@@ -23,6 +23,9 @@ final class LiveServer: Sendable {
         var configuration = ServiceConfiguration()
         configuration.port = 0
         configuration.threads = 2
+        // A test is one address creating sessions far faster than any app;
+        // the tests of the limit set it.
+        configuration.createRate = 0
         let shared = ProcessInfo.processInfo.environment["TOPCHROME_TEST_STORE"]
         if !memoryOnly, shared == "redis" {
             configuration.store = .redis([try Self.sharedRedis.get().node])

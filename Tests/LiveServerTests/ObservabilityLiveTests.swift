@@ -88,7 +88,7 @@ import TopChromeTesting
         let expected = "info request method=POST route=/v1/sessions/{id}/scroll status=200 duration_ms="
         #expect(eventually(within: 10) { server.standardOutput.contains(expected) })
         let line = server.standardOutput.split(separator: "\n").first { $0.contains(expected) } ?? ""
-        #expect(line.hasSuffix(" session=\(id.prefix(8)) client=127.0.0.1"))
+        #expect(line.contains(" session=\(id.prefix(8)) client=127.0.0.1 trace_id="), "\(line)")
         server.signal(SIGTERM)
         #expect(server.waitForExit(within: 10) == 0)
     }
@@ -112,7 +112,7 @@ import TopChromeTesting
         #expect(requests.count == 5)
         let last = try #require(requests.last)
         #expect(last.contains(" method=DELETE route=/v1/sessions/{id} status=204 "))
-        #expect(last.hasSuffix(" session=\(id.prefix(8)) client=127.0.0.1"))
+        #expect(last.contains(" session=\(id.prefix(8)) client=127.0.0.1 trace_id="), "\(last)")
         let lastIndex = try #require(lines.lastIndex(of: last))
         let stopped = try #require(lines.firstIndex { $0.hasSuffix(" info topchrome stopped") })
         #expect(lastIndex < stopped)
@@ -136,7 +136,7 @@ import TopChromeTesting
         #expect(requests.count == 4)
         guard requests.count == 4 else { return }
         #expect(requests[0].contains(" method=POST route=/v1/sessions status=201 "))
-        #expect(requests[0].hasSuffix(" session=\(id.prefix(8)) client=127.0.0.1"), "\(requests[0])")
+        #expect(requests[0].contains(" session=\(id.prefix(8)) client=127.0.0.1 trace_id="), "\(requests[0])")
         #expect(requests[1].contains(" status=200 ") && requests[1].contains(" bytes=\(full.body.count) "))
         #expect(full.body.count > 0)
         #expect(requests[2].contains(" status=304 ") && requests[2].contains(" bytes=0 "), "\(requests[2])")
@@ -169,7 +169,7 @@ import TopChromeTesting
             server.signal(SIGTERM)
             #expect(server.waitForExit(within: 10) == 0)
             return server.log.split(separator: "\n").filter { $0.contains(" info request ") }
-                .map { String($0.split(separator: " client=").last ?? "") }
+                .map { String($0.split(separator: " client=").last?.split(separator: " ").first ?? "") }
         }
         #expect(try clients(trusting: ["127.0.0.1", "10.0.0.0/8"]) == ["203.0.113.9", "203.0.113.9", "2001:db8::7", "127.0.0.1", "127.0.0.1"])
         #expect(try clients(trusting: []) == Array(repeating: "127.0.0.1", count: 5), "the header alone proves nothing")
@@ -191,6 +191,10 @@ import TopChromeTesting
             .compactMap { try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
             .filter { $0["msg"] as? String == "request" }
         #expect(requests.map { $0["path"] as? String } == ["/v2/%22q%22%5C%C3%BC", "/" + String(repeating: "a", count: 127) + "...", nil])
+        // Ids as JSON strings too: made ones are 32 hex digits, one per request.
+        let ids = requests.compactMap { $0["request_id"] as? String }
+        #expect(ids.count == 3 && Set(ids).count == 3 && ids.allSatisfy { $0.utf8.count == 32 }, "\(ids)")
+        #expect(requests.map { $0["trace_id"] as? String } == ids.map { $0 as String? })
     }
 
     /// The start line names the store, how many sessions came back, and

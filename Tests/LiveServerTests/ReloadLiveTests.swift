@@ -92,6 +92,30 @@ import Testing
     }
 
     /// nil: the file is gone.
+    /// The scraper's token rotates as the API's does.
+    @Test func sighupRotatesTheMetricsToken() throws {
+        let tokenFile = try write("old-metrics-token\n", to: "metrics-token")
+        let server = try RunningServer(["--port", "0", "--metrics-token-file", tokenFile])
+        _ = try server.waitUntilListening()
+        let client = try TestHTTPClient(port: server.port)
+        func scrape(_ token: String) throws -> Int {
+            try client.request("GET", "/metrics", headers: [("Authorization", "Bearer \(token)")]).status
+        }
+        #expect(try scrape("old-metrics-token") == 200)
+        #expect(try scrape("new-metrics-token") == 401)
+        try write("new-metrics-token\n", to: "metrics-token")
+        server.signal(SIGHUP)
+        #expect(waitForLog(server, "metrics token replaced"))
+        #expect(try scrape("new-metrics-token") == 200)
+        #expect(try scrape("old-metrics-token") == 401)
+        try write("two words\n", to: "metrics-token")
+        server.signal(SIGHUP)
+        #expect(waitForLog(server, "kept the old metrics token"))
+        #expect(try scrape("new-metrics-token") == 200)
+        server.signal(SIGTERM)
+        #expect(server.waitForExit(within: 10) == 0)
+    }
+
     @Test(arguments: ["", "  \n", "two words\n", nil])
     func aTokenFileThatCannotBeUsedKeepsTheOldToken(_ contents: String?) throws {
         let tokenFile = try write("old-token\n", to: "token")

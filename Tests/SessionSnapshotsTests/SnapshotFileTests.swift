@@ -83,6 +83,14 @@ import TopChromeCore
         try expectRefused(text, as: .corrupt(path: file.path, line: 3, byte: 54 + 82, reason: "no valid id"))
     }
 
+    /// A session given twice is named as logs name ids, by its first 8 hex
+    /// digits: the message goes to the log, which must not hand out the id.
+    @Test func aDuplicateIdIsNamedShort() throws {
+        let line = "{\"id\":\"3b6b1e62aaaabbbbccccddddeeeeffff\",\"inset\":0,\"isRevealed\":true,\"version\":1}\n"
+        try expectRefused("{\"format\":\"topchrome-sessions\",\"version\":1,\"count\":2}\n" + line + line,
+                          as: .corrupt(path: file.path, line: 3, reason: "session 3b6b1e62 appears twice"))
+    }
+
     /// A member the reader does not know is refused and named, in the
     /// header and in a session line.
     @Test func unknownMembersAreRefused() throws {

@@ -68,7 +68,25 @@ final class CapturedLog {
         let id = try #require(SessionID("3b6b1e62" + String(repeating: "0", count: 24)))
         return HTTPExchange(method: "POST", path: "/v1/sessions/\(id)/scroll", client: "127.0.0.1",
                             endpoint: ExchangeEndpoint(template: .scroll, session: id).rawValue,
-                            status: 200, bodyBytes: 83, duration: .microseconds(61), isStream: false)
+                            status: 200, bodyBytes: 83, duration: .microseconds(61), isStream: false,
+                            identity: RequestIdentity(traceID: (0x9c1d_07a2_e45b_3f6a, 7), madeID: (0x9c1d_07a2_e45b_3f6a, 7)))
+    }
+
+    /// A client's own ids are written as they came, in either format.
+    @Test(arguments: LogFormat.allCases)
+    func givenIdsAreWrittenAsTheyCame(_ format: LogFormat) throws {
+        let log = CapturedLog(format, clock: StepClock())
+        let identity = RequestIdentity(traceID: (0x4bf9_2f35_77b3_4da6, 0xa3ce_929d_0e0e_4736), madeID: (1, 2),
+                                       givenRequestID: "app-42.7:retry/1")
+        ExchangeRecorder(metrics: ServiceMetrics(), logger: log.logger).completed(
+            HTTPExchange(method: "GET", path: "/healthz", endpoint: nil, status: 200, bodyBytes: 0, duration: .zero,
+                         isStream: false, identity: identity))
+        log.logger.flush()
+        let line = try #require(log.outputLines.first)
+        switch format {
+        case .text: #expect(line.hasSuffix(" trace_id=4bf92f3577b34da6a3ce929d0e0e4736 request_id=app-42.7:retry/1"), "\(line)")
+        case .json: #expect(line.hasSuffix(#","trace_id":"4bf92f3577b34da6a3ce929d0e0e4736","request_id":"app-42.7:retry/1"}"#), "\(line)")
+        }
     }
 
     /// The access line is what docs/operations.md ("Logs") shows, byte for

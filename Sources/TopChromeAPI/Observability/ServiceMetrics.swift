@@ -14,7 +14,7 @@ import TopChromeCore
 /// lock, allocates nothing, and two threads do not contend for a cache line.
 public final class ServiceMetrics: Sendable {
     static let methods = ["GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS", "OTHER"]
-    static let statuses = [200, 201, 204, 304, 400, 401, 403, 404, 405, 412, 413, 415, 431, 500, 503]
+    static let statuses = [200, 201, 204, 304, 400, 401, 403, 404, 405, 412, 413, 415, 431, 500, 503, 429]
     /// Upper bounds in seconds: from a tenth of a millisecond (a plain
     /// request) to a minute (the longest long-poll).
     static let buckets: [Double] = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
@@ -102,6 +102,7 @@ public final class ServiceMetrics: Sendable {
         case 431: 12
         case 500: 13
         case 503: 14
+        case 429: 15
         default: statuses.count
         }
     }

@@ -38,16 +38,16 @@ final class ExchangeRecorder: HTTPExchangeObserver {
         // The closures take the numbers, not the exchange: capturing it copies
         // it (a retain and a release of its method and path) on every line.
         let status = exchange.status, duration = exchange.duration, bodyBytes = exchange.bodyBytes
-        let client = exchange.client
+        let client = exchange.client, identity = exchange.identity
         // What was asked where nothing lives: a typo, a scanner, an old client.
         let path = endpoint.template == .unmatched ? Self.loggable(exchange.pathBytes) : nil
         if let index = Self.startIndex(endpoint.template, exchange.method) {
-            logger.log(starts[index]) { Self.writeRest(of: &$0, status, duration, bodyBytes, endpoint, client, path) }
+            logger.log(starts[index]) { Self.writeRest(of: &$0, status, duration, bodyBytes, endpoint, identity, client, path) }
         } else {
             let method = exchange.method
             logger.log(.info, "request") { line in
                 Self.writeStart(of: &line, method: method, template: endpoint.template)
-                Self.writeRest(of: &line, status, duration, bodyBytes, endpoint, client, path)
+                Self.writeRest(of: &line, status, duration, bodyBytes, endpoint, identity, client, path)
             }
         }
     }
@@ -85,7 +85,8 @@ final class ExchangeRecorder: HTTPExchangeObserver {
     /// The numbers and the short id: four short fields, room made once.
     @inline(__always)
     private static func writeRest(of line: inout LogLine, _ status: Int, _ duration: Duration, _ bodyBytes: Int,
-                                  _ endpoint: ExchangeEndpoint, _ client: String?, _ path: String?) {
+                                  _ endpoint: ExchangeEndpoint, _ identity: RequestIdentity, _ client: String?,
+                                  _ path: String?) {
         let names = "status".utf8.count + "duration_ms".utf8.count + "bytes".utf8.count + "session".utf8.count
         line.boundedFields(atMost: names + 4 * BoundedFields.roomPerField) { fields in
             fields.field("status", status: status)
@@ -101,6 +102,13 @@ final class ExchangeRecorder: HTTPExchangeObserver {
         // An address is digits, hex, dots and colons: nothing to quote or escape.
         if let client { line.field("client", client) }
         if let path { line.field("path", path) }
+        // Which trace and request (what a client quotes from `X-Request-Id`);
+        // last, so the fields before stay where readers look for them.
+        if identity.isKnown {
+            line.boundedFields(atMost: "trace_id".utf8.count + "request_id".utf8.count + 2 * BoundedFields.roomPerID) { fields in
+                fields.idFields(identity)
+            }
+        }
     }
 
     /// Where the start for `template` and `method` is in ``starts``, if it

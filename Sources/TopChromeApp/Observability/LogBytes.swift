@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import MicroHTTPD
 import StrictJSON
 
 /// A growable run of bytes that a log line is written into. It owns its
@@ -221,6 +222,29 @@ struct ByteCursor {
         let source = text.utf8Start, count = text.utf8CodeUnitCount
         for index in 0..<count { next[index] = source[index] }
         next += count
+    }
+
+    /// Bytes that need no escaping (a client's request id), room made for them.
+    mutating func put(_ bytes: UnsafeBufferPointer<UInt8>) {
+        for index in bytes.indices { next[index] = bytes[index] }
+        next += bytes.count
+    }
+
+    /// `count` bytes (a multiple of 8) written earlier at `source`, a word at a time.
+    @inline(__always)
+    mutating func putCopy(of source: UnsafeMutablePointer<UInt8>, count: Int) {
+        let from = UnsafeRawPointer(source), to = UnsafeMutableRawPointer(next)
+        for offset in stride(from: 0, to: count, by: 8) {
+            to.storeBytes(of: from.loadUnaligned(fromByteOffset: offset, as: UInt64.self), toByteOffset: offset, as: UInt64.self)
+        }
+        next += count
+    }
+
+    /// 128 bits as 32 lowercase hex digits.
+    @inline(__always)
+    mutating func putHex(_ value: (high: UInt64, low: UInt64)) {
+        RequestIdentity.writeHex(value, into: UnsafeMutableRawPointer(next))
+        next += 32
     }
 
     /// The bytes `words` holds; all 32 are stored, so 32 bytes of room are needed.

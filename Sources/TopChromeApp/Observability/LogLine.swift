@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import MicroHTTPD
 
 /// One log line being written: `time level message name=value …` as text, or
 /// one JSON object. Field names are the caller's identifiers, written as
@@ -205,6 +206,33 @@ struct BoundedFields {
         open(name)
         if format == .json { cursor.put(UInt8(ascii: "\"")) }
         cursor.put(value)
+        if format == .json { cursor.put(UInt8(ascii: "\"")) }
+    }
+
+    /// Room a trace or request id field takes besides its name: 64 bytes
+    /// at most (``RequestIdentity``) and punctuation.
+    static let roomPerID = 64 + 8
+
+    /// `trace_id` and `request_id`: the trace id's 32 hex digits, then the
+    /// id the client gave (nothing in it to quote or escape, see
+    /// ``RequestIdentity``) or the made one, whose digits are those just
+    /// written when no trace came (then copied, not made again).
+    @inline(__always)
+    mutating func idFields(_ identity: RequestIdentity) {
+        open("trace_id")
+        if format == .json { cursor.put(UInt8(ascii: "\"")) }
+        let trace = cursor.next
+        cursor.putHex(identity.traceID)
+        if format == .json { cursor.put(UInt8(ascii: "\"")) }
+        open("request_id")
+        if format == .json { cursor.put(UInt8(ascii: "\"")) }
+        if let given = identity.givenRequestID {
+            given.withUnsafeBufferPointer { cursor.put(UnsafeBufferPointer(rebasing: $0.dropLast())) }
+        } else if identity.traceID == identity.madeID {
+            cursor.putCopy(of: trace, count: 32)
+        } else {
+            cursor.putHex(identity.madeID)
+        }
         if format == .json { cursor.put(UInt8(ascii: "\"")) }
     }
 
