@@ -45,12 +45,10 @@ public struct ClientAddress: Sendable, Hashable {
         }
     }
 
-    /// The block one subscriber holds, for counting clients: an IPv4
-    /// address itself; an IPv6 address's /64, from which a host takes any
-    /// of 2^64 addresses at will (RFC 4291's interface identifiers).
-    public var subscriberBlock: (isIPv6: Bool, bits: UInt64) {
+    /// The block one subscriber holds, for counting clients.
+    public var subscriberBlock: SubscriberBlock {
         let count = isIPv6 ? 8 : 4
-        return (isIPv6, bytes.prefix(count).reduce(0) { $0 << 8 | UInt64($1) })
+        return SubscriberBlock(isIPv6: isIPv6, bits: bytes.prefix(count).reduce(0) { $0 << 8 | UInt64($1) })
     }
 
     /// The usual text (`192.0.2.7`, `2001:db8::1`): digits, hex, dots and
@@ -130,4 +128,13 @@ public struct TrustedProxies: Sendable, Equatable {
         }
         return client
     }
+}
+
+/// What one client holds, for counting clients (connections, creations):
+/// an IPv4 address itself; an IPv6 address's /64, from which a host takes
+/// any of 2^64 addresses at will (RFC 4291's interface identifiers).
+public struct SubscriberBlock: Hashable, Sendable {
+    public let isIPv6: Bool
+    /// The address's first 32 bits (IPv4) or 64 bits (IPv6).
+    public let bits: UInt64
 }

@@ -19,7 +19,7 @@ import Synchronization
 final class OpenConnection: @unchecked Sendable {
     let descriptor: Int32
     /// Counted against the per-address cap; nil when exempt (a trusted proxy).
-    let countedAddress: ClientAddress?
+    let countedBlock: SubscriberBlock?
     /// TLS: a 408 cannot be written past the library, only the socket shut.
     let isEncrypted: Bool
     /// See ``Phase``. A new connection has received nothing: any byte begins its first request.
@@ -27,9 +27,9 @@ final class OpenConnection: @unchecked Sendable {
     /// The bytes received when the sweep last looked; the sweep's alone (under the registry's lock).
     var bytesMark: UInt64 = 0
 
-    init(descriptor: Int32, countedAddress: ClientAddress?, isEncrypted: Bool) {
+    init(descriptor: Int32, countedBlock: SubscriberBlock?, isEncrypted: Bool) {
         self.descriptor = descriptor
-        self.countedAddress = countedAddress
+        self.countedBlock = countedBlock
         self.isEncrypted = isEncrypted
     }
 

@@ -16,7 +16,8 @@ import Locking
 final class OpenConnections: @unchecked Sendable {
     private let lock = PthreadLock()
     private var members: [ObjectIdentifier: OpenConnection] = [:]
-    private var perAddress: [ClientAddress: Int] = [:]
+    /// Open connections by client block (an IPv6 address's /64 counts as one client).
+    private var perAddress: [SubscriberBlock: Int] = [:]
     let counts: ConnectionCounts
     private let limits: HTTPServerConfiguration
 
@@ -28,7 +29,7 @@ final class OpenConnections: @unchecked Sendable {
     /// The accept policy: whether a connection from `peer` may be set up.
     func admit(_ peer: UnsafePointer<sockaddr>?) -> Bool {
         let address = peer.flatMap(ClientAddress.init)
-        let counted = address.flatMap { limits.trustedProxies.trusts($0) ? nil : $0 }
+        let counted = address.flatMap { limits.trustedProxies.trusts($0) ? nil : $0.subscriberBlock }
         let refusal: ConnectionRefusal? = lock.withLock {
             if let counted, limits.maxConnectionsPerAddress > 0, perAddress[counted, default: 0] >= limits.maxConnectionsPerAddress {
                 return .perAddressLimit
@@ -46,8 +47,8 @@ final class OpenConnections: @unchecked Sendable {
     /// libmicrohttpd set up `connection`: it is counted until ``closed(_:)``.
     func opened(_ connection: OpaquePointer, isEncrypted: Bool) -> OpenConnection {
         let address = CMHD_client_address(connection).flatMap(ClientAddress.init)
-        let counted = address.flatMap { limits.trustedProxies.trusts($0) ? nil : $0 }
-        let member = OpenConnection(descriptor: CMHD_connection_descriptor(connection), countedAddress: counted,
+        let counted = address.flatMap { limits.trustedProxies.trusts($0) ? nil : $0.subscriberBlock }
+        let member = OpenConnection(descriptor: CMHD_connection_descriptor(connection), countedBlock: counted,
                                     isEncrypted: isEncrypted)
         lock.withLock {
             members[ObjectIdentifier(member)] = member
@@ -63,7 +64,7 @@ final class OpenConnections: @unchecked Sendable {
     func closed(_ member: OpenConnection) {
         lock.withLock {
             guard members.removeValue(forKey: ObjectIdentifier(member)) != nil else { return }
-            if let counted = member.countedAddress {
+            if let counted = member.countedBlock {
                 let remaining = perAddress[counted, default: 1] - 1
                 perAddress[counted] = remaining > 0 ? remaining : nil
             }

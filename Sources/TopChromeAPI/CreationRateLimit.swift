@@ -36,8 +36,8 @@ final class CreationRateLimit: MetricsFamilies, @unchecked Sendable {
     static let generationSize = 50_000
 
     private let lock = PthreadLock()
-    private var current: [AddressBlock: Bucket] = [:]
-    private var previous: [AddressBlock: Bucket] = [:]
+    private var current: [SubscriberBlock?: Bucket] = [:]
+    private var previous: [SubscriberBlock?: Bucket] = [:]
     private let start = ContinuousClock.now
     private let limited = Atomic<Int>(0)
 
@@ -61,7 +61,7 @@ final class CreationRateLimit: MetricsFamilies, @unchecked Sendable {
     /// Takes one creation from the bucket of `client` (as ``HTTPRequest/client``
     /// gives it; nil, or text that is no address, shares one bucket).
     func take(for client: String?, at now: ContinuousClock.Instant = .now) -> Decision {
-        let key = client.flatMap(ClientAddress.init).map(AddressBlock.init) ?? AddressBlock.unknown
+        let key = client.flatMap(ClientAddress.init)?.subscriberBlock
         let seconds = Self.seconds(now - start)
         let rate = Double(policy.perSecond), burst = Double(policy.burst)
         let decision: Decision = lock.withLock {
@@ -103,20 +103,3 @@ final class CreationRateLimit: MetricsFamilies, @unchecked Sendable {
     }
 }
 
-/// What a bucket is kept for: an IPv4 address, or an IPv6 /64.
-private struct AddressBlock: Hashable {
-    let bits: UInt64
-    let isIPv6: Bool
-
-    static let unknown = AddressBlock(bits: 0, isIPv6: false)
-
-    private init(bits: UInt64, isIPv6: Bool) {
-        self.bits = bits
-        self.isIPv6 = isIPv6
-    }
-
-    init(_ address: ClientAddress) {
-        let block = address.subscriberBlock
-        self.init(bits: block.bits, isIPv6: block.isIPv6)
-    }
-}

@@ -84,7 +84,7 @@ extension ServiceConfiguration {
         Option(name: "max-connections", placeholder: "N", help: "Open connections at most, and no more than the descriptor limit allows (default {default}).", default: { "\($0.maxConnections)" }) { value, source, config throws(UsageError) in
             config.maxConnections = try integer(value, source, in: 1...1_000_000)
         },
-        Option(name: "max-connections-per-ip", placeholder: "N", help: "Connections from one client address at most, 0 for no limit; --trusted-proxy peers are exempt (default {default}).", default: { "\($0.maxConnectionsPerIP)" }) { value, source, config throws(UsageError) in
+        Option(name: "max-connections-per-ip", placeholder: "N", help: "Connections from one client address (IPv6: its /64) at most, 0 for no limit; --trusted-proxy peers are exempt (default {default}).", default: { "\($0.maxConnectionsPerIP)" }) { value, source, config throws(UsageError) in
             config.maxConnectionsPerIP = try integer(value, source, in: 0...1_000_000)
         },
         Option(name: "connection-memory", placeholder: "B", help: "Bytes per connection for request line and headers; more gets 431 (default {default}).", default: { "\($0.connectionMemory)" }) { value, source, config throws(UsageError) in

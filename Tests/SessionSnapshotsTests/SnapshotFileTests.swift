@@ -88,7 +88,7 @@ import TopChromeCore
     @Test func aDuplicateIdIsNamedShort() throws {
         let line = "{\"id\":\"3b6b1e62aaaabbbbccccddddeeeeffff\",\"inset\":0,\"isRevealed\":true,\"version\":1}\n"
         try expectRefused("{\"format\":\"topchrome-sessions\",\"version\":1,\"count\":2}\n" + line + line,
-                          as: .corrupt(path: file.path, line: 3, reason: "session 3b6b1e62 appears twice"))
+                          as: .corrupt(path: file.path, line: 3, byte: 54 + 82, reason: "session 3b6b1e62 appears twice"))
     }
 
     /// A member the reader does not know is refused and named, in the
