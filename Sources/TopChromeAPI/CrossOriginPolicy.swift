@@ -22,12 +22,16 @@ public struct CrossOriginPolicy: Sendable {
     /// wrong one then lets the request through to a 405 the page can read.
     static let allowedMethods = "GET, HEAD, POST, PUT, DELETE"
     /// What the API reads besides the safelisted headers: JSON bodies,
-    /// the bearer token, conditional requests, long-polls, and a stream's resumption.
-    static let allowedHeaders = "Content-Type, Authorization, If-Match, If-None-Match, Prefer, Last-Event-ID"
+    /// the bearer token, conditional requests, long-polls, a stream's
+    /// resumption, and the ids that tie a request to the server's log.
+    static let allowedHeaders = "Content-Type, Authorization, If-Match, If-None-Match, Prefer, Last-Event-ID, "
+        + "X-Request-Id, traceparent"
     /// Headers a page must read that browsers hide unless listed: the
     /// version (`ETag`), a new session's address, when to retry, what a 405
-    /// allows, what a 401 wants.
-    static let exposedHeaders = "ETag, Location, Retry-After, Allow, WWW-Authenticate"
+    /// allows, what a 401 wants, the creation limit's state, and the
+    /// request's id as the log has it.
+    static let exposedHeaders = "ETag, Location, Retry-After, Allow, WWW-Authenticate, RateLimit, RateLimit-Policy, "
+        + "X-Request-Id"
     /// Chromium's ceiling. A cached preflight only allows a request: the
     /// answer still needs its own `Access-Control-Allow-Origin`, so an origin
     /// taken off the list loses access at once.

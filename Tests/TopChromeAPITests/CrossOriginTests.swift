@@ -33,7 +33,8 @@ import TopChromeTesting
         #expect(answer.headers["Access-Control-Allow-Origin"] == Self.page)
         #expect(answer.headers["Access-Control-Allow-Methods"] == "GET, HEAD, POST, PUT, DELETE")
         let allowed = answer.headers["Access-Control-Allow-Headers"] ?? ""
-        for header in ["Content-Type", "Authorization", "If-Match", "If-None-Match", "Prefer", "Last-Event-ID"] {
+        for header in ["Content-Type", "Authorization", "If-Match", "If-None-Match", "Prefer", "Last-Event-ID", "X-Request-Id",
+                       "traceparent"] {
             #expect(allowed.contains(header), "\(header)")
         }
         #expect(answer.headers["Access-Control-Max-Age"] == "7200")
@@ -69,7 +70,8 @@ import TopChromeTesting
         #expect(created.headers["Access-Control-Allow-Origin"] == Self.page)
         #expect(created.headers["Vary"] == "Origin")
         let exposed = created.headers["Access-Control-Expose-Headers"] ?? ""
-        for header in ["ETag", "Location", "Retry-After", "Allow", "WWW-Authenticate"] {
+        for header in ["ETag", "Location", "Retry-After", "Allow", "WWW-Authenticate", "RateLimit", "RateLimit-Policy",
+                       "X-Request-Id"] {
             #expect(exposed.contains(header), "\(header)")
         }
         #expect(created.headers["Access-Control-Allow-Credentials"] == nil, "no cookies: credentials mode stays off")
