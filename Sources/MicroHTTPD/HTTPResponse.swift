@@ -174,19 +174,18 @@ public struct HTTPExchange: Sendable {
     /// From the request's arrival to its response being queued (a long-poll's wait included).
     public var duration: Duration
     public var isStream: Bool
-    /// The trace and request ids its log lines carry; ``RequestIdentity/none``
-    /// only for an exchange made outside the server (tests). Not optional:
-    /// an optional of it is copied through value witnesses, per request.
-    public var identity: RequestIdentity
+    /// The trace and request ids its log lines carry; nil only for an
+    /// exchange made outside the server (tests).
+    public var identity: RequestIdentity?
 
     public init(method: String, path: String, client: String? = nil, endpoint: Int?, status: Int, bodyBytes: Int,
-                duration: Duration, isStream: Bool, identity: RequestIdentity = .none) {
+                duration: Duration, isStream: Bool, identity: RequestIdentity? = nil) {
         self.init(method: method, pathBytes: Array(path.utf8), client: client, endpoint: endpoint, status: status,
                   bodyBytes: bodyBytes, duration: duration, isStream: isStream, identity: identity)
     }
 
     init(method: String, pathBytes: [UInt8], client: String?, endpoint: Int?, status: Int, bodyBytes: Int,
-         duration: Duration, isStream: Bool, identity: RequestIdentity) {
+         duration: Duration, isStream: Bool, identity: RequestIdentity?) {
         self.identity = identity
         self.method = method
         self.pathBytes = pathBytes

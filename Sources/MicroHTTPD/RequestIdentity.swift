@@ -10,19 +10,13 @@ public struct RequestIdentity: Sendable {
     /// `traceparent`'s trace-id, or the made id (a trace starts here).
     public let traceID: (high: UInt64, low: UInt64)
     /// The made id: the connection's prefix and the request's number on
-    /// it, unique in the process and never all zero.
+    /// it, unique in the process.
     public let madeID: (high: UInt64, low: UInt64)
     /// `X-Request-Id` as sent, when it is 1–64 bytes of letters, digits and
     /// `-_.:/+=@` (nothing a log or a header must quote), followed by a NUL
     /// (a C string for libmicrohttpd); nil when absent or malformed: then
     /// the request's id is ``madeID``.
     public let givenRequestID: [UInt8]?
-
-    /// No request's: the exchange was not made by the server.
-    public static let none = RequestIdentity(traceID: (0, 0), madeID: (0, 0))
-
-    /// Whether a request's (not ``none``): made ids are never all zero.
-    public var isKnown: Bool { madeID.low != 0 }
 
     /// An identity as the server makes one, for an exchange made elsewhere
     /// (tests, the documented log line); `givenRequestID` must be well formed.

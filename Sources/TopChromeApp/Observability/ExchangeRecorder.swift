@@ -85,7 +85,7 @@ final class ExchangeRecorder: HTTPExchangeObserver {
     /// The numbers and the short id: four short fields, room made once.
     @inline(__always)
     private static func writeRest(of line: inout LogLine, _ status: Int, _ duration: Duration, _ bodyBytes: Int,
-                                  _ endpoint: ExchangeEndpoint, _ identity: RequestIdentity, _ client: String?,
+                                  _ endpoint: ExchangeEndpoint, _ identity: RequestIdentity?, _ client: String?,
                                   _ path: String?) {
         let names = "status".utf8.count + "duration_ms".utf8.count + "bytes".utf8.count + "session".utf8.count
         line.boundedFields(atMost: names + 4 * BoundedFields.roomPerField) { fields in
@@ -104,7 +104,7 @@ final class ExchangeRecorder: HTTPExchangeObserver {
         if let path { line.field("path", path) }
         // Which trace and request (what a client quotes from `X-Request-Id`);
         // last, so the fields before stay where readers look for them.
-        if identity.isKnown {
+        if let identity {
             line.boundedFields(atMost: "trace_id".utf8.count + "request_id".utf8.count + 2 * BoundedFields.roomPerID) { fields in
                 fields.idFields(identity)
             }
