@@ -136,6 +136,14 @@ private func queueWhenAnswered(
     context.pointee.pending = nil
     // An answer found later may know more (e.g. the id of a session it created).
     if let endpoint = answer.endpoint { context.pointee.endpoint = endpoint }
+    if pending.clientHasLeft {
+        // Nobody to answer: the connection ends without a byte, as nginx
+        // ends a request whose client closed (its 499, in the log only). A
+        // client that only half-closed reads the end, not a made-up status.
+        record(status: PendingResponse.clientLeftStatus, bodyBytes: 0, isStream: false,
+               identity: context.pointee.currentIdentity(), context: context, dispatcher: dispatcher)
+        return .NO
+    }
     return queue(answer, on: connection, context: context, dispatcher: dispatcher)
 }
 
@@ -327,13 +335,23 @@ private func queue(
         _ = MHD_add_response_header(created, "Connection", "close")
     }
     let result = MHD_queue_response(connection, UInt32(status), created)
+    record(status: status, bodyBytes: bodyBytes, isStream: isStream, identity: identity, context: context,
+           dispatcher: dispatcher)
+    return result
+}
+
+/// Tells the observer (the access log, the metrics) of the exchange.
+@inline(__always)
+private func record(
+    status: Int, bodyBytes: Int, isStream: Bool, identity: RequestIdentity,
+    context: UnsafeMutablePointer<RequestContext>, dispatcher: RequestDispatcher
+) {
     dispatcher.observer?.completed(HTTPExchange(
         method: context.pointee.method, pathBytes: context.pointee.path,
         client: dispatcher.trustedProxies.client(of: context.pointee.client, forwardedFor: context.pointee.headers),
         endpoint: context.pointee.endpoint,
         status: status, bodyBytes: bodyBytes,
         duration: ContinuousClock.now - context.pointee.startedAt, isStream: isStream, identity: identity))
-    return result
 }
 
 /// What goes out as body: libmicrohttpd leaves the body out of a HEAD

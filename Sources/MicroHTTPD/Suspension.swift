@@ -206,14 +206,21 @@ public final class PendingResponse: @unchecked Sendable, Suspending {
         }
     }
 
-    /// The answer nobody reads: nginx's 499 in the access log, and the
-    /// connection closed once it is "sent".
-    static let clientLeftAnswer = CompleteResponse(status: 499, headers: HTTPHeaders([("Connection", "close")]))
+    /// What the access log says of a request whose client left: nginx's
+    /// 499. Never sent: the connection is closed instead.
+    static let clientLeftStatus = 499
+
+    /// The client closed the connection while the request waited.
+    var clientHasLeft: Bool {
+        lock.withLock { hasLeft }
+    }
+    private var hasLeft = false
 
     func endIfClientLeft() {
         let handler: (@Sendable () -> Void)? = lock.withLock {
             guard response == nil, suspension.isSuspendedAndLeft else { return nil }
-            response = .complete(Self.clientLeftAnswer)
+            hasLeft = true
+            response = .complete(CompleteResponse(status: Self.clientLeftStatus, headers: HTTPHeaders()))
             defer { clientLeftHandler = nil }
             suspension.resume()
             return clientLeftHandler

@@ -110,7 +110,10 @@ extension SessionAPI {
         case let .tooManySubscribers(limit): "The server has its maximum of \(limit) watchers; try again later."
         case let .tooManyForSession(limit): "This session has its maximum of \(limit) watchers; try again later."
         }
-        return Problem(status: 503, detail: detail, headers: [("Retry-After", String(Self.retryAfterWhenWatched))])
+        // The connection is closed too: a client refused a watcher would
+        // otherwise hold a connection the descriptor budget keeps for requests.
+        return Problem(status: 503, detail: detail,
+                       headers: [("Retry-After", String(Self.retryAfterWhenWatched)), ("Connection", "close")])
     }
 
     /// An event stream's answer to HEAD. An endless body has no length to

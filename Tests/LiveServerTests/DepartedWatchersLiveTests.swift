@@ -20,6 +20,10 @@ import TopChromeTesting
         #expect(eventually { server.service.watcherCount == 50 })
         let full = try server.client().request("GET", "/v1/sessions/\(id)", headers: [("Prefer", "wait=60"), ("If-None-Match", etag)])
         #expect(full.status == 503, "every place taken")
+        let refusedWatcher = try server.client()
+        #expect(try refusedWatcher.request("GET", "/v1/sessions/\(id)/events").status == 503)
+        refusedWatcher.setReadTimeout(seconds: 5)
+        #expect(refusedWatcher.isClosedByServer(), "a refused watcher holds no connection")
         let clock = ContinuousClock()
         let left = clock.now
         polls.removeAll()  // every client closes at once
@@ -54,5 +58,21 @@ import TopChromeTesting
         #expect(eventually(within: 3) { server.service.watcherCount == 0 })
         let freed = clock.now - left
         #expect(freed < .seconds(1.5 * testTimeScale), "freed in \(freed)")
+    }
+
+    /// A client that sent its request and the end of its stream has left
+    /// as far as the server can tell (nginx's 499): its place is freed, and
+    /// what it still reads is the end of the connection, not a made-up answer.
+    @Test func aHalfClosedLongPollEndsWithoutAnAnswer() throws {
+        let server = try LiveServer()
+        let id = try server.createSession()
+        let etag = try server.etag(id)
+        let poll = try server.client()
+        try poll.send(raw: Array("GET /v1/sessions/\(id) HTTP/1.1\r\nHost: x\r\nPrefer: wait=60\r\nIf-None-Match: \(etag)\r\n\r\n".utf8))
+        #expect(eventually { server.service.watcherCount == 1 })
+        poll.finishSending()
+        #expect(eventually(within: 3) { server.service.watcherCount == 0 })
+        poll.setReadTimeout(seconds: 5)
+        #expect(poll.isClosedByServer(), "the end of the stream, with no status line before it")
     }
 }

@@ -107,6 +107,11 @@ final class TestHTTPClient {
         return poll(&entry, 1, 0) == 1
     }
 
+    /// Sends the end of the stream (a half-close): the client still reads.
+    func finishSending() {
+        shutdown(fd, Int32(SHUT_WR))
+    }
+
     /// True once the server has closed this connection.
     func isClosedByServer() -> Bool {
         var byte: UInt8 = 0
