@@ -27,7 +27,7 @@ test-quick:
 	$(SWIFT) test --filter 'TopChromeCoreTests|MemorySessionStoreTests|MicroHTTPDTests|TopChromeAPITests|TopChromeAppTests|TopChromeTestingTests'
 
 ## The live suites that choose their servers' stores themselves: left out of the runs below, where every server's store is the tests' Redis.
-REDIS_LIVE_SKIP = PersistenceDrillTests|KillNineDrillTests|StateFileMessagesTests|StateFileCommandTests|ProcessLifecycleTests|ReplicaLiveTests|RedisOutageLiveTests|RedisClusterFailoverLiveTests
+REDIS_LIVE_SKIP = PersistenceDrillTests|KillNineDrillTests|DescriptorBudgetLiveTests|SlowClientsLiveTests|StateFileMessagesTests|StateFileCommandTests|ProcessLifecycleTests|ReplicaLiveTests|RedisOutageLiveTests|RedisClusterFailoverLiveTests
 
 ## The v1 live tests once more, every server keeping its sessions in a Redis
 ## the tests start (tests that need the memory store use it still).
