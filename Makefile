@@ -97,7 +97,7 @@ bench-journal:
 clean:
 	rm -rf .build
 
-## The Redis store (BENCHMARKS.md "Redis store"): redis-benchmark's ceiling on
+## The Redis store (Benchmarks/redis/README.md): redis-benchmark's ceiling on
 ## the function library, scroll through one replica on one Redis and on a
 ## 3-primary cluster (beside the cluster's own ceiling), change on replica
 ## A -> event on B, Redis memory per session; starts and stops its own
@@ -106,7 +106,7 @@ clean:
 bench-redis:
 	scripts/bench-redis.sh
 
-## What answering later costs any server on libmicrohttpd (BENCHMARKS.md):
+## What answering later costs any server on libmicrohttpd (Benchmarks/redis/README.md):
 ## TopChrome on both stores beside a C server on the same library answering
 ## inline, after a hand-off to a thread, and after the same call to Redis.
 .PHONY: bench-floor

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# What answering later costs on libmicrohttpd (BENCHMARKS.md "The floor of
+# What answering later costs on libmicrohttpd (Benchmarks/redis/README.md "The floor of
 # answering later", issue 26's ratio 2b): CPU per request of
 #   - TopChrome on the memory store and on one Redis, and
 #   - Benchmarks/floor/floor.c, a C server on the same library with the same

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The Redis store's figures (BENCHMARKS.md "Redis store", issues 12 and 26):
+# The Redis store's figures (Benchmarks/redis/README.md, issues 12 and 26):
 #   1. the ceiling: redis-benchmark calling the library's apply itself, the
 #      arguments a scroll report becomes: 32 connections pipelined 16 deep,
 #      32 not pipelined, and one connection pipelined 32 deep (the shape one
