@@ -327,9 +327,7 @@ private func queue(
     // increase the hot path may take; a client that wants to quote an id sends one.
     let identity = context.pointee.currentIdentity()
     if let given = identity.givenRequestID {
-        given.withUnsafeBytes { id in
-            _ = MHD_add_response_header(created, "X-Request-Id", id.baseAddress!.assumingMemoryBound(to: CChar.self))
-        }
+        given.withCString { _ = MHD_add_response_header(created, "X-Request-Id", $0) }
     }
     if closing || dispatcher.isDraining.load(ordering: .relaxed) {
         _ = MHD_add_response_header(created, "Connection", "close")

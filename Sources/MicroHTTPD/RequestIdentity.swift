@@ -12,24 +12,24 @@ public struct RequestIdentity: Sendable {
     /// The made id: the connection's prefix and the request's number on
     /// it, unique in the process.
     public let madeID: (high: UInt64, low: UInt64)
-    /// `X-Request-Id` as sent, when it is 1–64 bytes of letters, digits and
-    /// `-_.:/+=@` (nothing a log or a header must quote), followed by a NUL
-    /// (a C string for libmicrohttpd); nil when absent or malformed: then
-    /// the request's id is ``madeID``.
-    public let givenRequestID: [UInt8]?
+    /// `X-Request-Id` as sent, when well formed (see ``GivenRequestID``);
+    /// nil when absent or malformed: then the request's id is ``madeID``.
+    public let givenRequestID: GivenRequestID?
 
     /// An identity as the server makes one, for an exchange made elsewhere
     /// (tests, the documented log line); `givenRequestID` must be well formed.
     public init(traceID: (high: UInt64, low: UInt64), madeID: (high: UInt64, low: UInt64), givenRequestID: String? = nil) {
         self.traceID = traceID
         self.madeID = madeID
-        self.givenRequestID = givenRequestID.map { Array($0.utf8) + [0] }
+        self.givenRequestID = givenRequestID.flatMap { text in
+            Array(text.utf8).withUnsafeBufferPointer { GivenRequestID($0) }
+        }
     }
 
     /// The identity of a request with these `headers`, the connection's
     /// `prefix` and the request's `number` there (1 and up).
     init(headers: borrowing HTTPHeaders, prefix: UInt64, number: UInt64) {
-        var trace: (high: UInt64, low: UInt64)?, given: [UInt8]?
+        var trace: (high: UInt64, low: UInt64)?, given: GivenRequestID?
         var sawTrace = false, sawRequest = false
         // By length and first letter before comparing: every request has a
         // `Content-Type` or a `Content-Length`, few have either of these.
@@ -40,7 +40,7 @@ public struct RequestIdentity: Sendable {
             } else if name.count == 12, name[0] | 0x20 == UInt8(ascii: "x"), !sawRequest,
                       name.caseInsensitiveEquals(Self.requestIDName) {
                 sawRequest = true
-                if Self.isSafeRequestID(value) { given = Array(value) + [0] }
+                given = GivenRequestID(value)
             }
             return !(sawTrace && sawRequest)
         }
@@ -72,8 +72,6 @@ public struct RequestIdentity: Sendable {
 
     private static var traceparentName: UnsafeBufferPointer<UInt8> { StaticString("traceparent").buffer }
     private static var requestIDName: UnsafeBufferPointer<UInt8> { StaticString("x-request-id").buffer }
-    static let longestRequestID = 64
-
     /// The trace-id of a `traceparent` of version 00 (W3C Trace Context
     /// §3.2): `00-<32 hex trace-id>-<16 hex parent-id>-<2 hex flags>`,
     /// lowercase, neither id all zeros; nil for anything else.
@@ -101,19 +99,6 @@ public struct RequestIdentity: Sendable {
         return number
     }
 
-    /// What a log and a header take as they are: nothing to quote, escape or split.
-    static func isSafeRequestID(_ value: UnsafeBufferPointer<UInt8>) -> Bool {
-        guard (1...longestRequestID).contains(value.count) else { return false }
-        return value.allSatisfy { byte in
-            switch byte {
-            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
-                 UInt8(ascii: "-"), UInt8(ascii: "_"), UInt8(ascii: "."), UInt8(ascii: ":"), UInt8(ascii: "/"),
-                 UInt8(ascii: "+"), UInt8(ascii: "="), UInt8(ascii: "@"): true
-            default: false
-            }
-        }
-    }
-
     /// A prefix for a new connection's made ids: distinct for every
     /// connection of the process (a bijection of its number) and unlike
     /// another process's (a random seed).
@@ -122,6 +107,43 @@ public struct RequestIdentity: Sendable {
         z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
         z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
         return z ^ (z >> 31)
+    }
+}
+
+/// `X-Request-Id` as a client sent it: 1–64 bytes of letters, digits and
+/// `-_.:/+=@` (nothing a log or a header must quote, escape or split).
+/// Kept inline and NUL-terminated (a C string for libmicrohttpd), so a
+/// request allocates nothing for it and an identity copies as plain bytes.
+public struct GivenRequestID: Sendable {
+    static let longest = 64
+    /// The bytes, then a NUL: 72 bytes, room for the longest id and its NUL.
+    private var storage: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0, 0, 0, 0, 0)
+    public let count: Int
+
+    /// Nil for a value that is empty, too long, or holds anything else.
+    init?(_ value: UnsafeBufferPointer<UInt8>) {
+        guard (1...Self.longest).contains(value.count), value.allSatisfy(Self.isSafe) else { return nil }
+        count = value.count
+        withUnsafeMutableBytes(of: &storage) { $0.copyMemory(from: UnsafeRawBufferPointer(value)) }
+    }
+
+    /// The id's bytes.
+    public func withBytes<Result>(_ body: (UnsafeBufferPointer<UInt8>) -> Result) -> Result {
+        withUnsafeBytes(of: storage) { body(UnsafeBufferPointer(rebasing: $0.bindMemory(to: UInt8.self)[..<count])) }
+    }
+
+    /// The id as a C string.
+    func withCString<Result>(_ body: (UnsafePointer<CChar>) -> Result) -> Result {
+        withUnsafeBytes(of: storage) { body($0.bindMemory(to: CChar.self).baseAddress!) }
+    }
+
+    private static func isSafe(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+             UInt8(ascii: "-"), UInt8(ascii: "_"), UInt8(ascii: "."), UInt8(ascii: ":"), UInt8(ascii: "/"),
+             UInt8(ascii: "+"), UInt8(ascii: "="), UInt8(ascii: "@"): true
+        default: false
+        }
     }
 }
 

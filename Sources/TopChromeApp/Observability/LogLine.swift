@@ -227,7 +227,7 @@ struct BoundedFields {
         open("request_id")
         if format == .json { cursor.put(UInt8(ascii: "\"")) }
         if let given = identity.givenRequestID {
-            given.withUnsafeBufferPointer { cursor.put(UnsafeBufferPointer(rebasing: $0.dropLast())) }
+            given.withBytes { cursor.put($0) }
         } else if identity.traceID == identity.madeID {
             cursor.putCopy(of: trace, count: 32)
         } else {
