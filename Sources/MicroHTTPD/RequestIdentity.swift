@@ -129,12 +129,13 @@ public struct GivenRequestID: Sendable {
 
     /// The id's bytes.
     public func withBytes<Result>(_ body: (UnsafeBufferPointer<UInt8>) -> Result) -> Result {
-        withUnsafeBytes(of: storage) { body(UnsafeBufferPointer(rebasing: $0.bindMemory(to: UInt8.self)[..<count])) }
+        let count = count
+        return withUnsafeBytes(of: storage) { body(UnsafeBufferPointer(start: $0.baseAddress!.assumingMemoryBound(to: UInt8.self), count: count)) }
     }
 
     /// The id as a C string.
     func withCString<Result>(_ body: (UnsafePointer<CChar>) -> Result) -> Result {
-        withUnsafeBytes(of: storage) { body($0.bindMemory(to: CChar.self).baseAddress!) }
+        withUnsafeBytes(of: storage) { body($0.baseAddress!.assumingMemoryBound(to: CChar.self)) }
     }
 
     private static func isSafe(_ byte: UInt8) -> Bool {
