@@ -65,6 +65,9 @@ public final class RedisClient: @unchecked Sendable {
     var closed = false
     /// Rounds of discovery in which no seed answered, since one last did.
     var failedDiscoveries = 0
+    /// Nodes that left the slot map while lost (a failover): told when the
+    /// cluster reports them back as replicas (RedisClient+Topology.swift).
+    var departedWhileAway: Set<RedisNode> = []
 
     public convenience init(seeds: [RedisNode], configuration: RedisConfiguration = RedisConfiguration()) {
         self.init(seeds: seeds, sentinel: nil, configuration: configuration)

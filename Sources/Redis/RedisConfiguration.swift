@@ -41,6 +41,12 @@ public struct RedisConfiguration: Sendable {
     /// Called on the connection's I/O thread; must be quick.
     public var connectionEvents: @Sendable (RedisConnectionEvent) -> Void = { _ in }
 
+    /// Told when the client learns that another node serves what a node
+    /// served (a failover, slots moved, a switch Sentinel named) and when a
+    /// lost primary is back as a replica: a lost connection alone does not
+    /// say where the work went. Called from whichever thread learnt it.
+    public var topologyChanged: @Sendable (RedisTopologyChange) -> Void = { _ in }
+
     /// Delays between reconnection attempts.
     public var reconnectBackoff = Backoff(base: .milliseconds(50), cap: .seconds(2))
 

@@ -180,6 +180,18 @@ public final class RedisConnection: @unchecked Sendable {
     }
 
     /// Why the last connection attempt or connection failed, for readiness reports.
+    /// For a connection that takes over a lost node's slots (a failover):
+    /// its first connection counts as a reconnection, as the same node's
+    /// coming back would. True when it is connected already, so the caller
+    /// counts it now.
+    func countsFirstConnectionAsReconnection() -> Bool {
+        lock.withLock {
+            if case .ready = phase { return true }
+            everConnected = true
+            return false
+        }
+    }
+
     public var lastFailureReason: String? {
         lock.withLock { lastFailure }
     }

@@ -88,9 +88,11 @@ public final class TopChromeService: Sendable {
         case .redis, .redisSentinel:
             let errorReplies = RedisErrorReplies(logger: logger)
             redisErrorReplies = errorReplies
-            let redisMetrics = RedisStoreMetrics(errorReplies: errorReplies)
+            let topology = RedisTopologyLog(logger: logger)
+            let redisMetrics = RedisStoreMetrics(errorReplies: errorReplies, topology: topology)
             let store = RedisStoreSetup(configuration: configuration, metrics: redisMetrics.hooks,
-                                        connectionEvents: RedisConnectionLog.lines(to: logger))
+                                        connectionEvents: RedisConnectionLog.lines(to: logger),
+                                        topologyChanged: { topology.record($0) })
                 .store(rules: rules, idleTimeout: idleTimeout, subscriptions: subscriptions)
             redisMetrics.countChannels { store.channelsHeld }
             redisMetrics.countUnservedSlots { store.unservedSlots }

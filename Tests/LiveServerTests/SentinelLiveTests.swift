@@ -75,6 +75,8 @@ import TopChromeTesting
         #expect(converged, "the stream never carried \(written)")
         #expect(Date().timeIntervalSince(switched) < 5 * testTimeScale,
                 "the stream converged only \(Date().timeIntervalSince(switched)) s after the switch")
+        // The switch is told and counted.
+        #expect(RedisClusterFailoverLiveTests.metric(server, #"topchrome_redis_topology_changes_total{kind="sentinel_switch"}"#) == 1)
 
         // A change after convergence reaches it at once.
         let next = try scroll(server, id, to: 300)

@@ -38,10 +38,13 @@ final class RedisStoreMetrics: MetricsFamilies, @unchecked Sendable {
     private let counts = Counts()
     /// Error replies by code; held apart from the store too (it holds a logger only).
     let errorReplies: RedisErrorReplies
+    /// Failovers and switches by kind; held apart from the store too.
+    let topology: RedisTopologyLog
     private let lock = PthreadLock()
 
-    init(errorReplies: RedisErrorReplies) {
+    init(errorReplies: RedisErrorReplies, topology: RedisTopologyLog) {
         self.errorReplies = errorReplies
+        self.topology = topology
     }
 
     /// Channels listened to now; set once the store exists, which needs these metrics first.
@@ -106,9 +109,14 @@ final class RedisStoreMetrics: MetricsFamilies, @unchecked Sendable {
         for (code, count) in zip(RedisErrorReplies.codes, errorReplies.totals) {
             text += "topchrome_redis_errors_total{code=\"\(code)\"} \(count)\n"
         }
-        text += "# HELP topchrome_redis_reconnects_total Connections to Redis that came back after being lost.\n"
+        text += "# HELP topchrome_redis_reconnects_total Connections to Redis that came back after being lost: to the same node, or, after a failover, to the node that took its slots.\n"
         text += "# TYPE topchrome_redis_reconnects_total counter\n"
         text += "topchrome_redis_reconnects_total \(reconnects)\n"
+        text += "# HELP topchrome_redis_topology_changes_total Changes of which Redis node serves what: cluster slots moved to another primary, a new primary named by Sentinel, a lost primary back as a replica.\n"
+        text += "# TYPE topchrome_redis_topology_changes_total counter\n"
+        for (kind, count) in zip(RedisTopologyLog.kinds, topology.totals) {
+            text += "topchrome_redis_topology_changes_total{kind=\"\(kind)\"} \(count)\n"
+        }
         text += "# HELP topchrome_redis_redirects_total Commands a Redis Cluster redirected (MOVED or ASK).\n"
         text += "# TYPE topchrome_redis_redirects_total counter\n"
         text += "topchrome_redis_redirects_total \(redirects)\n"
