@@ -100,8 +100,13 @@ public struct RedisConnectionEvent: Sendable, Equatable {
 /// Hooks for the caller's metrics; each is called on a connection's I/O
 /// thread and must be quick.
 public struct RedisMetrics: Sendable {
-    /// Time from appending a command to reading its reply.
-    public var roundTrip: @Sendable (RedisNode, Duration) -> Void = { _, _ in }
+    /// Which of the caller's series a node's round trips count into (see
+    /// `roundTrip`): asked once per connection, so that timing a reply
+    /// looks nothing up.
+    public var series: @Sendable (RedisNode) -> Int = { _ in 0 }
+    /// Time from appending a command to reading its reply, for the series
+    /// `series` gave the node and the command's kind.
+    public var roundTrip: @Sendable (_ series: Int, RedisCommandKind, Duration) -> Void = { _, _, _ in }
     /// A command that ended without a reply (or with TRYAGAIN/CLUSTERDOWN).
     public var failed: @Sendable (RedisNode, RedisError) -> Void = { _, _ in }
     /// Redis answered a command with an error reply (its text, code first:

@@ -96,6 +96,7 @@ public final class TopChromeService: Sendable {
                 .store(rules: rules, idleTimeout: idleTimeout, subscriptions: subscriptions)
             redisMetrics.countChannels { store.channelsHeld }
             redisMetrics.countUnservedSlots { store.unservedSlots }
+            redisMetrics.takeCensus { store.census }
             memoryStore = nil
             redisStore = store
             api = SessionAPI(store: store, maxBodyBytes: configuration.maxBodyBytes,
