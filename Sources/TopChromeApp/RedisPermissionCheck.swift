@@ -65,7 +65,7 @@ enum RedisPermissionCheck: Equatable {
     }
 
     /// Replies set on the connection's I/O thread, awaited here.
-    private final class Replies: @unchecked Sendable {
+    final class Replies: @unchecked Sendable {
         private let lock = PthreadLock()
         private let done = DispatchSemaphore(value: 0)
         private var values: [Result<RESPValue, RedisError>?]

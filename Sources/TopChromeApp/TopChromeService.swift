@@ -158,7 +158,10 @@ public final class TopChromeService: Sendable {
                 if journal.health.bytes > limit { snapshotSoon() }
             }
         }
-        if redisStore != nil { try checkRedisPermissions() }
+        if redisStore != nil {
+            try checkRedisPermissions()
+            checkReplicaRequirement()
+        }
         do {
             try server.start()
         } catch {
