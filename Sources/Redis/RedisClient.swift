@@ -76,8 +76,7 @@ public final class RedisClient: @unchecked Sendable {
     /// A client of the primary that the sentinels name for `masterName`;
     /// commands get `.unavailable` until one has named it.
     public convenience init(sentinels: [RedisNode], masterName: String, configuration: RedisConfiguration = RedisConfiguration()) {
-        let resolver = SentinelResolver(sentinels: sentinels, masterName: masterName,
-                                        commandTimeout: configuration.commandTimeout, backoff: configuration.reconnectBackoff)
+        let resolver = SentinelResolver(sentinels: sentinels, masterName: masterName, asking: .sentinels(of: configuration))
         self.init(seeds: sentinels, sentinel: resolver, configuration: configuration)
         resolver.listen { [self] primary in adopt(primary) }
     }

@@ -11,6 +11,11 @@ public struct RedisConfiguration: Sendable {
     public var username: String?
     public var password: String?
 
+    /// `AUTH` to the sentinels (their `requirepass`, or an ACL user of
+    /// theirs), which need not be the data nodes' user.
+    public var sentinelUsername: String?
+    public var sentinelPassword: String?
+
     /// How every connection names itself (`CLIENT SETNAME`), so that an
     /// operator's `CLIENT LIST` tells this process's connections apart.
     /// Refused (an ACL without `+client|setname`), it is let be.

@@ -44,8 +44,7 @@ extension TopChromeService {
         case .memory: return
         case let .redis(seeds): nodes = seeds
         case let .redisSentinel(sentinels, masterName):
-            nodes = FunctionLibraryLoad.primary(named: masterName, sentinels: sentinels,
-                                                timeout: configuration.redisClient.commandTimeout).primary.map { [$0] } ?? []
+            nodes = FunctionLibraryLoad.primary(named: masterName, sentinels: sentinels, for: configuration.redisClient).primary.map { [$0] } ?? []
         }
         for node in nodes {
             switch ReplicaRequirementCheck.check(node, configuration.redisClient) {

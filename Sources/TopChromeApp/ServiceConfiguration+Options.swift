@@ -164,6 +164,15 @@ extension ServiceConfiguration {
             }
             config.redisUsername = value
         },
+        Option(name: "sentinel-password-file", placeholder: "PATH", help: "For redis-sentinel://: AUTH to the sentinels with the password in PATH (their requirepass, or --sentinel-username's).", redisOnly: true) { value, source, config throws(UsageError) in
+            config.sentinelPassword = try redisPassword(inFile: value, source)
+        },
+        Option(name: "sentinel-username", placeholder: "U", help: "For redis-sentinel://: the sentinels' ACL user to AUTH as (with --sentinel-password-file).", redisOnly: true) { value, source, config throws(UsageError) in
+            guard !value.isEmpty, value.unicodeScalars.allSatisfy({ (0x21...0x7E).contains($0.value) }) else {
+                throw UsageError(description: "\(source) must be a Redis user name: printable ASCII without spaces, not '\(value)'")
+            }
+            config.sentinelUsername = value
+        },
         Option(name: "redis-ca-file", placeholder: "PATH", help: "For rediss://: the PEM CA certificates Redis's certificate must chain to (default: the system's).", redisOnly: true) { value, _, config in
             config.redisCAFile = value
         },

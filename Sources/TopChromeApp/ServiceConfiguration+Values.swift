@@ -170,6 +170,8 @@ extension ServiceConfiguration {
         var redis = RedisConfiguration()
         redis.username = redisUsername
         redis.password = redisPassword
+        redis.sentinelUsername = sentinelUsername
+        redis.sentinelPassword = sentinelPassword
         redis.tls = redisTLS
         redis.commandTimeout = .milliseconds(Int((redisTimeout * 1000).rounded(.up)))
         redis.connectionsPerNode = redisConnections
@@ -186,6 +188,13 @@ extension ServiceConfiguration {
         }
         guard (redisCertificateFile == nil) == (redisKeyFile == nil) else {
             throw UsageError(description: "--redis-cert and --redis-key go together")
+        }
+        if sentinelUsername != nil, sentinelPassword == nil, let source = given["sentinel-username"] {
+            throw UsageError(description: "\(source) needs --sentinel-password-file: AUTH takes the user's password with its name")
+        }
+        let followsSentinel = if case .redisSentinel = store { true } else { false }
+        if let source = given["sentinel-password-file"] ?? given["sentinel-username"], !followsSentinel {
+            throw UsageError(description: "\(source) is for the sentinels of a redis-sentinel:// store; --store names none")
         }
         let tlsOption = ["redis-ca-file", "redis-cert", "redis-key"].lazy.compactMap({ given[$0] }).first
         if case .redisSentinel = store {

@@ -85,6 +85,42 @@ import TopChromeTesting
         #expect("\"\(following.id)\"" == next.header("ETag") || following.id == next.header("ETag"))
     }
 
+    /// Sentinels with an ACL user of their own (and the default user off):
+    /// found with `--sentinel-username` and `--sentinel-password-file`;
+    /// without them `check-config` says the sentinels refused (exit 2) and
+    /// a server is not ready.
+    @Test func sentinelsThatWantAUserAndPassword() throws {
+        let redis = try RedisSentinelFixture()
+        _ = try redisCLI(port: redis.sentinel.port, "ACL", "SETUSER", "watcher", "on", ">sentinel-secret", "allcommands", "allchannels")
+        _ = try redisCLI(port: redis.sentinel.port, "ACL", "SETUSER", "default", "off")
+        let store = "redis-sentinel://127.0.0.1:\(redis.sentinel.port)/\(RedisSentinelFixture.masterName)"
+        let folder = try CheckConfigTests.folder()
+        let password = folder.appendingPathComponent("sentinel-password")
+        try Data("sentinel-secret\n".utf8).write(to: password)
+        let credentials = ["--sentinel-username", "watcher", "--sentinel-password-file", password.path]
+
+        let refused = try CheckConfigTests.check(["--store", store])
+        #expect(refused.status == 2, "\(refused.output) \(refused.errors)")
+        #expect(refused.errors.contains("--sentinel-password-file"), "\(refused.errors)")
+        let accepted = try CheckConfigTests.check(["--store", store] + credentials)
+        #expect(accepted.status == 0, "\(accepted.output) \(accepted.errors)")
+        #expect(accepted.output.contains("the primary of mymaster is 127.0.0.1:\(redis.primary.port)"), "\(accepted.output)")
+
+        let sentinels = SessionStorage.redisSentinel(sentinels: [redis.sentinelNode], masterName: RedisSentinelFixture.masterName)
+        let server = try LiveServer(store: sentinels, keyPrefix: "sentinel-acl:") {
+            $0.sentinelUsername = "watcher"
+            $0.sentinelPassword = "sentinel-secret"
+        }
+        #expect(server.waitUntilReady())
+        #expect(try server.client().request("POST", "/v1/sessions").status == 201)
+        let without = try LiveServer(store: sentinels, keyPrefix: "sentinel-acl:")
+        #expect(!without.waitUntilReady(within: 2), "no sentinel answers without the password")
+
+        // Only with the sentinel store.
+        let misplaced = try CheckConfigTests.check(["--store", "redis://127.0.0.1:\(redis.primary.port)"] + credentials)
+        #expect(misplaced.status == 2 && misplaced.errors.contains("redis-sentinel://"), "\(misplaced.errors)")
+    }
+
     private func configuration(_ store: SessionStorage) throws -> ServiceConfiguration {
         var configuration = ServiceConfiguration()
         configuration.store = store
