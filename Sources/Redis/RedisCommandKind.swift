@@ -16,13 +16,10 @@ public enum RedisCommandKind: Int, Sendable, CaseIterable {
         }
     }
 
-    private static let names: [(RedisCommandKind, [UInt8])] = [
-        (.fcall, Array("FCALL".utf8)), (.fcallReadOnly, Array("FCALL_RO".utf8)), (.wait, Array("WAIT".utf8)),
-        (.time, Array("TIME".utf8)), (.cluster, Array("CLUSTER".utf8)),
-    ]
-
     /// The kind of an encoded command, read from its name
-    /// (`*<count>\r\n$<length>\r\n<name>\r\n…`), in any case.
+    /// (`*<count>\r\n$<length>\r\n<name>\r\n…`), in any case. On every
+    /// command's path: the name, up to 8 bytes, is read into one integer
+    /// and compared with the known ones (no array, nothing retained).
     public init(encoded bytes: ArraySlice<UInt8>) {
         self = .other
         guard var index = bytes.firstIndex(of: 10).map({ $0 + 1 }), index < bytes.endIndex, bytes[index] == UInt8(ascii: "$") else {
@@ -36,11 +33,18 @@ public enum RedisCommandKind: Int, Sendable, CaseIterable {
         }
         index += 2
         guard length <= 8, index + length <= bytes.endIndex else { return }
-        let name = bytes[index..<(index + length)]
-        for (kind, known) in Self.names where known.count == length
-            && zip(name, known).allSatisfy({ $0 == $1 || ($0 >= 97 && $0 <= 122 && $0 - 32 == $1) }) {
-            self = kind
-            return
+        var name: UInt64 = 0
+        for byte in bytes[index..<(index + length)] {
+            name = name << 8 | UInt64((97...122).contains(byte) ? byte - 32 : byte)
+        }
+        // The names' ASCII bytes, first byte highest.
+        switch name {
+        case 0x46_43_41_4C_4C: self = .fcall  // FCALL
+        case 0x46_43_41_4C_4C_5F_52_4F: self = .fcallReadOnly  // FCALL_RO
+        case 0x57_41_49_54: self = .wait  // WAIT
+        case 0x54_49_4D_45: self = .time  // TIME
+        case 0x43_4C_55_53_54_45_52: self = .cluster  // CLUSTER
+        default: break
         }
     }
 }
