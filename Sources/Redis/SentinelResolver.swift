@@ -98,14 +98,15 @@ final class SentinelResolver: @unchecked Sendable {
 
 extension RedisConfiguration {
     /// How the sentinels of a client with `configuration` are asked: its
-    /// timeout and backoff, the sentinels' own `AUTH`, nothing else (no
-    /// setup commands, no name: a sentinel is not a data node).
+    /// timeout, backoff and TLS, the sentinels' own `AUTH`, nothing else
+    /// (no setup commands, no name: a sentinel is not a data node).
     public static func sentinels(of configuration: RedisConfiguration) -> RedisConfiguration {
         var sentinels = RedisConfiguration()
         sentinels.commandTimeout = configuration.commandTimeout
         sentinels.reconnectBackoff = configuration.reconnectBackoff
         sentinels.username = configuration.sentinelUsername
         sentinels.password = configuration.sentinelPassword
+        sentinels.tls = configuration.tls
         return sentinels
     }
 }

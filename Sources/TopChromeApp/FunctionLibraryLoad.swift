@@ -92,10 +92,9 @@ public struct FunctionLibraryLoad: Sendable {
     }
 
     /// The primary that the first sentinel to answer names for `masterName`
-    /// (with the sentinels' own `AUTH`, as the service asks); else why none did, and
-    /// whether a sentinel that answered did not know the name.
-    /// Sentinels are asked without TLS as well: a TLS store is a
-    /// `rediss://` one, never a `redis-sentinel://` one.
+    /// (with the sentinels' own `AUTH`, and TLS for `rediss-sentinel://`,
+    /// as the service asks); else why none did, and whether a sentinel
+    /// that answered did not know the name.
     static func primary(named masterName: String, sentinels: [RedisNode],
                         for client: RedisConfiguration) -> (primary: RedisNode?, failures: [String], unknownName: Bool) {
         let configuration = RedisConfiguration.sentinels(of: client)

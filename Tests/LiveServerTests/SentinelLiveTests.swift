@@ -121,6 +121,40 @@ import TopChromeTesting
         #expect(misplaced.status == 2 && misplaced.errors.contains("redis-sentinel://"), "\(misplaced.errors)")
     }
 
+    /// `rediss-sentinel://`: the sentinel and the primary it names reached
+    /// over TLS (a test CA), the switch heard over TLS too.
+    @Test func sentinelsAndTheirPrimaryOverTLS() throws {
+        let pki = try TestPKI()
+        let primary = try RedisServer(["--repl-diskless-sync-delay", "0"], tls: pki)
+        let replica = try RedisServer(["--repl-diskless-sync-delay", "0", "--tls-replication", "yes",
+                                       "--replicaof", "127.0.0.1", String(primary.port)], tls: pki)
+        let sentinel = try RedisServer(["--tls-replication", "yes"], tls: pki, sentinelConfiguration: """
+            sentinel monitor \(RedisSentinelFixture.masterName) 127.0.0.1 \(primary.port) 1
+            sentinel down-after-milliseconds \(RedisSentinelFixture.masterName) 1000
+            sentinel failover-timeout \(RedisSentinelFixture.masterName) 5000
+
+            """)
+        #expect(eventually(within: 30) {
+            (try? sentinel.cli(["SENTINEL", "replicas", RedisSentinelFixture.masterName]))?.contains(String(replica.port)) == true
+                && (try? replica.cli(["INFO", "replication"]))?.contains("master_link_status:up") == true
+        })
+        let store = "rediss-sentinel://127.0.0.1:\(sentinel.port)/\(RedisSentinelFixture.masterName)"
+        let checked = try CheckConfigTests.check(["--store", store, "--redis-ca-file", pki.caFile])
+        #expect(checked.status == 0, "\(checked.output) \(checked.errors)")
+
+        let tls = try RedisTLS(caFile: pki.caFile)
+        let server = try LiveServer(store: .redisSentinel(sentinels: [sentinel.node], masterName: RedisSentinelFixture.masterName),
+                                    keyPrefix: "sentinel-tls:") { $0.redisTLS = tls }
+        #expect(server.waitUntilReady())
+        #expect(try server.client().request("POST", "/v1/sessions").status == 201)
+        #expect(eventually(within: 30) {
+            (try? sentinel.cli(["SENTINEL", "FAILOVER", RedisSentinelFixture.masterName]))?.hasPrefix("OK") == true
+        })
+        #expect(eventually(within: 30) {
+            RedisClusterFailoverLiveTests.metric(server, #"topchrome_redis_topology_changes_total{kind="sentinel_switch"}"#) == 1
+        }, "the switch was not heard over TLS")
+    }
+
     private func configuration(_ store: SessionStorage) throws -> ServiceConfiguration {
         var configuration = ServiceConfiguration()
         configuration.store = store
