@@ -5,6 +5,7 @@ struct FIFO<Element> {
     private var head = 0
 
     var isEmpty: Bool { head == items.count }
+    var count: Int { items.count - head }
     var first: Element? { isEmpty ? nil : items[head] }
     var indices: Range<Int> { head..<items.count }
 

@@ -21,8 +21,8 @@ extension RedisClient {
     /// a demoted primary answers `READONLY`, and one cut off by a partition
     /// would take writes that its new replica's sync will discard.
     func adopt(_ primary: RedisNode) {
-        let (old, watchers): ([RedisConnection], [@Sendable () -> Void]) = lock.withLock {
-            guard !closed, currentTopology == .unknown || home != primary else { return ([], []) }
+        let (old, watchers, switched): ([RedisConnection], [@Sendable () -> Void], RedisNode?) = lock.withLock {
+            guard !closed, currentTopology == .unknown || home != primary else { return ([], [], nil) }
             let wasKnown = currentTopology != .unknown
             let previous = home
             home = primary
@@ -31,9 +31,10 @@ extension RedisClient {
             let old = (connections.removeValue(forKey: previous) ?? []) + [followUpConnections.removeValue(forKey: previous)].compactMap { $0 }
             // Connected now, so that readiness says so before a command comes.
             _ = connectionLocked(to: primary)
-            return (old, wasKnown ? Array(primaryWatchers.values) : [])
+            return (old, wasKnown ? Array(primaryWatchers.values) : [], wasKnown ? previous : nil)
         }
         for connection in old { connection.close() }
+        if let switched { configuration.topologyChanged(.primarySwitched(from: switched, to: primary)) }
         for watcher in watchers { watcher() }
     }
 

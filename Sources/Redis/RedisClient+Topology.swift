@@ -167,15 +167,20 @@ extension RedisClient {
         guard let node = candidates.first, let connection = lock.withLock({ closed ? nil : connectionLocked(to: node) }) else {
             return refreshEnded()
         }
-        // `CLUSTER NODES` dates the map's claims (see SlotMap+Freshness.swift);
-        // a node that refuses it (an ACL without it) gives a map of unknown age.
+        // `CLUSTER NODES` dates the map's claims (see SlotMap+Freshness.swift)
+        // and tells which replicas are up; a node that refuses it (an ACL
+        // without it) gives a map of unknown age.
         let answer = ReplyPair { slots, nodes in
             var epochs: [String: UInt64] = [:]
-            if case .success(let reply) = nodes, let text = reply.string { epochs = SlotMap.configEpochs(clusterNodes: text) }
+            var replicas: Set<RedisNode> = []
+            if case .success(let reply) = nodes, let text = reply.string {
+                epochs = SlotMap.configEpochs(clusterNodes: text)
+                replicas = SlotMap.reachableReplicas(clusterNodes: text)
+            }
             guard case .success(let reply) = slots, let map = SlotMap(reply, answeredBy: node, configEpochs: epochs) else {
                 return self.askForSlots(candidates.dropFirst())
             }
-            self.install(map)
+            self.install(map, reachableReplicas: replicas)
         }
         connection.send(["CLUSTER", "SLOTS"], deadline: nil) { answer.first($0) }
         connection.send(["CLUSTER", "NODES"], deadline: nil) { answer.second($0) }
@@ -188,21 +193,45 @@ extension RedisClient {
     /// the setup commands, and readiness means all of them), and closes
     /// connections to nodes that left it. A map that arrives after `close()`
     /// is dropped: connections made then would never be closed.
-    func install(_ answer: SlotMap) {
-        let gone: [RedisConnection] = lock.withLock {
-            guard !closed else { return [] }
-            let map = slots.map { $0.updated(with: answer) } ?? answer
+    ///
+    /// Tells the slots that moved, and a node lost before it left the map
+    /// that `reachableReplicas` (the cluster's word) shows back as a
+    /// replica. Slots that moved away from a lost node are a failover: the
+    /// connection that serves them now counts as a reconnection.
+    func install(_ answer: SlotMap, reachableReplicas: Set<RedisNode> = []) {
+        let (gone, moves, rejoined, reconnectedAt): ([RedisConnection], [MovedSlots], Set<RedisNode>, [RedisNode]) = lock.withLock {
+            guard !closed else { return ([], [], [], []) }
+            let previous = slots
+            let map = previous.map { $0.updated(with: answer) } ?? answer
+            let moves = previous.map { $0.moves(to: map) } ?? []
             slots = map
             currentTopology = .cluster
             for node in map.nodes { _ = connectionLocked(to: node) }
+            var reconnectedAt: [RedisNode] = []
+            let takers = Set(moves.filter { move in move.from.map { connections[$0]?.first?.isAway ?? true } ?? false }.map(\.to))
+            for node in takers where connections[node]?.first?.countsFirstConnectionAsReconnection() == true {
+                reconnectedAt.append(node)
+            }
             let keep = map.nodes.union(seeds)
             let gone = connections.filter { !keep.contains($0.key) }
             let goneFollowUps = followUpConnections.filter { !keep.contains($0.key) }
+            for (node, lanes) in gone where lanes.first?.isAway == true && departedWhileAway.count < Self.departedLimit {
+                departedWhileAway.insert(node)
+            }
+            let rejoined = departedWhileAway.intersection(reachableReplicas)
+            departedWhileAway.subtract(rejoined.union(map.nodes))
             for node in gone.keys { connections[node] = nil }
             for node in goneFollowUps.keys { followUpConnections[node] = nil }
-            return gone.values.flatMap { $0 } + Array(goneFollowUps.values)
+            return (gone.values.flatMap { $0 } + Array(goneFollowUps.values), moves, rejoined, reconnectedAt)
         }
         for connection in gone { connection.close() }
+        if !moves.isEmpty { configuration.topologyChanged(.slotsMoved(moves)) }
+        for node in rejoined.sorted(by: { $0.description < $1.description }) { configuration.topologyChanged(.rejoinedAsReplica(node)) }
+        for node in reconnectedAt { configuration.metrics.reconnected(node) }
         refreshEnded()
     }
+
+    /// How many departed nodes are watched for: a cluster's own nodes, with
+    /// room to spare; addresses that never come back must not pile up.
+    private static let departedLimit = 64
 }

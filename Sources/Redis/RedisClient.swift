@@ -65,6 +65,9 @@ public final class RedisClient: @unchecked Sendable {
     var closed = false
     /// Rounds of discovery in which no seed answered, since one last did.
     var failedDiscoveries = 0
+    /// Nodes that left the slot map while lost (a failover): told when the
+    /// cluster reports them back as replicas (RedisClient+Topology.swift).
+    var departedWhileAway: Set<RedisNode> = []
 
     public convenience init(seeds: [RedisNode], configuration: RedisConfiguration = RedisConfiguration()) {
         self.init(seeds: seeds, sentinel: nil, configuration: configuration)
@@ -73,8 +76,7 @@ public final class RedisClient: @unchecked Sendable {
     /// A client of the primary that the sentinels name for `masterName`;
     /// commands get `.unavailable` until one has named it.
     public convenience init(sentinels: [RedisNode], masterName: String, configuration: RedisConfiguration = RedisConfiguration()) {
-        let resolver = SentinelResolver(sentinels: sentinels, masterName: masterName,
-                                        commandTimeout: configuration.commandTimeout, backoff: configuration.reconnectBackoff)
+        let resolver = SentinelResolver(sentinels: sentinels, masterName: masterName, asking: .sentinels(of: configuration))
         self.init(seeds: sentinels, sentinel: resolver, configuration: configuration)
         resolver.listen { [self] primary in adopt(primary) }
     }

@@ -11,6 +11,11 @@ public struct RedisConfiguration: Sendable {
     public var username: String?
     public var password: String?
 
+    /// `AUTH` to the sentinels (their `requirepass`, or an ACL user of
+    /// theirs), which need not be the data nodes' user.
+    public var sentinelUsername: String?
+    public var sentinelPassword: String?
+
     /// How every connection names itself (`CLIENT SETNAME`), so that an
     /// operator's `CLIENT LIST` tells this process's connections apart.
     /// Refused (an ACL without `+client|setname`), it is let be.
@@ -40,6 +45,12 @@ public struct RedisConfiguration: Sendable {
     /// to hear of it: once per change, never per command or per retry.
     /// Called on the connection's I/O thread; must be quick.
     public var connectionEvents: @Sendable (RedisConnectionEvent) -> Void = { _ in }
+
+    /// Told when the client learns that another node serves what a node
+    /// served (a failover, slots moved, a switch Sentinel named) and when a
+    /// lost primary is back as a replica: a lost connection alone does not
+    /// say where the work went. Called from whichever thread learnt it.
+    public var topologyChanged: @Sendable (RedisTopologyChange) -> Void = { _ in }
 
     /// Delays between reconnection attempts.
     public var reconnectBackoff = Backoff(base: .milliseconds(50), cap: .seconds(2))
@@ -94,8 +105,13 @@ public struct RedisConnectionEvent: Sendable, Equatable {
 /// Hooks for the caller's metrics; each is called on a connection's I/O
 /// thread and must be quick.
 public struct RedisMetrics: Sendable {
-    /// Time from appending a command to reading its reply.
-    public var roundTrip: @Sendable (RedisNode, Duration) -> Void = { _, _ in }
+    /// Which of the caller's series a node's round trips count into (see
+    /// `roundTrip`): asked once per connection, so that timing a reply
+    /// looks nothing up.
+    public var series: @Sendable (RedisNode) -> Int = { _ in 0 }
+    /// Time from appending a command to reading its reply, for the series
+    /// `series` gave the node and the command's kind.
+    public var roundTrip: @Sendable (_ series: Int, RedisCommandKind, Duration) -> Void = { _, _, _ in }
     /// A command that ended without a reply (or with TRYAGAIN/CLUSTERDOWN).
     public var failed: @Sendable (RedisNode, RedisError) -> Void = { _, _ in }
     /// Redis answered a command with an error reply (its text, code first:

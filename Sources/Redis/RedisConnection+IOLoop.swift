@@ -178,7 +178,7 @@ extension RedisConnection {
         guard let oldest = pending.popFirst() else { throw Drop(reason: "a reply no command asked for") }
         switch oldest.kind {
         case .caller(let completion):
-            outcome.replies.append(.reply(completion, .success(reply), roundTrip: now - oldest.sentAt))
+            outcome.replies.append(.reply(completion, .success(reply), roundTrip: now - oldest.sentAt, command: oldest.command))
         case .skip:
             break
         }
@@ -235,8 +235,8 @@ extension RedisConnection {
         }
         for delivery in outcome.replies {
             switch delivery {
-            case .reply(let completion, let result, let roundTrip):
-                if let roundTrip { metrics.roundTrip(node, roundTrip) }
+            case .reply(let completion, let result, let roundTrip, let command):
+                if let roundTrip { metrics.roundTrip(metricsSeries, command, roundTrip) }
                 switch result {
                 case .failure(let error): metrics.failed(node, error)
                 case .success(.error(let message)): metrics.errorReply(node, message)

@@ -28,6 +28,8 @@ public final class RedisConnection: @unchecked Sendable {
     let optionalSetup: Int
     /// Set for a subscriber's connection (see `PushEvent`).
     let pushes: (@Sendable (PushEvent) -> Void)?
+    /// The metrics' series of this connection's node (`RedisMetrics.series`).
+    let metricsSeries: Int
     let wakePipe = WakePipe()
     let lock = PthreadLock()
 
@@ -86,6 +88,8 @@ public final class RedisConnection: @unchecked Sendable {
         var kind: Kind
         let deadline: ContinuousClock.Instant
         let sentAt: ContinuousClock.Instant
+        /// For the round trip's metrics.
+        var command = RedisCommandKind.other
     }
 
     /// Why a connection is being dropped.
@@ -112,7 +116,7 @@ public final class RedisConnection: @unchecked Sendable {
 
     enum Delivery {
         /// `roundTrip`: for a reply, the time since its command was appended.
-        case reply(RedisCompletion, Result<RESPValue, RedisError>, roundTrip: Duration?)
+        case reply(RedisCompletion, Result<RESPValue, RedisError>, roundTrip: Duration?, command: RedisCommandKind = .other)
         case push(PushEvent)
     }
 
@@ -142,6 +146,7 @@ public final class RedisConnection: @unchecked Sendable {
         self.node = node
         self.configuration = configuration
         self.pushes = pushes
+        metricsSeries = configuration.metrics.series(node)
         var setup: [RESPRequest] = []
         if let password = configuration.password {
             setup.append(RESPRequest(["AUTH"] + (configuration.username.map { [$0] } ?? []) + [password]))
@@ -180,6 +185,24 @@ public final class RedisConnection: @unchecked Sendable {
     }
 
     /// Why the last connection attempt or connection failed, for readiness reports.
+    /// For a connection that takes over a lost node's slots (a failover):
+    /// its first connection counts as a reconnection, as the same node's
+    /// coming back would. True when it is connected already, so the caller
+    /// counts it now.
+    func countsFirstConnectionAsReconnection() -> Bool {
+        lock.withLock {
+            if case .ready = phase { return true }
+            everConnected = true
+            return false
+        }
+    }
+
+    /// Commands sent and not yet answered (a reply still awaited for one
+    /// whose caller gave up counts too: it is on the wire).
+    var commandsInFlight: Int {
+        lock.withLock { pending.count }
+    }
+
     public var lastFailureReason: String? {
         lock.withLock { lastFailure }
     }
@@ -234,6 +257,7 @@ public final class RedisConnection: @unchecked Sendable {
     /// cluster's `ASK` redirection requires.
     func send(_ request: RESPRequest, asking: Bool, deadline: ContinuousClock.Instant?, completion: @escaping RedisCompletion) {
         let now = ContinuousClock.now
+        let command = RedisCommandKind(encoded: request.bytes)
         let deadline = deadline ?? now + configuration.commandTimeout
         enum Queued { case refused, queued, queuedAndWake }
         let queued: Queued = lock.withLock {
@@ -247,7 +271,7 @@ public final class RedisConnection: @unchecked Sendable {
                 pending.append(Pending(kind: .skip, deadline: deadline, sentAt: now))
             }
             outgoing.append(contentsOf: request.bytes)
-            pending.append(Pending(kind: .caller(completion), deadline: deadline, sentAt: now))
+            pending.append(Pending(kind: .caller(completion), deadline: deadline, sentAt: now, command: command))
             hasOutput = true
             if earliestDeadline.map({ deadline < $0 }) ?? true { earliestDeadline = deadline }
             guard !wakeRequested else { return .queued }

@@ -153,6 +153,11 @@ public final class RedisSubscriber: @unchecked Sendable {
         connection?.sendUnanswered(RESPRequest([Self.sunsubscribe, subscription.channel]))
     }
 
+    /// Its connections now, for a census.
+    var subscribedConnections: [RedisConnection] {
+        lock.withLock { connections.values.map(\.connection) }
+    }
+
     /// Closes every subscribed connection; only callbacks already on their way still run.
     public func close() {
         let open: [RedisConnection] = lock.withLock {

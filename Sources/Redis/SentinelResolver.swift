@@ -9,7 +9,8 @@ import Locking
 /// publishes once a failover promoted a replica, so that commands move to
 /// the new primary without waiting to fail on the old one. A connection that
 /// comes back subscribes again and asks once more: a switch may have
-/// happened while it was away. Sentinels are asked without `AUTH`.
+/// happened while it was away. Sentinels are asked with their own `AUTH`
+/// (`sentinelUsername`/`sentinelPassword`), never the data nodes'.
 final class SentinelResolver: @unchecked Sendable {
     let sentinels: [RedisNode]
     let masterName: String
@@ -24,13 +25,11 @@ final class SentinelResolver: @unchecked Sendable {
     private var listeners: [RedisConnection] = []
     private var closed = false
 
-    init(sentinels: [RedisNode], masterName: String, commandTimeout: Duration, backoff: Backoff) {
+    /// - Parameter configuration: the sentinels' (see `RedisConfiguration.sentinels(of:)`).
+    init(sentinels: [RedisNode], masterName: String, asking configuration: RedisConfiguration) {
         precondition(!sentinels.isEmpty, "Sentinel needs at least one sentinel")
         self.sentinels = sentinels
         self.masterName = masterName
-        var configuration = RedisConfiguration()
-        configuration.commandTimeout = commandTimeout
-        configuration.reconnectBackoff = backoff
         self.configuration = configuration
     }
 
@@ -94,5 +93,20 @@ final class SentinelResolver: @unchecked Sendable {
         case .disconnected, .unsubscribed:
             break
         }
+    }
+}
+
+extension RedisConfiguration {
+    /// How the sentinels of a client with `configuration` are asked: its
+    /// timeout, backoff and TLS, the sentinels' own `AUTH`, nothing else
+    /// (no setup commands, no name: a sentinel is not a data node).
+    public static func sentinels(of configuration: RedisConfiguration) -> RedisConfiguration {
+        var sentinels = RedisConfiguration()
+        sentinels.commandTimeout = configuration.commandTimeout
+        sentinels.reconnectBackoff = configuration.reconnectBackoff
+        sentinels.username = configuration.sentinelUsername
+        sentinels.password = configuration.sentinelPassword
+        sentinels.tls = configuration.tls
+        return sentinels
     }
 }

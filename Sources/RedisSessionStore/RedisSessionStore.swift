@@ -46,6 +46,13 @@ public final class RedisSessionStore: SessionStore, SessionChangeFeed {
     /// Redis is away), for `/metrics`.
     public var unservedSlots: Int { functions.client.unservedSlots }
 
+    /// Connections per node and commands awaiting replies, for `/metrics`.
+    public var census: RedisCensus {
+        var census = functions.client.census()
+        feed.subscriber.count(into: &census)
+        return census
+    }
+
     /// Ids are drawn here, so a replica never needs another's consent; a
     /// taken id (a one-in-2^128 event) is drawn again.
     public func create(inset: Double, settings: RevealSettings = RevealSettings(), reply: @escaping StoreReply<Session>) {

@@ -67,15 +67,15 @@ public struct ConfigurationCheck: Sendable {
             }
         case let .redisSentinel(sentinels, masterName):
             // The primary as the service would find it, then that primary.
-            let answer = FunctionLibraryLoad.primary(named: masterName, sentinels: sentinels, timeout: configuration.redisClient.commandTimeout)
+            let answer = FunctionLibraryLoad.primary(named: masterName, sentinels: sentinels, for: configuration.redisClient)
             if let primary = answer.primary {
                 checked.append("Sentinel: the primary of \(masterName) is \(primary)")
                 check(primary, configuration)
             } else if answer.unknownName {
                 problems.append("no sentinel knows a master named \(masterName): " + answer.failures.joined(separator: "; "))
             } else if !answer.failures.isEmpty, answer.failures.allSatisfy({ $0.contains("setup command refused") }) {
-                // Sentinels are asked without a password: one that wants it refuses every time.
-                problems.append("the sentinels refused the connection (they are asked without a password): "
+                // A sentinel that wants another password (or none) refuses every time.
+                problems.append("the sentinels refused the connection (check --sentinel-password-file and --sentinel-username): "
                     + answer.failures.joined(separator: "; "))
             } else {
                 unreachable.append("no sentinel named the primary of \(masterName) (" + answer.failures.joined(separator: "; ")

@@ -19,7 +19,7 @@ public struct FunctionLibraries: Sendable {
         let found: [RedisNode]?
         switch storage {
         case let .redisSentinel(sentinels, masterName):
-            let answer = FunctionLibraryLoad.primary(named: masterName, sentinels: sentinels, timeout: configuration.commandTimeout)
+            let answer = FunctionLibraryLoad.primary(named: masterName, sentinels: sentinels, for: configuration)
             failures += answer.primary == nil ? answer.failures : []
             found = answer.primary.map { [$0] }
         case let .redis(seeds):

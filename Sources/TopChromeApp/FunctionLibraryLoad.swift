@@ -34,7 +34,7 @@ public struct FunctionLibraryLoad: Sendable {
         let found: [RedisNode]?
         switch storage {
         case let .redisSentinel(sentinels, masterName):
-            let answer = Self.primary(named: masterName, sentinels: sentinels, timeout: configuration.commandTimeout)
+            let answer = Self.primary(named: masterName, sentinels: sentinels, for: configuration)
             failures += answer.primary == nil ? answer.failures : []
             found = answer.primary.map { [$0] }
         case let .redis(seeds):
@@ -92,14 +92,12 @@ public struct FunctionLibraryLoad: Sendable {
     }
 
     /// The primary that the first sentinel to answer names for `masterName`
-    /// (asked without `AUTH`, as the service asks); else why none did, and
-    /// whether a sentinel that answered did not know the name.
-    /// Sentinels are asked without TLS as well: a TLS store is a
-    /// `rediss://` one, never a `redis-sentinel://` one.
+    /// (with the sentinels' own `AUTH`, and TLS for `rediss-sentinel://`,
+    /// as the service asks); else why none did, and whether a sentinel
+    /// that answered did not know the name.
     static func primary(named masterName: String, sentinels: [RedisNode],
-                        timeout: Duration) -> (primary: RedisNode?, failures: [String], unknownName: Bool) {
-        var configuration = RedisConfiguration()
-        configuration.commandTimeout = timeout
+                        for client: RedisConfiguration) -> (primary: RedisNode?, failures: [String], unknownName: Bool) {
+        let configuration = RedisConfiguration.sentinels(of: client)
         var failures: [String] = []
         var unknownName = false
         for sentinel in sentinels {

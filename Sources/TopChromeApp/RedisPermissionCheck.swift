@@ -65,7 +65,7 @@ enum RedisPermissionCheck: Equatable {
     }
 
     /// Replies set on the connection's I/O thread, awaited here.
-    private final class Replies: @unchecked Sendable {
+    final class Replies: @unchecked Sendable {
         private let lock = PthreadLock()
         private let done = DispatchSemaphore(value: 0)
         private var values: [Result<RESPValue, RedisError>?]
@@ -112,8 +112,7 @@ extension TopChromeService {
         case .memory: return
         case let .redis(seeds): nodes = seeds
         case let .redisSentinel(sentinels, masterName):
-            nodes = FunctionLibraryLoad.primary(named: masterName, sentinels: sentinels,
-                                                timeout: configuration.redisClient.commandTimeout).primary.map { [$0] } ?? []
+            nodes = FunctionLibraryLoad.primary(named: masterName, sentinels: sentinels, for: configuration.redisClient).primary.map { [$0] } ?? []
         }
         var reason = "no Redis node answered"
         for node in nodes {

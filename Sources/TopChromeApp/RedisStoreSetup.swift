@@ -12,11 +12,14 @@ struct RedisStoreSetup {
     let metrics: RedisMetrics
     /// Where connections that start or stop serving are told of (the log).
     let connectionEvents: @Sendable (RedisConnectionEvent) -> Void
+    /// Where failovers are told of (the log, and their counts).
+    let topologyChanged: @Sendable (RedisTopologyChange) -> Void
 
     func store(rules: ChromeRules, idleTimeout: Duration?, subscriptions: SessionSubscriptions) -> RedisSessionStore {
         var redis = configuration.redisClient
         redis.metrics = metrics
         redis.connectionEvents = connectionEvents
+        redis.topologyChanged = topologyChanged
         // The library is loaded where a call finds it missing (or once by
         // the operator, `topchrome redis-functions load`), not on connecting.
         let client = Self.client(for: configuration.store, redis)

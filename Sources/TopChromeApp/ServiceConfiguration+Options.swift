@@ -161,9 +161,9 @@ extension ServiceConfiguration {
             guard !value.isEmpty else { throw UsageError(description: "\(source) must not be empty") }
             config.stateFile = value
         },
-        Option(name: "store", placeholder: "S", help: "'memory', redis://HOST:PORT[,HOST:PORT...]: Redis or a Redis Cluster's seeds (rediss:// over TLS), or redis-sentinel://HOST:PORT[,HOST:PORT...]/MASTERNAME: the primary Sentinel names (no TLS); shared by replicas (default '{default}').", default: { $0.store.description }) { value, source, config throws(UsageError) in
+        Option(name: "store", placeholder: "S", help: "'memory', redis://HOST:PORT[,HOST:PORT...]: Redis or a Redis Cluster's seeds (rediss:// over TLS), or redis-sentinel://HOST:PORT[,HOST:PORT...]/MASTERNAME: the primary Sentinel names (rediss-sentinel:// over TLS); shared by replicas (default '{default}').", default: { $0.store.description }) { value, source, config throws(UsageError) in
             config.store = try storage(value, source)
-            config.redisOverTLS = value.hasPrefix("rediss://")
+            config.redisOverTLS = value.hasPrefix("rediss://") || value.hasPrefix("rediss-sentinel://")
         },
         Option(name: "redis-password-file", placeholder: "PATH", help: "AUTH to Redis with the password in PATH.", redisOnly: true) { value, source, config throws(UsageError) in
             config.redisPassword = try redisPassword(inFile: value, source)
@@ -173,6 +173,15 @@ extension ServiceConfiguration {
                 throw UsageError(description: "\(source) must be a Redis user name: printable ASCII without spaces, not '\(value)'")
             }
             config.redisUsername = value
+        },
+        Option(name: "sentinel-password-file", placeholder: "PATH", help: "For redis-sentinel://: AUTH to the sentinels with the password in PATH (their requirepass, or --sentinel-username's).", redisOnly: true) { value, source, config throws(UsageError) in
+            config.sentinelPassword = try redisPassword(inFile: value, source)
+        },
+        Option(name: "sentinel-username", placeholder: "U", help: "For redis-sentinel://: the sentinels' ACL user to AUTH as (with --sentinel-password-file).", redisOnly: true) { value, source, config throws(UsageError) in
+            guard !value.isEmpty, value.unicodeScalars.allSatisfy({ (0x21...0x7E).contains($0.value) }) else {
+                throw UsageError(description: "\(source) must be a Redis user name: printable ASCII without spaces, not '\(value)'")
+            }
+            config.sentinelUsername = value
         },
         Option(name: "redis-ca-file", placeholder: "PATH", help: "For rediss://: the PEM CA certificates Redis's certificate must chain to (default: the system's).", redisOnly: true) { value, _, config in
             config.redisCAFile = value

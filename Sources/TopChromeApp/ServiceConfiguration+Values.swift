@@ -8,17 +8,14 @@ import Redis
 extension ServiceConfiguration {
     /// `memory`, `redis://host:port[,host:port…]` (`rediss://` over TLS), or
     /// `redis-sentinel://host:port[,host:port…]/NAME` (the sentinels, and the
-    /// master they watch; no TLS): hosts may be names, or IPv6 addresses in
+    /// master they watch; `rediss-sentinel://` over TLS to both): hosts may be names, or IPv6 addresses in
     /// brackets. Without brackets a colon in the host is refused, since
     /// `fe80::1` would read as host `fe80:`, port 1.
     static func storage(_ value: String, _ source: String) throws(UsageError) -> SessionStorage {
         if value == "memory" { return .memory }
         let sentinelForm = "redis-sentinel://HOST:PORT[,HOST:PORT...]/MASTERNAME"
-        if value.hasPrefix("rediss-sentinel://") {
-            throw UsageError(description: "\(source): Sentinel over TLS is not supported; the sentinels and the primary they name are reached without TLS (the form is \(sentinelForm))")
-        }
-        if value.hasPrefix("redis-sentinel://") {
-            let rest = value.dropFirst("redis-sentinel://".count)
+        if let scheme = ["redis-sentinel://", "rediss-sentinel://"].first(where: value.hasPrefix) {
+            let rest = value.dropFirst(scheme.count)
             guard let slash = rest.lastIndex(of: "/") else {
                 throw UsageError(description: "\(source): '\(value)' needs the name of the master the sentinels watch, as in \(value)/mymaster (the form is \(sentinelForm))")
             }
@@ -29,7 +26,7 @@ extension ServiceConfiguration {
                 throw UsageError(description: "\(source): '\(name)' is not a master name Sentinel takes: printable, no spaces (the form is \(sentinelForm))")
             }
             let usage = UsageError(description: "\(source) must be \(sentinelForm), not '\(value)'")
-            return .redisSentinel(sentinels: try nodes(rest[..<slash], source, scheme: "redis-sentinel://", usage: usage), masterName: String(name))
+            return .redisSentinel(sentinels: try nodes(rest[..<slash], source, scheme: scheme, usage: usage), masterName: String(name))
         }
         let usage = UsageError(description: "\(source) must be memory or redis://HOST:PORT[,HOST:PORT...] (rediss:// over TLS, or \(sentinelForm)), not '\(value)'")
         guard let scheme = ["redis://", "rediss://"].first(where: value.hasPrefix) else { throw usage }
@@ -170,6 +167,8 @@ extension ServiceConfiguration {
         var redis = RedisConfiguration()
         redis.username = redisUsername
         redis.password = redisPassword
+        redis.sentinelUsername = sentinelUsername
+        redis.sentinelPassword = sentinelPassword
         redis.tls = redisTLS
         redis.commandTimeout = .milliseconds(Int((redisTimeout * 1000).rounded(.up)))
         redis.connectionsPerNode = redisConnections
@@ -187,19 +186,21 @@ extension ServiceConfiguration {
         guard (redisCertificateFile == nil) == (redisKeyFile == nil) else {
             throw UsageError(description: "--redis-cert and --redis-key go together")
         }
-        let tlsOption = ["redis-ca-file", "redis-cert", "redis-key"].lazy.compactMap({ given[$0] }).first
-        if case .redisSentinel = store {
-            // Sentinels hand out plain addresses, and the client asks them
-            // without TLS: rather than half the connections over TLS, none.
-            if let source = tlsOption {
-                throw UsageError(description: "\(source) is for TLS to Redis, which a redis-sentinel:// store does not use (sentinels and the primary they name are reached without TLS); use --store rediss://HOST:PORT, or remove it")
-            }
-            return
+        if sentinelUsername != nil, sentinelPassword == nil, let source = given["sentinel-username"] {
+            throw UsageError(description: "\(source) needs --sentinel-password-file: AUTH takes the user's password with its name")
         }
-        guard case .redis = store else { return }
+        let followsSentinel = if case .redisSentinel = store { true } else { false }
+        if let source = given["sentinel-password-file"] ?? given["sentinel-username"], !followsSentinel {
+            throw UsageError(description: "\(source) is for the sentinels of a redis-sentinel:// store; --store names none")
+        }
+        let tlsOption = ["redis-ca-file", "redis-cert", "redis-key"].lazy.compactMap({ given[$0] }).first
+        if case .memory = store { return }
+        // Over TLS, the sentinels and the primary they name alike: rather
+        // than half the connections over TLS, all or none.
         guard redisOverTLS else {
             if let source = tlsOption {
-                throw UsageError(description: "\(source) is for TLS to Redis and does nothing with redis://; use --store rediss://HOST:PORT, or remove it")
+                let (plain, secure) = followsSentinel ? ("redis-sentinel://", "rediss-sentinel://HOST:PORT/MASTERNAME") : ("redis://", "rediss://HOST:PORT")
+                throw UsageError(description: "\(source) is for TLS to Redis and does nothing with \(plain); use --store \(secure), or remove it")
             }
             return
         }

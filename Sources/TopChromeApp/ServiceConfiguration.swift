@@ -86,6 +86,9 @@ public struct ServiceConfiguration: Sendable, Equatable {
     public var redisPassword: String?
     /// The ACL user `AUTH` names with the password; nil for the default user.
     public var redisUsername: String?
+    /// `AUTH` to the sentinels of a `redis-sentinel://` store, their own.
+    public var sentinelPassword: String?
+    public var sentinelUsername: String?
     /// `rediss://`: TLS to every Redis node, made from `--redis-ca-file`,
     /// `--redis-cert` and `--redis-key` once the options are read.
     public var redisTLS: RedisTLS?

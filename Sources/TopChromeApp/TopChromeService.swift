@@ -90,12 +90,15 @@ public final class TopChromeService: Sendable {
         case .redis, .redisSentinel:
             let errorReplies = RedisErrorReplies(logger: logger)
             redisErrorReplies = errorReplies
-            let redisMetrics = RedisStoreMetrics(errorReplies: errorReplies)
+            let topology = RedisTopologyLog(logger: logger)
+            let redisMetrics = RedisStoreMetrics(errorReplies: errorReplies, topology: topology)
             let store = RedisStoreSetup(configuration: configuration, metrics: redisMetrics.hooks,
-                                        connectionEvents: RedisConnectionLog.lines(to: logger))
+                                        connectionEvents: RedisConnectionLog.lines(to: logger),
+                                        topologyChanged: { topology.record($0) })
                 .store(rules: rules, idleTimeout: idleTimeout, subscriptions: subscriptions)
             redisMetrics.countChannels { store.channelsHeld }
             redisMetrics.countUnservedSlots { store.unservedSlots }
+            redisMetrics.takeCensus { store.census }
             memoryStore = nil
             redisStore = store
             api = SessionAPI(store: store, maxBodyBytes: configuration.maxBodyBytes,
@@ -158,7 +161,10 @@ public final class TopChromeService: Sendable {
                 if journal.health.bytes > limit { snapshotSoon() }
             }
         }
-        if redisStore != nil { try checkRedisPermissions() }
+        if redisStore != nil {
+            try checkRedisPermissions()
+            checkReplicaRequirement()
+        }
         do {
             try server.start()
         } catch {

@@ -154,7 +154,17 @@ import TopChromeTesting
         let stream = try EventStreamClient(port: first.port, sessionID: id)
         #expect(try stream.nextState() != nil)
         let metrics = try first.client().request("GET", "/metrics").text
-        #expect(metrics.contains("topchrome_redis_round_trip_seconds_count"))
+        // Round trips by node and command kind, connections by node (commands
+        // and the watcher's channel), commands in flight.
+        let node = redis.node.description
+        let roundTrips = { (command: String) in
+            metrics.split(separator: "\n").first { $0.hasPrefix("topchrome_redis_round_trip_seconds_count{node=\"\(node)\",command=\"\(command)\"} ") }
+        }
+        #expect(roundTrips("fcall") != nil && roundTrips("time") != nil, Comment(rawValue: metrics))
+        #expect(!metrics.contains("_count{node=\"other\""))
+        let connections = metrics.split(separator: "\n").first { $0.hasPrefix("topchrome_redis_connections{node=\"\(node)\"} ") }
+        #expect(connections.flatMap { Int($0.split(separator: " ").last ?? "") }.map { $0 >= 2 } == true, Comment(rawValue: String(connections ?? "none")))
+        #expect(metrics.contains("\ntopchrome_redis_commands_in_flight "))
         #expect(metrics.contains("topchrome_redis_subscriptions 1"))
         #expect(!metrics.contains("topchrome_sessions "), "no replica can count Redis's sessions cheaply")
     }

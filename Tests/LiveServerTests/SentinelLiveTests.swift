@@ -75,12 +75,84 @@ import TopChromeTesting
         #expect(converged, "the stream never carried \(written)")
         #expect(Date().timeIntervalSince(switched) < 5 * testTimeScale,
                 "the stream converged only \(Date().timeIntervalSince(switched)) s after the switch")
+        // The switch is told and counted.
+        #expect(RedisClusterFailoverLiveTests.metric(server, #"topchrome_redis_topology_changes_total{kind="sentinel_switch"}"#) == 1)
 
         // A change after convergence reaches it at once.
         let next = try scroll(server, id, to: 300)
         #expect(next.status == 200)
         let following = try #require(try stream.nextState())
         #expect("\"\(following.id)\"" == next.header("ETag") || following.id == next.header("ETag"))
+    }
+
+    /// Sentinels with an ACL user of their own (and the default user off):
+    /// found with `--sentinel-username` and `--sentinel-password-file`;
+    /// without them `check-config` says the sentinels refused (exit 2) and
+    /// a server is not ready.
+    @Test func sentinelsThatWantAUserAndPassword() throws {
+        let redis = try RedisSentinelFixture()
+        _ = try redisCLI(port: redis.sentinel.port, "ACL", "SETUSER", "watcher", "on", ">sentinel-secret", "allcommands", "allchannels")
+        _ = try redisCLI(port: redis.sentinel.port, "ACL", "SETUSER", "default", "off")
+        let store = "redis-sentinel://127.0.0.1:\(redis.sentinel.port)/\(RedisSentinelFixture.masterName)"
+        let folder = try CheckConfigTests.folder()
+        let password = folder.appendingPathComponent("sentinel-password")
+        try Data("sentinel-secret\n".utf8).write(to: password)
+        let credentials = ["--sentinel-username", "watcher", "--sentinel-password-file", password.path]
+
+        let refused = try CheckConfigTests.check(["--store", store])
+        #expect(refused.status == 2, "\(refused.output) \(refused.errors)")
+        #expect(refused.errors.contains("--sentinel-password-file"), "\(refused.errors)")
+        let accepted = try CheckConfigTests.check(["--store", store] + credentials)
+        #expect(accepted.status == 0, "\(accepted.output) \(accepted.errors)")
+        #expect(accepted.output.contains("the primary of mymaster is 127.0.0.1:\(redis.primary.port)"), "\(accepted.output)")
+
+        let sentinels = SessionStorage.redisSentinel(sentinels: [redis.sentinelNode], masterName: RedisSentinelFixture.masterName)
+        let server = try LiveServer(store: sentinels, keyPrefix: "sentinel-acl:") {
+            $0.sentinelUsername = "watcher"
+            $0.sentinelPassword = "sentinel-secret"
+        }
+        #expect(server.waitUntilReady())
+        #expect(try server.client().request("POST", "/v1/sessions").status == 201)
+        let without = try LiveServer(store: sentinels, keyPrefix: "sentinel-acl:")
+        #expect(!without.waitUntilReady(within: 2), "no sentinel answers without the password")
+
+        // Only with the sentinel store.
+        let misplaced = try CheckConfigTests.check(["--store", "redis://127.0.0.1:\(redis.primary.port)"] + credentials)
+        #expect(misplaced.status == 2 && misplaced.errors.contains("redis-sentinel://"), "\(misplaced.errors)")
+    }
+
+    /// `rediss-sentinel://`: the sentinel and the primary it names reached
+    /// over TLS (a test CA), the switch heard over TLS too.
+    @Test func sentinelsAndTheirPrimaryOverTLS() throws {
+        let pki = try TestPKI()
+        let primary = try RedisServer(["--repl-diskless-sync-delay", "0"], tls: pki)
+        let replica = try RedisServer(["--repl-diskless-sync-delay", "0", "--tls-replication", "yes",
+                                       "--replicaof", "127.0.0.1", String(primary.port)], tls: pki)
+        let sentinel = try RedisServer(["--tls-replication", "yes"], tls: pki, sentinelConfiguration: """
+            sentinel monitor \(RedisSentinelFixture.masterName) 127.0.0.1 \(primary.port) 1
+            sentinel down-after-milliseconds \(RedisSentinelFixture.masterName) 1000
+            sentinel failover-timeout \(RedisSentinelFixture.masterName) 5000
+
+            """)
+        #expect(eventually(within: 30) {
+            (try? sentinel.cli(["SENTINEL", "replicas", RedisSentinelFixture.masterName]))?.contains(String(replica.port)) == true
+                && (try? replica.cli(["INFO", "replication"]))?.contains("master_link_status:up") == true
+        })
+        let store = "rediss-sentinel://127.0.0.1:\(sentinel.port)/\(RedisSentinelFixture.masterName)"
+        let checked = try CheckConfigTests.check(["--store", store, "--redis-ca-file", pki.caFile])
+        #expect(checked.status == 0, "\(checked.output) \(checked.errors)")
+
+        let tls = try RedisTLS(caFile: pki.caFile)
+        let server = try LiveServer(store: .redisSentinel(sentinels: [sentinel.node], masterName: RedisSentinelFixture.masterName),
+                                    keyPrefix: "sentinel-tls:") { $0.redisTLS = tls }
+        #expect(server.waitUntilReady())
+        #expect(try server.client().request("POST", "/v1/sessions").status == 201)
+        #expect(eventually(within: 30) {
+            (try? sentinel.cli(["SENTINEL", "FAILOVER", RedisSentinelFixture.masterName]))?.hasPrefix("OK") == true
+        })
+        #expect(eventually(within: 30) {
+            RedisClusterFailoverLiveTests.metric(server, #"topchrome_redis_topology_changes_total{kind="sentinel_switch"}"#) == 1
+        }, "the switch was not heard over TLS")
     }
 
     private func configuration(_ store: SessionStorage) throws -> ServiceConfiguration {

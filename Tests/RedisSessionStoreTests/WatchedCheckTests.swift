@@ -24,7 +24,7 @@ struct WatchedCheckTests {
         let commands = Counter()
         var configuration = RedisConfiguration()
         configuration.setupCommands = [ChromeFunctions.loadCommand]
-        configuration.metrics.roundTrip = { _, _ in commands.increment() }
+        configuration.metrics.roundTrip = { _, _, _ in commands.increment() }
         let client = RedisClient(seeds: seeds, configuration: configuration)
         let functions = ChromeFunctions(client: client, keyPrefix: "watched:", idleTimeout: .seconds(100))
         let store = RedisSessionStore(functions: functions, subscriber: RedisSubscriber(client: client))

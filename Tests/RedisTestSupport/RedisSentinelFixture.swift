@@ -10,11 +10,13 @@ public final class RedisSentinelFixture: Sendable {
     public let replica: RedisServer
     public let sentinel: RedisServer
 
-    public init() throws {
+    /// - Parameter serverArguments: more settings for both data servers
+    ///   (either may become the primary), e.g. `--min-replicas-to-write 1`.
+    public init(serverArguments: [String] = []) throws {
         // Replicas sync at once, so that a failover right after the start
         // finds one in sync.
-        primary = try RedisServer(["--repl-diskless-sync-delay", "0"])
-        replica = try RedisServer(["--repl-diskless-sync-delay", "0", "--replicaof", "127.0.0.1", String(primary.port)])
+        primary = try RedisServer(["--repl-diskless-sync-delay", "0"] + serverArguments)
+        replica = try RedisServer(["--repl-diskless-sync-delay", "0", "--replicaof", "127.0.0.1", String(primary.port)] + serverArguments)
         sentinel = try RedisServer(sentinelConfiguration: """
             sentinel monitor \(Self.masterName) 127.0.0.1 \(primary.port) 1
             sentinel down-after-milliseconds \(Self.masterName) 1000

@@ -9,7 +9,7 @@ struct RedisConnectionTests {
         let server = try RedisServer()
         let roundTrips = Counter()
         var configuration = RedisConfiguration()
-        configuration.metrics.roundTrip = { _, duration in if duration > .zero { roundTrips.increment() } }
+        configuration.metrics.roundTrip = { _, kind, duration in if duration > .zero, kind == .other { roundTrips.increment() } }
         let connection = RedisConnection(to: server.node, configuration: configuration)
         defer { connection.close() }
         #expect(try await connection.send(["SET", "greeting", "hello"]) == .simple("OK"))

@@ -55,6 +55,8 @@ struct OptionTableTests {
             "store": ("redis://h:1", []), "redis-password-file": (secret, redis),
             "redis-username": ("topchrome", redis + ["--redis-password-file", secret]),
             "redis-ca-file": ("/etc/ssl/certs/ca-certificates.crt", ["--store", "rediss://h:1"]),
+            "sentinel-password-file": (secret, ["--store", "redis-sentinel://h:1/m"]),
+            "sentinel-username": ("watcher", ["--store", "redis-sentinel://h:1/m", "--sentinel-password-file", secret]),
             "redis-key-prefix": ("other:", redis), "redis-timeout": ("2.5", redis), "redis-wait-replicas": ("1", redis), "redis-connections": ("3", redis),
             "cors-origin": ("https://app.example.com", []), "snapshot-interval": ("5", ["--state-file", secret]),
             "fsync": ("always", ["--state-file", secret]),

@@ -45,10 +45,11 @@ struct RedisSecurityOptionsTests {
         }
     }
 
-    /// A Sentinel store has no TLS: the TLS options with it stop the start
-    /// (exit 2) rather than go unused, and there is no `rediss-sentinel://`.
-    /// Its primary still takes the ACL user.
-    @Test func sentinelStoresRefuseTLS() throws {
+    /// A Sentinel store takes TLS as `rediss-sentinel://`, to the sentinels
+    /// and the primary alike; the TLS options with `redis-sentinel://` stop
+    /// the start (exit 2) rather than go unused. Its primary still takes
+    /// the ACL user.
+    @Test func sentinelStoresTakeTLSOnlyAsRedissSentinel() throws {
         let sentinel = ["--store", "redis-sentinel://127.0.0.1:26379/mymaster"]
         #expect(try serve(sentinel).redisClient.tls == nil)
         #expect(try serve(sentinel).storeAddress == "redis-sentinel://127.0.0.1:26379/mymaster")
@@ -56,12 +57,12 @@ struct RedisSecurityOptionsTests {
             #expect {
                 try serve(sentinel + given)
             } throws: { error in
-                (error as? ServiceConfiguration.UsageError)?.description.hasSuffix("is for TLS to Redis, which a redis-sentinel:// store does not use (sentinels and the primary they name are reached without TLS); use --store rediss://HOST:PORT, or remove it") == true
+                (error as? ServiceConfiguration.UsageError)?.description.hasSuffix("is for TLS to Redis and does nothing with redis-sentinel://; use --store rediss-sentinel://HOST:PORT/MASTERNAME, or remove it") == true
             }
         }
-        #expect(throws: ServiceConfiguration.UsageError(description: "TOPCHROME_STORE: Sentinel over TLS is not supported; the sentinels and the primary they name are reached without TLS (the form is redis-sentinel://HOST:PORT[,HOST:PORT...]/MASTERNAME)")) {
-            try serve([], ["TOPCHROME_STORE": "rediss-sentinel://127.0.0.1:26379/mymaster"])
-        }
+        let secure = try serve([], ["TOPCHROME_STORE": "rediss-sentinel://127.0.0.1:26379/mymaster"])
+        #expect(secure.redisClient.tls != nil && RedisConfiguration.sentinels(of: secure.redisClient).tls != nil)
+        #expect(secure.storeAddress == "rediss-sentinel://127.0.0.1:26379/mymaster")
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("password-\(UUID().uuidString)")
         try "s3cret\n".write(to: file, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(at: file) }

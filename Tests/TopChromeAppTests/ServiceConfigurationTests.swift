@@ -1,4 +1,5 @@
 import Foundation
+import Redis
 import Testing
 @testable import TopChromeApp
 
