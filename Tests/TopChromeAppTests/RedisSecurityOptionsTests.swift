@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import Redis
 @testable import TopChromeApp
 
 /// `--redis-username` and the TLS options: read like every option, and
