@@ -107,13 +107,7 @@ extension TopChromeService {
     /// anyway, answering 503 until it answers) or one that will not say is
     /// logged and let be.
     func checkRedisPermissions() throws(StartupError) {
-        let nodes: [RedisNode]
-        switch configuration.store {
-        case .memory: return
-        case let .redis(seeds): nodes = seeds
-        case let .redisSentinel(sentinels, masterName):
-            nodes = FunctionLibraryLoad.primary(named: masterName, sentinels: sentinels, for: configuration.redisClient).primary.map { [$0] } ?? []
-        }
+        guard let nodes = redisNodesToAsk() else { return }
         var reason = "no Redis node answered"
         for node in nodes {
             switch RedisPermissionCheck.check(node, configuration) {

@@ -44,3 +44,17 @@ struct RedisStoreSetup {
         }
     }
 }
+
+extension TopChromeService {
+    /// The nodes a start check asks about the Redis store: the seeds given
+    /// (each may be or become a primary), or the primary Sentinel names
+    /// (none when no sentinel answers); nil for the memory store.
+    func redisNodesToAsk() -> [RedisNode]? {
+        switch configuration.store {
+        case .memory: nil
+        case let .redis(seeds): seeds
+        case let .redisSentinel(sentinels, masterName):
+            FunctionLibraryLoad.primary(named: masterName, sentinels: sentinels, for: configuration.redisClient).primary.map { [$0] } ?? []
+        }
+    }
+}

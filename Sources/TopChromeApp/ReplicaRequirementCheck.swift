@@ -39,13 +39,7 @@ extension TopChromeService {
     /// nodes the service was given (seeds: each may be or become a primary),
     /// or the primary Sentinel names.
     func checkReplicaRequirement() {
-        let nodes: [RedisNode]
-        switch configuration.store {
-        case .memory: return
-        case let .redis(seeds): nodes = seeds
-        case let .redisSentinel(sentinels, masterName):
-            nodes = FunctionLibraryLoad.primary(named: masterName, sentinels: sentinels, for: configuration.redisClient).primary.map { [$0] } ?? []
-        }
+        guard let nodes = redisNodesToAsk() else { return }
         for node in nodes {
             switch ReplicaRequirementCheck.check(node, configuration.redisClient) {
             case .required:

@@ -5,13 +5,6 @@ import Testing
 /// The option table is the one place an option is declared: what help says
 /// and what the flag and the variable do all come from it.
 struct OptionTableTests {
-    func serve(_ arguments: [String], _ environment: [String: String] = [:]) throws -> ServiceConfiguration {
-        guard case let .serve(configuration) = try ServiceConfiguration.parse(arguments: arguments, environment: environment) else {
-            throw ServiceConfiguration.UsageError(description: "not a serve command")
-        }
-        return configuration
-    }
-
     /// Each option's help line shows the default the property holds, and
     /// that default, read as the option's value, is the default again.
     @Test func helpShowsEachOptionsRealDefault() throws {

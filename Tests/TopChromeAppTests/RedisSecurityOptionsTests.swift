@@ -6,13 +6,6 @@ import Redis
 /// `--redis-username` and the TLS options: read like every option, and
 /// refused where they would do nothing.
 struct RedisSecurityOptionsTests {
-    func serve(_ arguments: [String], _ environment: [String: String] = [:]) throws -> ServiceConfiguration {
-        guard case let .serve(configuration) = try ServiceConfiguration.parse(arguments: arguments, environment: environment) else {
-            throw ServiceConfiguration.UsageError(description: "not a serve command")
-        }
-        return configuration
-    }
-
     @Test func theUserGoesWithThePasswordIntoTheClientsConfiguration() throws {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("password-\(UUID().uuidString)")
         try "s3cret\n".write(to: file, atomically: true, encoding: .utf8)

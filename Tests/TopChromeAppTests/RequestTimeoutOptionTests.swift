@@ -4,13 +4,6 @@ import Testing
 /// `--request-timeout`: seconds (a fraction allowed) for a request's head
 /// and body to arrive, 0 for no deadline.
 @Suite struct RequestTimeoutOptionTests {
-    func serve(_ arguments: [String]) throws -> ServiceConfiguration {
-        guard case let .serve(configuration) = try ServiceConfiguration.parse(arguments: arguments, environment: [:]) else {
-            throw ServiceConfiguration.UsageError(description: "not a serve command")
-        }
-        return configuration
-    }
-
     @Test func requestTimeoutInSecondsAndZeroForNone() throws {
         #expect(try serve(["--request-timeout", "2.5"]).httpServer.requestTimeout == .milliseconds(2500))
         #expect(try serve(["--request-timeout", "0"]).httpServer.requestTimeout == nil)

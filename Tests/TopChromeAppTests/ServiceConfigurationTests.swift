@@ -4,13 +4,6 @@ import Testing
 @testable import TopChromeApp
 
 @Suite struct ServiceConfigurationTests {
-    func serve(_ arguments: [String], _ environment: [String: String] = [:]) throws -> ServiceConfiguration {
-        guard case let .serve(configuration) = try ServiceConfiguration.parse(arguments: arguments, environment: environment) else {
-            throw ServiceConfiguration.UsageError(description: "not a serve command")
-        }
-        return configuration
-    }
-
     @Test func defaults() throws {
         let configuration = try serve([])
         #expect(configuration.host == "127.0.0.1")

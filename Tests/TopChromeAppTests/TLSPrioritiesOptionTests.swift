@@ -5,13 +5,6 @@ import Testing
 /// `--tls-priorities`: checked by GnuTLS as it is read; pointless without a
 /// certificate, so refused there.
 @Suite struct TLSPrioritiesOptionTests {
-    func serve(_ arguments: [String], _ environment: [String: String] = [:]) throws -> ServiceConfiguration {
-        guard case let .serve(configuration) = try ServiceConfiguration.parse(arguments: arguments, environment: environment) else {
-            throw ServiceConfiguration.UsageError(description: "not a serve command")
-        }
-        return configuration
-    }
-
     @Test func readCheckedAndRefusedWithoutACertificate() throws {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("pem-\(UUID().uuidString)")
         try "not read as PEM until the start".write(to: file, atomically: true, encoding: .utf8)
