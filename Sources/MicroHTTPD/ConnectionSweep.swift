@@ -18,6 +18,10 @@ final class ConnectionSweep: @unchecked Sendable {
     private let timeoutMilliseconds: Int?
     private let lock = PthreadLock()
     private var timer: (any DispatchSourceTimer)?
+    /// Held while a sweep runs, so ``stop()`` can wait for one under way.
+    private let running = PthreadLock()
+    /// Set by ``stop()``, under `running`.
+    private var isStopped = false
     /// Times are counted in milliseconds from here.
     private let origin = ContinuousClock.now
 
@@ -34,6 +38,7 @@ final class ConnectionSweep: @unchecked Sendable {
     }
 
     func start() {
+        running.withLock { isStopped = false }
         let timer = DispatchSource.makeTimerSource(queue: .global(qos: .utility))
         let seconds = Double(interval.components.seconds) + Double(interval.components.attoseconds) / 1e18
         timer.schedule(deadline: .now() + seconds, repeating: seconds)
@@ -42,16 +47,25 @@ final class ConnectionSweep: @unchecked Sendable {
         timer.resume()
     }
 
-    /// A sweep already running may finish; it touches only connections
-    /// still registered, under their locks.
+    /// Returns once no sweep runs or will: cancelling a Dispatch timer does
+    /// not wait for a handler under way, and a sweep must not touch a
+    /// connection while libmicrohttpd stops.
     func stop() {
         lock.withLock {
             timer?.cancel()
             timer = nil
         }
+        running.withLock { isStopped = true }
     }
 
     private func run() {
+        running.withLock {
+            guard !isStopped else { return }
+            sweepOnce()
+        }
+    }
+
+    private func sweepOnce() {
         if let timeoutMilliseconds {
             // Times as the sweep reads them, never before a request's first
             // byte came: a late sweep makes a 408 late, never early.

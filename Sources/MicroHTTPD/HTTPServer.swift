@@ -132,6 +132,8 @@ public final class HTTPServer: @unchecked Sendable {
         defer { lock.unlock() }
         guard let daemon else { return true }
         dispatcher.isDraining.store(true, ordering: .sequentiallyConsistent)
+        // No sweep from now on: it would resume what the stop resumes.
+        sweep.stop()
         // Streams end and waiting requests get 503: every suspended connection
         // must be resumed before libmicrohttpd stops.
         dispatcher.suspensions.terminateAll(fallback: dispatcher.responder.refusalWhileStopping())
@@ -148,7 +150,6 @@ public final class HTTPServer: @unchecked Sendable {
         }
         let finished = dispatcher.inFlight.load(ordering: .acquiring) == 0
 
-        sweep.stop()
         MHD_stop_daemon(daemon)  // closes the listening socket too
         self.daemon = nil
         dispatcher.tlsIdentities?.dropAllButCurrent()
