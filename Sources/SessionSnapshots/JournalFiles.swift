@@ -68,7 +68,8 @@ public struct JournalFiles: Sendable {
         let prefix = snapshot.fileName + ".journal-"
         var numbers: [UInt64] = []
         while let entry = readdir(folder) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            let name = String(cString: (UnsafeRawPointer(entry) + MemoryLayout<dirent>.offset(of: \dirent.d_name)!)
+                .assumingMemoryBound(to: CChar.self))  // in place: a record is only as long as its name
             guard name.hasPrefix(prefix), let number = UInt64(name.dropFirst(prefix.count)),
                   String(number) == name.dropFirst(prefix.count) else { continue }
             numbers.append(number)

@@ -320,7 +320,8 @@ public struct SnapshotFile: Sendable {
         let prefix = fileName + Self.temporaryMarker
         var removed = 0
         while let entry = readdir(folder) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            let name = String(cString: (UnsafeRawPointer(entry) + MemoryLayout<dirent>.offset(of: \dirent.d_name)!)
+                .assumingMemoryBound(to: CChar.self))  // in place: a record is only as long as its name
             guard name.hasPrefix(prefix), name.utf8.count == prefix.utf8.count + 6 else { continue }
             if unlink(directory + "/" + name) == 0 { removed += 1 }
         }

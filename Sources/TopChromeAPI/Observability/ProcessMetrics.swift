@@ -44,6 +44,8 @@ enum ProcessMetrics {
         return pages * Int(sysconf(Int32(_SC_PAGESIZE)))
     }
 
+    private static let nameOffset = MemoryLayout<dirent>.offset(of: \dirent.d_name)!
+
     /// Entries of `/proc/self/fd`, less the one this count reads them through.
     static func openDescriptors() -> Int? {
         guard let directory = opendir("/proc/self/fd") else { return nil }
@@ -51,7 +53,9 @@ enum ProcessMetrics {
         let own = dirfd(directory)
         var count = 0
         while let entry = readdir(directory) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            // The name read up to its NUL in place: a record is as long as
+            // its name needs, so copying `d_name` whole reads past it.
+            let name = String(cString: (UnsafeRawPointer(entry) + Self.nameOffset).assumingMemoryBound(to: CChar.self))
             guard let descriptor = Int32(name), descriptor != own else { continue }  // also skips . and ..
             count += 1
         }
