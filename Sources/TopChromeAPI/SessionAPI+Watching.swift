@@ -12,12 +12,16 @@ extension SessionAPI {
     func waitForChange(of id: SessionID, _ preconditions: Preconditions, seconds: Int,
                        endpoint: Int) throws(Problem) -> HTTPResponse {
         let watcher = LongPollWatcher(id: id, isNew: preconditions.noneMatchCondition, waitSeconds: seconds)
-        // A client that left frees its watcher's place now, not at the end of its wait.
-        watcher.pending.onClientLeft { [watchers] in watchers.remove(watcher, for: id) }
         try watch(id, by: watcher, answering: watcher.pending) { [watchers] current throws(Problem) in
             guard preconditions.matchCondition.holds(for: current.entityTag) else { throw Self.preconditionFailed }
             watcher.start(with: current, hub: watchers)
         }
+        // A client that left frees its watcher's place now, not at the end of
+        // its wait. Only once the watch is on: the handler holds the watcher
+        // that holds the answer until the answer comes, and a watch refused
+        // here (too many watchers) never gets one; the request is not
+        // suspended before this returns, so no departure is missed.
+        watcher.pending.onClientLeft { [watchers] in watchers.remove(watcher, for: id) }
         return .later(watcher.pending, endpoint: endpoint)
     }
 
