@@ -46,7 +46,9 @@ if (( ${#found[@]} )); then
         # the full report stays in the file.
         echo "---- $report ($(grep -m 1 -oE '^SUMMARY: .*' "$report" || echo 'no summary'))" >&2
         grep -m 1 -B 2 -A 25 -E '^==[0-9]+==ERROR' "$report" | grep -v -E '^(Indirect|Direct) leak' | head -n 4 >&2 || true
-        awk '/^Direct leak/ { n++; show = n <= 3 } /^Indirect leak/ { show = 0 } show' "$report" | head -n 60 >&2
+        # A leaked cycle has no direct root: then its first indirect stacks.
+        kind=Direct; grep -q '^Direct leak' "$report" || kind=Indirect
+        awk -v kind="$kind" '/^(Direct|Indirect) leak/ { show = 0 } $0 ~ "^" kind " leak" { n++; show = n <= 3 } show' "$report" | head -n 60 >&2
     done
     status=1
 fi

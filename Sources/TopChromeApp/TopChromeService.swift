@@ -75,7 +75,7 @@ public final class TopChromeService: Sendable {
                 let file = SnapshotFile(path: path)
                 let journal = JournalWriter(files: JournalFiles(snapshot: file), policy: configuration.fsync,
                                             take: store.takeChanges(into:))
-                barrier?.set { journal.flush() }
+                barrier?.set { [weak journal] in journal?.flush() }
                 return SnapshotWriter(file: file, journal: journal, collect: store.snapshot)
             }
             let stateFile = snapshots.map { StateFileMetrics(writer: $0, changesNotTaken: { store.changesNotTaken }) }
