@@ -47,8 +47,8 @@ public struct ConfigurationCheck: Sendable {
         case .memory:
             if let path = configuration.stateFile {
                 do {
-                    let recovery = try TopChromeService.readStateFile(SnapshotFile(path: path),
-                                                                      maxSessions: configuration.maxSessions)
+                    let recovery = try MemoryBackend.readStateFile(SnapshotFile(path: path),
+                                                                   maxSessions: configuration.maxSessions)
                     let count = recovery.sessions.count
                     let journals = recovery.journals.isEmpty ? "" : " (\(recovery.fromJournal) from its journals)"
                     checked.append("state file '\(path)': \(count) session\(count == 1 ? "" : "s")\(journals), and its folder has room for snapshots")
@@ -57,7 +57,14 @@ public struct ConfigurationCheck: Sendable {
                     problems.append(error.description)
                 }
             }
-        case let .redis(seeds):
+        case let .redis(endpoints):
+            check(endpoints, configuration)
+        }
+    }
+
+    private mutating func check(_ endpoints: RedisEndpoints, _ configuration: ServiceConfiguration) {
+        switch endpoints.nodes {
+        case let .seeds(seeds):
             let before = unreachable.count
             for node in seeds { check(node, configuration) }
             let away = unreachable.count - before
@@ -65,9 +72,9 @@ public struct ConfigurationCheck: Sendable {
                 warnings += unreachable[before...].map { $0 + " (another seed answered)" }
                 unreachable.removeSubrange(before...)
             }
-        case let .redisSentinel(sentinels, masterName):
+        case let .sentinels(sentinels, masterName):
             // The primary as the service would find it, then that primary.
-            let answer = FunctionLibraryLoad.primary(named: masterName, sentinels: sentinels, for: configuration.redisClient)
+            let answer = RedisPrimaries.primary(named: masterName, sentinels: sentinels, for: configuration.redisClient)
             if let primary = answer.primary {
                 checked.append("Sentinel: the primary of \(masterName) is \(primary)")
                 check(primary, configuration)

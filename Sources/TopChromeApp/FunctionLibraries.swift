@@ -15,20 +15,10 @@ public struct FunctionLibraries: Sendable {
     /// 0 when every primary answered (and every deletion was made), 1 otherwise.
     public var exitStatus: Int32 { failures.isEmpty ? 0 : 1 }
 
-    public init(storage: SessionStorage, configuration: RedisConfiguration, deleteUnused: Bool) {
-        let found: [RedisNode]?
-        switch storage {
-        case let .redisSentinel(sentinels, masterName):
-            let answer = FunctionLibraryLoad.primary(named: masterName, sentinels: sentinels, for: configuration)
-            failures += answer.primary == nil ? answer.failures : []
-            found = answer.primary.map { [$0] }
-        case let .redis(seeds):
-            found = FunctionLibraryLoad.primaries(of: seeds, configuration, &failures)
-        case .memory:
-            found = nil
-        }
+    public init(endpoints: RedisEndpoints, configuration: RedisConfiguration, deleteUnused: Bool) {
+        let found = RedisPrimaries.of(endpoints, configuration, &failures)
         for node in found ?? [] {
-            switch FunctionLibraryLoad.ask(node, ["FUNCTION", "LIST", "LIBRARYNAME", "topchrome_*"], configuration) {
+            switch RedisPrimaries.ask(node, ["FUNCTION", "LIST", "LIBRARYNAME", "topchrome_*"], configuration) {
             case let .success(.array(libraries)):
                 for name in Self.names(libraries) {
                     guard name != ChromeFunctions.libraryName else {
@@ -39,14 +29,14 @@ public struct FunctionLibraries: Sendable {
                         lines.append("\(node) \(name)")
                         continue
                     }
-                    switch FunctionLibraryLoad.ask(node, ["FUNCTION", "DELETE", name], configuration) {
+                    switch RedisPrimaries.ask(node, ["FUNCTION", "DELETE", name], configuration) {
                     case let .success(.error(message)): failures.append("\(node) did not delete \(name): \(message)")
                     case .success: lines.append("\(node) \(name) deleted")
                     case let .failure(error): failures.append("\(node): \(error)")
                     }
                 }
             case let .success(other):
-                failures.append("\(node) answered FUNCTION LIST with \(FunctionLibraryLoad.words(other))")
+                failures.append("\(node) answered FUNCTION LIST with \(RedisPrimaries.words(other))")
             case let .failure(error):
                 failures.append("\(node): \(error)")
             }

@@ -100,23 +100,3 @@ extension ServiceConfiguration {
         redisWaitReplicas > 0 ? [.always, .waitingForReplicas] : [.always]
     }
 }
-
-extension TopChromeService {
-    /// Refuses to start as a Redis user that may not run a command the
-    /// store sends, where Redis says so; a Redis away (the service starts
-    /// anyway, answering 503 until it answers) or one that will not say is
-    /// logged and let be.
-    func checkRedisPermissions() throws(StartupError) {
-        guard let nodes = redisNodesToAsk() else { return }
-        var reason = "no Redis node answered"
-        for node in nodes {
-            switch RedisPermissionCheck.check(node, configuration) {
-            case .allowed: return
-            case let .missing(grants):
-                throw .redisPermissions(RedisPermissionCheck.lacking(grants, user: configuration.redisUsername, node: node))
-            case let .unknown(why): reason = why
-            }
-        }
-        logger.log(.info, "Redis permissions not checked", ["reason": .string(reason)])
-    }
-}

@@ -33,23 +33,3 @@ enum ReplicaRequirementCheck: Equatable {
         }
     }
 }
-
-extension TopChromeService {
-    /// Warns of each node that would acknowledge writes with no replica: the
-    /// nodes the service was given (seeds: each may be or become a primary),
-    /// or the primary Sentinel names.
-    func checkReplicaRequirement() {
-        guard let nodes = redisNodesToAsk() else { return }
-        for node in nodes {
-            switch ReplicaRequirementCheck.check(node, configuration.redisClient) {
-            case .required:
-                continue
-            case .notRequired:
-                logger.log(.warn, "Redis accepts writes with no replica (min-replicas-to-write 0): a failover can drop acknowledged writes",
-                           ["node": .string(node.description)])
-            case let .unknown(reason):
-                logger.log(.info, "Redis min-replicas-to-write could not be checked", ["node": .string(node.description), "reason": .string(reason)])
-            }
-        }
-    }
-}

@@ -163,7 +163,6 @@ extension ServiceConfiguration {
         },
         Option(name: "store", placeholder: "S", help: "'memory', redis://HOST:PORT[,HOST:PORT...]: Redis or a Redis Cluster's seeds (rediss:// over TLS), or redis-sentinel://HOST:PORT[,HOST:PORT...]/MASTERNAME: the primary Sentinel names (rediss-sentinel:// over TLS); shared by replicas (default '{default}').", default: { $0.store.description }) { value, source, config throws(UsageError) in
             config.store = try storage(value, source)
-            config.redisOverTLS = value.hasPrefix("rediss://") || value.hasPrefix("rediss-sentinel://")
         },
         Option(name: "redis-password-file", placeholder: "PATH", help: "AUTH to Redis with the password in PATH.", redisOnly: true) { value, source, config throws(UsageError) in
             config.redisPassword = try redisPassword(inFile: value, source)

@@ -26,11 +26,13 @@ extension ServiceConfiguration {
                 throw UsageError(description: "\(source): '\(name)' is not a master name Sentinel takes: printable, no spaces (the form is \(sentinelForm))")
             }
             let usage = UsageError(description: "\(source) must be \(sentinelForm), not '\(value)'")
-            return .redisSentinel(sentinels: try nodes(rest[..<slash], source, scheme: scheme, usage: usage), masterName: String(name))
+            return .redis(.sentinels(try nodes(rest[..<slash], source, scheme: scheme, usage: usage), masterName: String(name),
+                                     transport: scheme.hasPrefix("rediss") ? .tls : .plain))
         }
         let usage = UsageError(description: "\(source) must be memory or redis://HOST:PORT[,HOST:PORT...] (rediss:// over TLS, or \(sentinelForm)), not '\(value)'")
         guard let scheme = ["redis://", "rediss://"].first(where: value.hasPrefix) else { throw usage }
-        return .redis(try nodes(value.dropFirst(scheme.count), source, scheme: scheme, usage: usage))
+        return .redis(.seeds(try nodes(value.dropFirst(scheme.count), source, scheme: scheme, usage: usage),
+                             transport: scheme == "rediss://" ? .tls : .plain))
     }
 
     /// `host:port[,host:port…]`, as `storage` takes it after the scheme.
@@ -148,11 +150,6 @@ extension ServiceConfiguration {
 
 /// How the service reaches Redis: who it is (`AUTH`) and over what (TLS).
 extension ServiceConfiguration {
-    /// `--store` as written, `rediss://` included: what the log says it serves from.
-    public var storeAddress: String {
-        redisTLS == nil ? store.description : "rediss" + store.description.dropFirst("redis".count)
-    }
-
     /// `topchrome:<host>:<pid>`: which process a connection in Redis's
     /// `CLIENT LIST` is (a name may hold no spaces).
     static let redisClientName: String = {
@@ -160,6 +157,12 @@ extension ServiceConfiguration {
         let name = gethostname(&host, host.count) == 0 ? String(decoding: host.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) : "unknown"
         return "topchrome:\(name.filter { !$0.isWhitespace }):\(getpid())"
     }()
+
+    /// `--redis-timeout`, for every part that waits for Redis: the client's
+    /// commands, a watcher's channel, replicas' acknowledgements.
+    var redisCommandTimeout: Duration {
+        .milliseconds(Int((redisTimeout * 1000).rounded(.up)))
+    }
 
     /// The Redis client's configuration for the service, `check-config` and
     /// `redis-functions load` alike: each connects as the service would.
@@ -170,7 +173,7 @@ extension ServiceConfiguration {
         redis.sentinelUsername = sentinelUsername
         redis.sentinelPassword = sentinelPassword
         redis.tls = redisTLS
-        redis.commandTimeout = .milliseconds(Int((redisTimeout * 1000).rounded(.up)))
+        redis.commandTimeout = redisCommandTimeout
         redis.connectionsPerNode = redisConnections
         redis.clientName = Self.redisClientName
         redis.libraryNameAndVersion = ("topchrome", TopChromeService.version)
@@ -189,15 +192,14 @@ extension ServiceConfiguration {
         if sentinelUsername != nil, sentinelPassword == nil, let source = given["sentinel-username"] {
             throw UsageError(description: "\(source) needs --sentinel-password-file: AUTH takes the user's password with its name")
         }
-        let followsSentinel = if case .redisSentinel = store { true } else { false }
+        let endpoints: RedisEndpoints? = if case let .redis(endpoints) = store { endpoints } else { nil }
+        let followsSentinel = if case .sentinels = endpoints?.nodes { true } else { false }
         if let source = given["sentinel-password-file"] ?? given["sentinel-username"], !followsSentinel {
             throw UsageError(description: "\(source) is for the sentinels of a redis-sentinel:// store; --store names none")
         }
         let tlsOption = ["redis-ca-file", "redis-cert", "redis-key"].lazy.compactMap({ given[$0] }).first
-        if case .memory = store { return }
-        // Over TLS, the sentinels and the primary they name alike: rather
-        // than half the connections over TLS, all or none.
-        guard redisOverTLS else {
+        guard let endpoints else { return }
+        guard endpoints.transport == .tls else {
             if let source = tlsOption {
                 let (plain, secure) = followsSentinel ? ("redis-sentinel://", "rediss-sentinel://HOST:PORT/MASTERNAME") : ("redis://", "rediss://HOST:PORT")
                 throw UsageError(description: "\(source) is for TLS to Redis and does nothing with \(plain); use --store \(secure), or remove it")

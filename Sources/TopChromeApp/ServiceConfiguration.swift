@@ -92,8 +92,7 @@ public struct ServiceConfiguration: Sendable, Equatable {
     /// `rediss://`: TLS to every Redis node, made from `--redis-ca-file`,
     /// `--redis-cert` and `--redis-key` once the options are read.
     public var redisTLS: RedisTLS?
-    /// Whether `--store` said `rediss://`, and the files TLS is made from.
-    var redisOverTLS = false
+    /// The files TLS is made from.
     var redisCAFile: String?
     var redisCertificateFile: String?
     var redisKeyFile: String?
@@ -210,7 +209,7 @@ public struct ServiceConfiguration: Sendable, Equatable {
             if given["state-file"] == nil, let source = given["fsync"] {
                 throw UsageError(description: "\(source) sets when the state file's journal is synced and does nothing without one; add --state-file PATH, or remove it")
             }
-        case .redis, .redisSentinel:
+        case .redis:
             if let source = given["state-file"] {
                 throw UsageError(description: "\(source) is for the memory store; Redis keeps sessions itself (RDB or AOF persistence)")
             }

@@ -40,7 +40,7 @@ final class Harness: Sendable {
         strictTags = getenv("TOPCHROME_FUZZ_LENIENT_ETAGS").map { String(cString: $0) } != "1"
     }
 
-    var store: InMemorySessionStore { service.memoryStore! }
+    var store: InMemorySessionStore { service.backend.memoryStore! }
 }
 
 /// What a request came to.

@@ -18,7 +18,7 @@ import Testing
         #expect(try client.request("POST", "/v1/sessions", headers: [("Authorization", "Basic czNjcmV0")]).status == 401)
         #expect(try client.request("GET", "/v1/sessions/\(String(repeating: "0", count: 32))").status == 401,
                 "no probing of ids without the token")
-        #expect(server.service.memoryStore!.count == 0)
+        #expect(server.service.backend.memoryStore!.count == 0)
 
         let created = try client.request("POST", "/v1/sessions", headers: [("Authorization", "Bearer s3cret-token")])
         #expect(created.status == 201)

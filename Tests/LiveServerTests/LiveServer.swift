@@ -28,11 +28,11 @@ final class LiveServer: Sendable {
         configuration.createRate = 0
         let shared = ProcessInfo.processInfo.environment["TOPCHROME_TEST_STORE"]
         if !memoryOnly, shared == "redis" {
-            configuration.store = .redis([try Self.sharedRedis.get().node])
+            configuration.store = .redis(.seeds([try Self.sharedRedis.get().node]))
             configuration.redisKeyPrefix = "live\(UInt64.random(in: 0...UInt64.max)):"
         } else if !memoryOnly, shared == "rediss" {
             let redis = try Self.sharedTLSRedis.get()
-            configuration.store = .redis([redis.node])
+            configuration.store = .redis(.seeds([redis.node], transport: .tls))
             configuration.redisTLS = try RedisTLS(caFile: redis.pki?.caFile)
             configuration.redisUsername = "topchrome"
             configuration.redisPassword = Self.aclPassword
@@ -75,7 +75,7 @@ final class LiveServer: Sendable {
         var admin = RedisConfiguration()
         admin.tls = try RedisTLS(caFile: redis.pki?.caFile)
         admin.commandTimeout = .seconds(5)
-        let load = FunctionLibraryLoad(storage: .redis([redis.node]), configuration: admin)
+        let load = FunctionLibraryLoad(endpoints: .seeds([redis.node], transport: .tls), configuration: admin)
         guard load.exitStatus == 0 else { throw RedisTestSetupError(description: "\(load.failures)") }
         return redis
     }

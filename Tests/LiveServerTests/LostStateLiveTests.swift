@@ -16,7 +16,7 @@ import TopChromeTesting
     /// failover that lost the change leaves), change it otherwise.
     @Test func onRedisALostStateNeverNamesTheStateThatTookItsVersion() throws {
         let redis = try RedisServer()
-        let server = try LiveServer(store: .redis([redis.node]), keyPrefix: "lost:")
+        let server = try LiveServer(store: .redis(.seeds([redis.node])), keyPrefix: "lost:")
         #expect(server.waitUntilReady())
         let id = try server.createSession()
         let key = "lost:{\(id)}"
@@ -85,7 +85,7 @@ import TopChromeTesting
     /// creates and changes get 503 with Retry-After; nothing is lost.
     @Test func aFullRedisServesReadsAndDeletesAndRefusesChanges() throws {
         let redis = try RedisServer(["--maxmemory-policy", "noeviction"])
-        let server = try LiveServer(store: .redis([redis.node]), keyPrefix: "full:")
+        let server = try LiveServer(store: .redis(.seeds([redis.node])), keyPrefix: "full:")
         #expect(server.waitUntilReady())
         let kept = try server.createSession(inset: 12), doomed = try server.createSession(inset: 13)
         let stream = try EventStreamClient(port: server.port, sessionID: kept)
@@ -121,7 +121,7 @@ import TopChromeTesting
     /// alike) still serves reads; changes get 503.
     @Test func aRedisThatTakesNoWritesStillServesReads() throws {
         let redis = try RedisServer()
-        let server = try LiveServer(store: .redis([redis.node]), keyPrefix: "nowrites:")
+        let server = try LiveServer(store: .redis(.seeds([redis.node])), keyPrefix: "nowrites:")
         #expect(server.waitUntilReady())
         let id = try server.createSession(inset: 7)
         let etag = try server.etag(id)

@@ -17,7 +17,7 @@ import TopChromeTesting
     /// A replica of the service on `ownCluster`; `timeout` short where
     /// every change waits it out.
     func server(waitingFor replicas: Int, cluster: RedisClusterFixture, timeout: Double? = nil) throws -> LiveServer {
-        let server = try LiveServer(store: .redis(cluster.seeds), keyPrefix: prefix) {
+        let server = try LiveServer(store: .redis(.seeds(cluster.seeds)), keyPrefix: prefix) {
             $0.redisWaitReplicas = replicas
             if let timeout { $0.redisTimeout = timeout }
         }
@@ -107,8 +107,8 @@ import TopChromeTesting
     /// with the unchanged state, while a real change still gets 503.
     @Test func requestsThatChangeNothingDoNotWaitForReplicas() throws {
         let redis = try RedisServer()
-        let plain = try LiveServer(store: .redis([redis.node]), keyPrefix: prefix)
-        let waiting = try LiveServer(store: .redis([redis.node]), keyPrefix: prefix) {
+        let plain = try LiveServer(store: .redis(.seeds([redis.node])), keyPrefix: prefix)
+        let waiting = try LiveServer(store: .redis(.seeds([redis.node])), keyPrefix: prefix) {
             $0.redisWaitReplicas = 1
             $0.redisTimeout = 0.5
         }
@@ -136,7 +136,7 @@ import TopChromeTesting
         let replica = try RedisServer(["--replicaof", "127.0.0.1", String(primary.port)])
         // Online as the primary sees it: after a diskless sync, only once the replica's first acknowledgement came.
         #expect(eventually(within: 10) { (try? redisCLI(port: primary.port, "INFO", "replication"))?.contains("state=online") == true })
-        let server = try LiveServer(store: .redis([primary.node]), keyPrefix: prefix) {
+        let server = try LiveServer(store: .redis(.seeds([primary.node])), keyPrefix: prefix) {
             $0.redisWaitReplicas = 1
         }
         #expect(server.waitUntilReady())

@@ -17,7 +17,7 @@ import TopChromeApp
         switch store {
         case .memory: return try LiveServer(memoryOnly: true)
         case .redis:
-            let server = try LiveServer(store: .redis([try Self.redis.get().node]),
+            let server = try LiveServer(store: .redis(.seeds([try Self.redis.get().node])),
                                         keyPrefix: "behaviors\(UInt64.random(in: 0...UInt64.max)):")
             guard server.waitUntilReady() else { throw TestClientError.malformed("the Redis-backed server did not become ready") }
             return server

@@ -161,7 +161,7 @@ import TopChromeTesting
     @Test func timedOutLongPollNamesTheCurrentVersion() throws {
         // The client knows states 1 and 2, so the change to 2 does not end the wait. Only the
         // memory store's next ETag is known before the state is made (its tag is the epoch).
-        guard let epoch = server.service.memoryStore.map({ String(decoding: $0.epoch.hex, as: UTF8.self) }) else { return }
+        guard let epoch = server.service.backend.memoryStore.map({ String(decoding: $0.epoch.hex, as: UTF8.self) }) else { return }
         let id = try server.createSession()
         let server = self.server
         let waiting = BackgroundRequest {

@@ -211,7 +211,7 @@ final class CapturedLog {
     /// request; the recorder does not read the path again.
     @Test func shortSessionIdComesFromTheRoute() throws {
         let service = TopChromeService(configuration: ServiceConfiguration())
-        let id = try service.memoryStore!.create(inset: 0).id
+        let id = try service.backend.memoryStore!.create(inset: 0).id
         let other = SessionID.random()
         let clock = StepClock()
         let log = CapturedLog(.text, clock: clock)

@@ -25,7 +25,7 @@ struct RedisSecurityOptionsTests {
 
     @Test func tlsOptionsNeedRediss() throws {
         #expect(try serve(["--store", "rediss://127.0.0.1:6380"]).redisTLS?.caFile == nil, "the system's trust store")
-        #expect(try serve(["--store", "rediss://127.0.0.1:6380"]).storeAddress == "rediss://127.0.0.1:6380")
+        #expect(try serve(["--store", "rediss://127.0.0.1:6380"]).store.description == "rediss://127.0.0.1:6380")
         #expect(throws: ServiceConfiguration.UsageError(description: "--redis-ca-file is for TLS to Redis and does nothing with redis://; use --store rediss://HOST:PORT, or remove it")) {
             try serve(["--store", "redis://h:1", "--redis-ca-file", "/etc/ssl/certs/ca-certificates.crt"])
         }
@@ -46,7 +46,7 @@ struct RedisSecurityOptionsTests {
     @Test func sentinelStoresTakeTLSOnlyAsRedissSentinel() throws {
         let sentinel = ["--store", "redis-sentinel://127.0.0.1:26379/mymaster"]
         #expect(try serve(sentinel).redisClient.tls == nil)
-        #expect(try serve(sentinel).storeAddress == "redis-sentinel://127.0.0.1:26379/mymaster")
+        #expect(try serve(sentinel).store.description == "redis-sentinel://127.0.0.1:26379/mymaster")
         for given in [["--redis-ca-file", "/etc/ssl/certs/ca-certificates.crt"], ["--redis-cert", "/c.pem", "--redis-key", "/k.pem"]] {
             #expect {
                 try serve(sentinel + given)
@@ -56,7 +56,7 @@ struct RedisSecurityOptionsTests {
         }
         let secure = try serve([], ["TOPCHROME_STORE": "rediss-sentinel://127.0.0.1:26379/mymaster"])
         #expect(secure.redisClient.tls != nil && RedisConfiguration.sentinels(of: secure.redisClient).tls != nil)
-        #expect(secure.storeAddress == "rediss-sentinel://127.0.0.1:26379/mymaster")
+        #expect(secure.store.description == "rediss-sentinel://127.0.0.1:26379/mymaster")
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("password-\(UUID().uuidString)")
         try "s3cret\n".write(to: file, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(at: file) }

@@ -243,7 +243,7 @@ import Testing
 
     @Test func redisStoreAddresses() throws {
         func nodes(_ configuration: ServiceConfiguration) -> [String]? {
-            guard case let .redis(nodes) = configuration.store else { return nil }
+            guard case let .redis(endpoints) = configuration.store, case let .seeds(nodes) = endpoints.nodes else { return nil }
             return nodes.map { "\($0.host) \($0.port)" }
         }
         #expect(try serve(["--store", "memory"]).store == .memory)
@@ -254,7 +254,7 @@ import Testing
 
     @Test func sentinelStoreAddresses() throws {
         func parts(_ storage: SessionStorage) -> [String]? {
-            guard case let .redisSentinel(sentinels, masterName) = storage else { return nil }
+            guard case let .redis(endpoints) = storage, case let .sentinels(sentinels, masterName) = endpoints.nodes else { return nil }
             return sentinels.map { "\($0.host) \($0.port)" } + [masterName]
         }
         let one = try serve(["--store", "redis-sentinel://127.0.0.1:26379/mymaster"]).store
