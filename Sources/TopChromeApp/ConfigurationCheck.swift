@@ -41,14 +41,14 @@ public struct ConfigurationCheck: Sendable {
                 problems.append(HTTPServerError.unusableTLS(error))
             }
         }
-        if configuration.authToken != nil { checked.append("bearer token: read") }
-        if configuration.metricsToken != nil { checked.append("metrics token: read") }
+        if configuration.auth.token != nil { checked.append("bearer token: read") }
+        if configuration.auth.metricsToken != nil { checked.append("metrics token: read") }
         switch configuration.store {
         case .memory:
-            if let path = configuration.stateFile {
+            if let path = configuration.stateFile.path {
                 do {
                     let recovery = try MemoryBackend.readStateFile(SnapshotFile(path: path),
-                                                                   maxSessions: configuration.maxSessions)
+                                                                   maxSessions: configuration.limits.maxSessions)
                     let count = recovery.sessions.count
                     let journals = recovery.journals.isEmpty ? "" : " (\(recovery.fromJournal) from its journals)"
                     checked.append("state file '\(path)': \(count) session\(count == 1 ? "" : "s")\(journals), and its folder has room for snapshots")
@@ -74,7 +74,7 @@ public struct ConfigurationCheck: Sendable {
             }
         case let .sentinels(sentinels, masterName):
             // The primary as the service would find it, then that primary.
-            let answer = RedisPrimaries.primary(named: masterName, sentinels: sentinels, for: configuration.redisClient)
+            let answer = RedisPrimaries.primary(named: masterName, sentinels: sentinels, for: configuration.redis.client)
             if let primary = answer.primary {
                 checked.append("Sentinel: the primary of \(masterName) is \(primary)")
                 check(primary, configuration)
@@ -92,17 +92,17 @@ public struct ConfigurationCheck: Sendable {
     }
 
     private mutating func check(_ node: RedisNode, _ configuration: ServiceConfiguration) {
-        switch Self.probe(node, configuration.redisClient) {
+        switch Self.probe(node, configuration.redis.client) {
         case nil:
-            let how = (configuration.redisTLS == nil ? "" : " over TLS")
-                + (configuration.redisPassword == nil ? "" : " after AUTH")
-                + (configuration.redisUsername.map { " as \($0)" } ?? "")
+            let how = (configuration.redis.tls == nil ? "" : " over TLS")
+                + (configuration.redis.password == nil ? "" : " after AUTH")
+                + (configuration.redis.username.map { " as \($0)" } ?? "")
             checked.append("Redis \(node): answered PING" + how)
             switch RedisPermissionCheck.check(node, configuration) {
             case .allowed:
                 checked.append("Redis \(node): the user may run every command the store sends (ACL DRYRUN)")
             case let .missing(grants):
-                problems.append(RedisPermissionCheck.lacking(grants, user: configuration.redisUsername, node: node))
+                problems.append(RedisPermissionCheck.lacking(grants, user: configuration.redis.username, node: node))
             case let .unknown(reason):
                 checked.append("Redis \(node): the user's permissions could not be checked (\(reason))")
             }

@@ -20,14 +20,14 @@ public final class MemoryBackend: Sendable {
     init(_ configuration: ServiceConfiguration, rules: ChromeRules, idleTimeout: Duration?,
          subscriptions: SessionSubscriptions, logger: Logger) {
         self.logger = logger
-        let barrier = configuration.stateFile != nil && configuration.fsync == .always ? ChangeBarrier() : nil
-        let store = InMemorySessionStore(rules: rules, capacity: configuration.maxSessions, idleTimeout: idleTimeout,
-                                         subscriptions: subscriptions, journaled: configuration.stateFile != nil,
+        let barrier = configuration.stateFile.path != nil && configuration.stateFile.fsync == .always ? ChangeBarrier() : nil
+        let store = InMemorySessionStore(rules: rules, capacity: configuration.limits.maxSessions, idleTimeout: idleTimeout,
+                                         subscriptions: subscriptions, journaled: configuration.stateFile.path != nil,
                                          barrier: barrier)
         self.store = store
-        let snapshots = configuration.stateFile.map { path in
+        let snapshots = configuration.stateFile.path.map { path in
             let file = SnapshotFile(path: path)
-            let journal = JournalWriter(files: JournalFiles(snapshot: file), policy: configuration.fsync,
+            let journal = JournalWriter(files: JournalFiles(snapshot: file), policy: configuration.stateFile.fsync,
                                         take: store.takeChanges(into:))
             barrier?.set { journal.flush() }
             return SnapshotWriter(file: file, journal: journal, collect: store.snapshot)
@@ -44,7 +44,7 @@ public final class MemoryBackend: Sendable {
     func start(_ configuration: ServiceConfiguration, chores: Chores) throws(StartupError) -> TopChromeService.StartOutcome {
         var outcome = TopChromeService.StartOutcome()
         if let snapshots, let journal = snapshots.journal {
-            let recovery = try Self.readStateFile(snapshots.file, maxSessions: configuration.maxSessions, taggedWith: store.epoch)
+            let recovery = try Self.readStateFile(snapshots.file, maxSessions: configuration.limits.maxSessions, taggedWith: store.epoch)
             do {
                 try store.restore(recovery.sessions)
             } catch {
@@ -63,11 +63,11 @@ public final class MemoryBackend: Sendable {
                 // The journals read go into a snapshot now, so none is read twice.
                 outcome.foldFailure = save(isLast: false)
             }
-            chores.every(.seconds(configuration.snapshotInterval)) { [self] in save(isLast: false) }
+            chores.every(.seconds(configuration.stateFile.snapshotInterval)) { [self] in save(isLast: false) }
             // Also under `always`: removals found by expiry are journalled here.
             chores.every(.seconds(1), qos: .userInitiated) { [self] in
                 journal.flush()
-                let limit = Self.journalLimit(snapshot: snapshots.file, minimum: configuration.journalSnapshotBytes)
+                let limit = Self.journalLimit(snapshot: snapshots.file, minimum: configuration.stateFile.journalSnapshotBytes)
                 if journal.health.bytes > limit { snapshotSoon() }
             }
         }

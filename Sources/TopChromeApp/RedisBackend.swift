@@ -24,7 +24,7 @@ public final class RedisBackend: Sendable {
         self.endpoints = endpoints
         self.configuration = configuration
         self.logger = logger
-        client = configuration.redisClient
+        client = configuration.redis.client
         errorReplies = RedisErrorReplies(logger: logger)
         let topology = RedisTopologyLog(logger: logger)
         storeMetrics = RedisStoreMetrics(errorReplies: errorReplies, topology: topology)
@@ -35,10 +35,10 @@ public final class RedisBackend: Sendable {
         // The library is loaded where a call finds it missing (or once by
         // the operator, `topchrome redis-functions load`), not on connecting.
         let client = Self.client(for: endpoints, redis)
-        let timeout = configuration.redisCommandTimeout
-        let acknowledgement = configuration.redisWaitReplicas > 0
-            ? ReplicaAcknowledgement(replicas: configuration.redisWaitReplicas, timeout: timeout) : nil
-        let functions = ChromeFunctions(client: client, keyPrefix: configuration.redisKeyPrefix, rules: rules,
+        let timeout = configuration.redis.commandTimeout
+        let acknowledgement = configuration.redis.waitReplicas > 0
+            ? ReplicaAcknowledgement(replicas: configuration.redis.waitReplicas, timeout: timeout) : nil
+        let functions = ChromeFunctions(client: client, keyPrefix: configuration.redis.keyPrefix, rules: rules,
                                         idleTimeout: idleTimeout, replicaAcknowledgement: acknowledgement)
         let store = RedisSessionStore(functions: functions, subscriber: RedisSubscriber(client: client),
                                       subscriptions: subscriptions, timeout: timeout)
@@ -106,7 +106,7 @@ public final class RedisBackend: Sendable {
             switch RedisPermissionCheck.check(node, configuration) {
             case .allowed: return
             case let .missing(grants):
-                throw .redisPermissions(RedisPermissionCheck.lacking(grants, user: configuration.redisUsername, node: node))
+                throw .redisPermissions(RedisPermissionCheck.lacking(grants, user: configuration.redis.username, node: node))
             case let .unknown(why): reason = why
             }
         }

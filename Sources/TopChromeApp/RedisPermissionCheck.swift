@@ -55,7 +55,7 @@ enum RedisPermissionCheck: Equatable {
 
     /// The same, for the service as `configuration` sets it up.
     static func check(_ node: RedisNode, _ configuration: ServiceConfiguration) -> RedisPermissionCheck {
-        check(node, configuration.redisClient, keyPrefix: configuration.redisKeyPrefix, needs: configuration.redisPermissionsNeeded)
+        check(node, configuration.redis.client, keyPrefix: configuration.redis.keyPrefix, needs: configuration.redis.permissionsNeeded)
     }
 
     /// One line for an operator, naming what to grant.
@@ -90,13 +90,5 @@ enum RedisPermissionCheck: Equatable {
             done.wait()
             return lock.withLock { values }
         }
-    }
-}
-
-extension ServiceConfiguration {
-    /// What the service sends as configured (a cluster's commands are
-    /// added where the node says it is one).
-    public var redisPermissionsNeeded: Set<RedisPermission.Need> {
-        redisWaitReplicas > 0 ? [.always, .waitingForReplicas] : [.always]
     }
 }

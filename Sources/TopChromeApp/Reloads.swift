@@ -20,12 +20,12 @@ final class Reloads: @unchecked Sendable {
 
     init(configuration: ServiceConfiguration, tlsMetrics: TLSMetrics?) {
         self.tlsMetrics = tlsMetrics
-        tokenFile = configuration.authTokenFile
-        certificateFile = configuration.tlsCertificateFile
-        keyFile = configuration.tlsKeyFile
-        token = configuration.authToken
-        metricsTokenFile = configuration.metricsTokenFile
-        metricsToken = configuration.metricsToken
+        tokenFile = configuration.auth.tokenFile
+        certificateFile = configuration.tls.certificateFile
+        keyFile = configuration.tls.keyFile
+        token = configuration.auth.token
+        metricsTokenFile = configuration.auth.metricsTokenFile
+        metricsToken = configuration.auth.metricsToken
         credentials = configuration.httpServer.tls
     }
 

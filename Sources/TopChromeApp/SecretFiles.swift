@@ -28,8 +28,8 @@ extension ServiceConfiguration {
     /// a line that a start logs as a warning and `check-config` prints.
     public var warnings: [String] {
         var lines: [String] = []
-        for (option, path, token) in [("--auth-token-file", authTokenFile, authToken),
-                                     ("--metrics-token-file", metricsTokenFile, metricsToken)] {
+        for (option, path, token) in [("--auth-token-file", auth.tokenFile, auth.token),
+                                     ("--metrics-token-file", auth.metricsTokenFile, auth.metricsToken)] {
             guard let token, token.utf8.count < Self.shortestSafeToken else { continue }
             lines.append("\(option): the token in '\(path ?? "?")' is \(token.utf8.count) characters; "
                 + "use at least \(Self.shortestSafeToken) (e.g. openssl rand -hex 16), or it may be guessed")

@@ -1,9 +1,6 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import Redis
 
-/// How each option's value is read: numbers in a range, files, the store's
+/// How the values of options with a form of their own are read: the store's
 /// address, and origins allowed to call from a browser.
 extension ServiceConfiguration {
     /// `memory`, `redis://host:port[,host:port…]` (`rediss://` over TLS), or
@@ -63,22 +60,6 @@ extension ServiceConfiguration {
             nodes.append(node)
         }
         return nodes
-    }
-
-    static func seconds(_ value: String, _ source: String, in range: ClosedRange<Double>) throws(UsageError) -> Double {
-        guard let number = Double(value), number.isFinite, range.contains(number) else {
-            // Whole bounds written as integers: "from 0 to 3600", not "0.0".
-            func text(_ bound: Double) -> String { bound == bound.rounded() ? String(Int(bound)) : String(bound) }
-            throw UsageError(description: "\(source) must be a number of seconds from \(text(range.lowerBound)) to \(text(range.upperBound)), not '\(value)'")
-        }
-        return number
-    }
-
-    static func integer(_ value: String, _ source: String, in range: ClosedRange<Int>) throws(UsageError) -> Int {
-        guard let number = Int(value), range.contains(number) else {
-            throw UsageError(description: "\(source) must be a whole number from \(range.lowerBound) to \(range.upperBound), not '\(value)'")
-        }
-        return number
     }
 
     /// Origins as browsers send them in `Origin`, to be compared byte for
@@ -144,72 +125,6 @@ extension ServiceConfiguration {
             if (scheme == "http" && number == 80) || (scheme == "https" && number == 443) {
                 throw refuse("names the scheme's default port, which browsers leave out: \(scheme)://\(host)")
             }
-        }
-    }
-}
-
-/// How the service reaches Redis: who it is (`AUTH`) and over what (TLS).
-extension ServiceConfiguration {
-    /// `topchrome:<host>:<pid>`: which process a connection in Redis's
-    /// `CLIENT LIST` is (a name may hold no spaces).
-    static let redisClientName: String = {
-        var host = [CChar](repeating: 0, count: 256)
-        let name = gethostname(&host, host.count) == 0 ? String(decoding: host.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) : "unknown"
-        return "topchrome:\(name.filter { !$0.isWhitespace }):\(getpid())"
-    }()
-
-    /// `--redis-timeout`, for every part that waits for Redis: the client's
-    /// commands, a watcher's channel, replicas' acknowledgements.
-    var redisCommandTimeout: Duration {
-        .milliseconds(Int((redisTimeout * 1000).rounded(.up)))
-    }
-
-    /// The Redis client's configuration for the service, `check-config` and
-    /// `redis-functions load` alike: each connects as the service would.
-    public var redisClient: RedisConfiguration {
-        var redis = RedisConfiguration()
-        redis.username = redisUsername
-        redis.password = redisPassword
-        redis.sentinelUsername = sentinelUsername
-        redis.sentinelPassword = sentinelPassword
-        redis.tls = redisTLS
-        redis.commandTimeout = redisCommandTimeout
-        redis.connectionsPerNode = redisConnections
-        redis.clientName = Self.redisClientName
-        redis.libraryNameAndVersion = ("topchrome", TopChromeService.version)
-        return redis
-    }
-
-    /// The checks of the user and TLS options once all are read, and the
-    /// TLS context made: a CA or key that OpenSSL cannot use stops the start.
-    mutating func secureRedis(_ given: [String: String]) throws(UsageError) {
-        if redisUsername != nil, redisPassword == nil, let source = given["redis-username"] {
-            throw UsageError(description: "\(source) needs --redis-password-file: AUTH takes the user's password with its name")
-        }
-        guard (redisCertificateFile == nil) == (redisKeyFile == nil) else {
-            throw UsageError(description: "--redis-cert and --redis-key go together")
-        }
-        if sentinelUsername != nil, sentinelPassword == nil, let source = given["sentinel-username"] {
-            throw UsageError(description: "\(source) needs --sentinel-password-file: AUTH takes the user's password with its name")
-        }
-        let endpoints: RedisEndpoints? = if case let .redis(endpoints) = store { endpoints } else { nil }
-        let followsSentinel = if case .sentinels = endpoints?.nodes { true } else { false }
-        if let source = given["sentinel-password-file"] ?? given["sentinel-username"], !followsSentinel {
-            throw UsageError(description: "\(source) is for the sentinels of a redis-sentinel:// store; --store names none")
-        }
-        let tlsOption = ["redis-ca-file", "redis-cert", "redis-key"].lazy.compactMap({ given[$0] }).first
-        guard let endpoints else { return }
-        guard endpoints.transport == .tls else {
-            if let source = tlsOption {
-                let (plain, secure) = followsSentinel ? ("redis-sentinel://", "rediss-sentinel://HOST:PORT/MASTERNAME") : ("redis://", "rediss://HOST:PORT")
-                throw UsageError(description: "\(source) is for TLS to Redis and does nothing with \(plain); use --store \(secure), or remove it")
-            }
-            return
-        }
-        do {
-            redisTLS = try RedisTLS(caFile: redisCAFile, certificateFile: redisCertificateFile, keyFile: redisKeyFile)
-        } catch {
-            throw UsageError(description: "TLS to Redis: \(error)")
         }
     }
 }

@@ -35,21 +35,21 @@ public final class TopChromeService: Sendable {
 
     public init(configuration: ServiceConfiguration) {
         self.configuration = configuration
-        let ttl = configuration.sessionTTL
-        let rules = ChromeRules(revealThreshold: configuration.revealThreshold)
+        let ttl = configuration.sessions.ttl
+        let rules = ChromeRules(revealThreshold: configuration.sessions.revealThreshold)
         let idleTimeout: Duration? = ttl > 0 ? .seconds(ttl) : nil
-        let redisLanes: Int? = if case .memory = configuration.store { nil } else { configuration.redisConnections }
+        let redisLanes: Int? = if case .memory = configuration.store { nil } else { configuration.redis.connections }
         let budget = DescriptorBudget(limit: DescriptorBudget.raiseDescriptorLimit(),
-                                      reserve: DescriptorBudget.reserve(threads: configuration.threads,
+                                      reserve: DescriptorBudget.reserve(threads: configuration.http.threads,
                                                                         redisConnections: redisLanes))
         descriptorBudget = budget
-        let subscriptions = SessionSubscriptions(limits: .init(total: min(configuration.maxWatchers, budget.watchers),
-                                                               perSession: configuration.maxWatchersPerSession))
+        let subscriptions = SessionSubscriptions(limits: .init(total: min(configuration.limits.maxWatchers, budget.watchers),
+                                                               perSession: configuration.limits.maxWatchersPerSession))
         let metrics = ServiceMetrics()
         let tlsMetrics = configuration.httpServer.tls.map(TLSMetrics.init)
         let tlsFamilies: [any MetricsFamilies] = tlsMetrics.map { [$0] } ?? []
-        logger = Logger(format: configuration.logFormat, level: configuration.logLevel,
-                        errors: configuration.logErrorsToStderr ? STDERR_FILENO : STDOUT_FILENO)
+        logger = Logger(format: configuration.logging.format, level: configuration.logging.level,
+                        errors: configuration.logging.errorsToStderr ? STDERR_FILENO : STDOUT_FILENO)
         let connectionCounts = ConnectionCounts()
         let connectionMetrics = ConnectionMetrics(counts: connectionCounts, budget: budget)
         refusalLog = RefusalLog(counts: connectionCounts, logger: logger)
@@ -60,13 +60,13 @@ public final class TopChromeService: Sendable {
             .redis(RedisBackend(endpoints, configuration, rules: rules, idleTimeout: idleTimeout,
                                 subscriptions: subscriptions, logger: logger))
         }
-        api = SessionAPI(store: backend.sessions, maxBodyBytes: configuration.maxBodyBytes,
-                         authToken: configuration.authToken, metricsToken: configuration.metricsToken,
-                         maxWaitSeconds: configuration.maxWaitSeconds, metrics: metrics, statistics: backend.statistics,
+        api = SessionAPI(store: backend.sessions, maxBodyBytes: configuration.limits.maxBodyBytes,
+                         authToken: configuration.auth.token, metricsToken: configuration.auth.metricsToken,
+                         maxWaitSeconds: configuration.limits.maxWaitSeconds, metrics: metrics, statistics: backend.statistics,
                          moreMetrics: backend.metrics + tlsFamilies + [connectionMetrics],
                          readinessDetails: backend.readinessDetails,
-                         crossOrigin: CrossOriginPolicy(origins: configuration.corsOrigins),
-                         creationRate: configuration.creationRate)
+                         crossOrigin: CrossOriginPolicy(origins: configuration.http.corsOrigins),
+                         creationRate: configuration.limits.creationRate)
         var serverConfiguration = configuration.httpServer
         serverConfiguration.descriptorBudget = budget.connections
         server = HTTPServer(configuration: serverConfiguration, responder: api,
@@ -80,8 +80,8 @@ public final class TopChromeService: Sendable {
 
     /// Where clients reach the server, e.g. `http://127.0.0.1:8080`.
     public var url: String {
-        let host = configuration.host.contains(":") ? "[\(configuration.host)]" : configuration.host
-        return "\(configuration.tlsCertificatePEM == nil ? "http" : "https")://\(host):\(port)"
+        let host = configuration.http.host.contains(":") ? "[\(configuration.http.host)]" : configuration.http.host
+        return "\(configuration.tls.certificatePEM == nil ? "http" : "https")://\(host):\(port)"
     }
 
     /// Event streams and long-polls open now.
@@ -101,7 +101,7 @@ public final class TopChromeService: Sendable {
             throw .server(error)
         }
         warnIfOverBudget()
-        chores.every(.seconds(configuration.heartbeatSeconds)) { [api] in api.heartbeat() }
+        chores.every(.seconds(configuration.sessions.heartbeatSeconds)) { [api] in api.heartbeat() }
         chores.every(.seconds(1)) { [refusalLog] in refusalLog.check() }
         // Request logs are written in batches; this bounds how late a line can be.
         chores.every(.milliseconds(250)) { [logger] in logger.flush() }
@@ -112,11 +112,11 @@ public final class TopChromeService: Sendable {
     /// watchers than configured: the server starts with what it allows.
     private func warnIfOverBudget() {
         var over: [String] = []
-        if configuration.maxConnections > descriptorBudget.connections {
-            over.append("--max-connections \(configuration.maxConnections) as \(descriptorBudget.connections)")
+        if configuration.limits.maxConnections > descriptorBudget.connections {
+            over.append("--max-connections \(configuration.limits.maxConnections) as \(descriptorBudget.connections)")
         }
-        if configuration.maxWatchers > descriptorBudget.watchers {
-            over.append("--max-watchers \(configuration.maxWatchers) as \(descriptorBudget.watchers)")
+        if configuration.limits.maxWatchers > descriptorBudget.watchers {
+            over.append("--max-watchers \(configuration.limits.maxWatchers) as \(descriptorBudget.watchers)")
         }
         guard !over.isEmpty else { return }
         logger.log(.warn, "the descriptor limit (nofile \(descriptorBudget.limit), raised to its hard limit) allows fewer connections than configured: serving "
@@ -160,7 +160,7 @@ public final class TopChromeService: Sendable {
         api.isReady = false
         chores.cancelAll()
         api.closeWatchers()
-        let finished = server.stop(timeout: .milliseconds(Int(configuration.shutdownTimeout * 1000)))
+        let finished = server.stop(timeout: .milliseconds(Int(configuration.http.shutdownTimeout * 1000)))
         var outcome = StopOutcome(requestsFinished: finished)
         switch backend {
         case let .memory(memory): (outcome.lostSessions, outcome.snapshotFailure) = memory.stop()

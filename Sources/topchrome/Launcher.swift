@@ -52,7 +52,7 @@ enum Launcher {
             print(TopChromeService.versionLine)
             exit(0)
         case let .serve(configuration) where subcommand == "healthcheck":
-            exit(HealthCheck.run(host: configuration.host, port: configuration.port))
+            exit(HealthCheck.run(host: configuration.http.host, port: configuration.http.port))
         case let .serve(configuration) where subcommand == "check-config":
             exit(checkConfiguration(configuration))
         case let .serve(configuration) where subcommand == "redis-functions load":
@@ -90,7 +90,7 @@ enum Launcher {
         }
 
         logger.log(.info, "topchrome stopping", ["signal": .int(Int(received)),
-                                                 "timeout_ms": .int(Int(configuration.shutdownTimeout * 1000))],
+                                                 "timeout_ms": .int(Int(configuration.http.shutdownTimeout * 1000))],
                    always: true)
         let outcome = service.stop()
         if outcome.lostSessions != nil {
@@ -145,8 +145,8 @@ enum Launcher {
         guard case let .redis(endpoints) = configuration.store else {
             fail("topchrome redis-functions load: needs --store redis://HOST:PORT[,HOST:PORT...] (rediss:// over TLS) or redis-sentinel://HOST:PORT[,HOST:PORT...]/MASTERNAME", status: 2)
         }
-        let load = FunctionLibraryLoad(endpoints: endpoints, configuration: configuration.redisClient,
-                                       keyPrefix: configuration.redisKeyPrefix, needs: configuration.redisPermissionsNeeded)
+        let load = FunctionLibraryLoad(endpoints: endpoints, configuration: configuration.redis.client,
+                                       keyPrefix: configuration.redis.keyPrefix, needs: configuration.redis.permissionsNeeded)
         for line in load.loaded + load.notes { print(line) }
         for failure in load.problems + load.failures {
             printToStandardError("topchrome redis-functions load: \(failure)")
@@ -160,7 +160,7 @@ enum Launcher {
         guard case let .redis(endpoints) = configuration.store else {
             fail("topchrome redis-functions: needs --store redis://HOST:PORT[,HOST:PORT...] (rediss:// over TLS) or redis-sentinel://HOST:PORT[,HOST:PORT...]/MASTERNAME", status: 2)
         }
-        let listing = FunctionLibraries(endpoints: endpoints, configuration: configuration.redisClient, deleteUnused: deleteUnused)
+        let listing = FunctionLibraries(endpoints: endpoints, configuration: configuration.redis.client, deleteUnused: deleteUnused)
         for line in listing.lines { print(line) }
         for failure in listing.failures { printToStandardError("topchrome redis-functions: \(failure)") }
         return listing.exitStatus

@@ -4,7 +4,7 @@ import Testing
 /// Who gets in: the bearer token and TLS, over real connections.
 @Suite struct AccessLiveTests {
     @Test func bearerTokenGuardsTheAPI() throws {
-        let server = try LiveServer(memoryOnly: true) { $0.authToken = "s3cret-token" }
+        let server = try LiveServer(memoryOnly: true) { $0.auth.token = "s3cret-token" }
         let client = try server.client()
 
         let missing = try client.request("POST", "/v1/sessions")
@@ -32,8 +32,8 @@ import Testing
     @Test func tlsServesHTTPSAndRefusesPlainHTTP() throws {
         let pki = try ThrowawayPKI()
         let server = try LiveServer(memoryOnly: true) {
-            $0.tlsCertificatePEM = pki.certificatePEM
-            $0.tlsKeyPEM = pki.keyPEM
+            $0.tls.certificatePEM = pki.certificatePEM
+            $0.tls.keyPEM = pki.keyPEM
         }
         #expect(server.service.url.hasPrefix("https://"))
         let url = "https://localhost:\(server.port)"

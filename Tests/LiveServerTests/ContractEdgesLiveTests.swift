@@ -11,7 +11,7 @@ import TopChromeTesting
     let server: LiveServer
 
     init() throws {
-        server = try LiveServer(memoryOnly: true) { $0.maxWaitSeconds = 1 }
+        server = try LiveServer(memoryOnly: true) { $0.limits.maxWaitSeconds = 1 }
     }
 
     static let zero = SessionID(high: 0, low: 0)
@@ -146,7 +146,7 @@ import TopChromeTesting
     }
 
     @Test func bearerSchemeTakesOneOrMoreSpacesAndTrailingWhiteSpace() throws {
-        let guarded = try LiveServer(memoryOnly: true) { $0.authToken = "s3cret-token" }
+        let guarded = try LiveServer(memoryOnly: true) { $0.auth.token = "s3cret-token" }
         let client = try guarded.client()
         for field in ["Bearer  s3cret-token", "Bearer s3cret-token ", "Bearer s3cret-token\t", "bearer   s3cret-token \t "] {
             let response = try client.request("POST", "/v1/sessions", headers: [("Authorization", field)])

@@ -43,16 +43,16 @@ import TopChromeTesting
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
         let path = folder.appendingPathComponent("state.jsonl").path
-        let before = try LiveServer(memoryOnly: true) { $0.stateFile = path }
+        let before = try LiveServer(memoryOnly: true) { $0.stateFile.path = path }
         let id = try before.createSession()
         before.service.stop()
         let older = try Data(contentsOf: URL(fileURLWithPath: path))
-        let again = try LiveServer(memoryOnly: true) { $0.stateFile = path }
+        let again = try LiveServer(memoryOnly: true) { $0.stateFile.path = path }
         let lost = try again.client().json("PUT", "/v1/sessions/\(id)/inset", #"{"inset": 10}"#)
         again.service.stop()
         // A crash before the last snapshot: the file is older than what the client saw.
         try older.write(to: URL(fileURLWithPath: path))
-        let server = try LiveServer(memoryOnly: true) { $0.stateFile = path }
+        let server = try LiveServer(memoryOnly: true) { $0.stateFile.path = path }
         let taken = try server.client().json("PUT", "/v1/sessions/\(id)/inset", #"{"inset": 30}"#)
         try checkALostStateIsNoCurrentOne(server, id, lost: lost, taken: taken)
     }

@@ -11,7 +11,7 @@ import TopChromeTesting
 @Suite(.serialized) struct RedisClusterFailoverLiveTests {
     @Test func writesSucceedAgainAfterAPrimaryIsKilled() throws {
         let cluster = try RedisClusterFixture.dedicated()
-        let server = try LiveServer(store: .redis(.seeds(cluster.seeds)), keyPrefix: "failover:") { $0.heartbeatSeconds = 1 }
+        let server = try LiveServer(store: .redis(.seeds(cluster.seeds)), keyPrefix: "failover:") { $0.sessions.heartbeatSeconds = 1 }
         #expect(server.waitUntilReady())
         let id = try server.createSession()
         let stream = try EventStreamClient(port: server.port, sessionID: id)

@@ -32,7 +32,7 @@ import TopChromeTesting
     @Test func readinessDetailsNeedTheToken() throws {
         let redis = try RedisServer()
         redis.stop()
-        let server = try LiveServer(store: .redis(.seeds([redis.node])), keyPrefix: "outage:") { $0.authToken = "s3cret-token" }
+        let server = try LiveServer(store: .redis(.seeds([redis.node])), keyPrefix: "outage:") { $0.auth.token = "s3cret-token" }
         let anyone = try server.client().request("GET", "/readyz")
         #expect(anyone.status == 503)
         #expect(anyone.header("Retry-After") == "1")
@@ -45,7 +45,7 @@ import TopChromeTesting
 
     @Test func aNewWatcherGets503WithinTheTimeoutWhileRedisIsGone() throws {
         let redis = try RedisServer()
-        let server = try LiveServer(store: .redis(.seeds([redis.node])), keyPrefix: "watchless:") { $0.redisTimeout = 0.5 }
+        let server = try LiveServer(store: .redis(.seeds([redis.node])), keyPrefix: "watchless:") { $0.redis.timeout = 0.5 }
         #expect(server.waitUntilReady())
         let id = try server.createSession()
         let etag = try server.etag(id)
@@ -83,8 +83,8 @@ import TopChromeTesting
         // Persistence on, so the session outlives the restart.
         let redis = try RedisServer(["--appendonly", "yes", "--appendfsync", "always"])
         let server = try LiveServer(store: .redis(.seeds([redis.node])), keyPrefix: "lost:") {
-            $0.redisTimeout = 0.5
-            $0.heartbeatSeconds = 1
+            $0.redis.timeout = 0.5
+            $0.sessions.heartbeatSeconds = 1
         }
         #expect(server.waitUntilReady())
         let id = try server.createSession()
@@ -123,7 +123,7 @@ import TopChromeTesting
     /// end of its wait built from the state it heard last.
     @Test func aWaitingLongPollGets503WhenRedisGoesAway() throws {
         let redis = try RedisServer()
-        let server = try LiveServer(store: .redis(.seeds([redis.node])), keyPrefix: "unheard:") { $0.redisTimeout = 0.5 }
+        let server = try LiveServer(store: .redis(.seeds([redis.node])), keyPrefix: "unheard:") { $0.redis.timeout = 0.5 }
         #expect(server.waitUntilReady())
         let id = try server.createSession()
         let poll = BackgroundRequest { [server] in
@@ -143,7 +143,7 @@ import TopChromeTesting
     /// the client never got: it is told to create another, not to read it.
     @Test func aCreateThatTimedOutSaysWhatIsTrueForACreate() throws {
         let redis = try RedisServer()
-        let server = try LiveServer(store: .redis(.seeds([redis.node])), keyPrefix: "lostcreate:") { $0.redisTimeout = 0.3 }
+        let server = try LiveServer(store: .redis(.seeds([redis.node])), keyPrefix: "lostcreate:") { $0.redis.timeout = 0.3 }
         #expect(server.waitUntilReady())
         redis.signal(SIGSTOP)
         defer { redis.signal(SIGCONT) }
@@ -159,7 +159,7 @@ import TopChromeTesting
     /// told that a change may have been made.
     @Test func aReadThatTimedOutSaysNothingChanged() throws {
         let redis = try RedisServer()
-        let server = try LiveServer(store: .redis(.seeds([redis.node])), keyPrefix: "lostread:") { $0.redisTimeout = 0.3 }
+        let server = try LiveServer(store: .redis(.seeds([redis.node])), keyPrefix: "lostread:") { $0.redis.timeout = 0.3 }
         #expect(server.waitUntilReady())
         let id = try server.createSession()
         let etag = try server.etag(id)
@@ -211,7 +211,7 @@ import TopChromeTesting
     private func watchesAfterRedisStopped(redisTimeout: Double, keyPrefix: String) throws
         -> (LiveServer, [(path: String, response: ReceivedResponse, seconds: Double)]) {
         let redis = try RedisServer()
-        let server = try LiveServer(store: .redis(.seeds([redis.node])), keyPrefix: keyPrefix) { $0.redisTimeout = redisTimeout }
+        let server = try LiveServer(store: .redis(.seeds([redis.node])), keyPrefix: keyPrefix) { $0.redis.timeout = redisTimeout }
         #expect(server.waitUntilReady())
         let id = try server.createSession()
         let etag = try server.etag(id)

@@ -18,8 +18,8 @@ import TopChromeTesting
     /// every change waits it out.
     func server(waitingFor replicas: Int, cluster: RedisClusterFixture, timeout: Double? = nil) throws -> LiveServer {
         let server = try LiveServer(store: .redis(.seeds(cluster.seeds)), keyPrefix: prefix) {
-            $0.redisWaitReplicas = replicas
-            if let timeout { $0.redisTimeout = timeout }
+            $0.redis.waitReplicas = replicas
+            if let timeout { $0.redis.timeout = timeout }
         }
         #expect(server.waitUntilReady())
         return server
@@ -109,8 +109,8 @@ import TopChromeTesting
         let redis = try RedisServer()
         let plain = try LiveServer(store: .redis(.seeds([redis.node])), keyPrefix: prefix)
         let waiting = try LiveServer(store: .redis(.seeds([redis.node])), keyPrefix: prefix) {
-            $0.redisWaitReplicas = 1
-            $0.redisTimeout = 0.5
+            $0.redis.waitReplicas = 1
+            $0.redis.timeout = 0.5
         }
         #expect(plain.waitUntilReady() && waiting.waitUntilReady())
         let id = try Self.created(on: plain, inset: 0)
@@ -137,7 +137,7 @@ import TopChromeTesting
         // Online as the primary sees it: after a diskless sync, only once the replica's first acknowledgement came.
         #expect(eventually(within: 10) { (try? redisCLI(port: primary.port, "INFO", "replication"))?.contains("state=online") == true })
         let server = try LiveServer(store: .redis(.seeds([primary.node])), keyPrefix: prefix) {
-            $0.redisWaitReplicas = 1
+            $0.redis.waitReplicas = 1
         }
         #expect(server.waitUntilReady())
         let id = try Self.created(on: server)

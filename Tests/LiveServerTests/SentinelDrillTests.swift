@@ -31,8 +31,8 @@ struct SentinelDrillTests {
         let load = FunctionLibraryLoad(endpoints: endpoints, configuration: client)
         #expect(load.failures.isEmpty, "\(load)")
         let server = try LiveServer(store: store, keyPrefix: "drill:") {
-            $0.redisWaitReplicas = 1
-            $0.redisTimeout = 1
+            $0.redis.waitReplicas = 1
+            $0.redis.timeout = 1
         }
         #expect(server.waitUntilReady())
         let id = try server.createSession()

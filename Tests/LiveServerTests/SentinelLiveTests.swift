@@ -111,8 +111,8 @@ import TopChromeTesting
 
         let sentinels = SessionStorage.redis(.sentinels([redis.sentinelNode], masterName: RedisSentinelFixture.masterName))
         let server = try LiveServer(store: sentinels, keyPrefix: "sentinel-acl:") {
-            $0.sentinelUsername = "watcher"
-            $0.sentinelPassword = "sentinel-secret"
+            $0.redis.sentinelUsername = "watcher"
+            $0.redis.sentinelPassword = "sentinel-secret"
         }
         #expect(server.waitUntilReady())
         #expect(try server.client().request("POST", "/v1/sessions").status == 201)
@@ -149,7 +149,7 @@ import TopChromeTesting
 
         let tls = try RedisTLS(caFile: pki.caFile)
         let server = try LiveServer(store: .redis(.sentinels([sentinel.node], masterName: RedisSentinelFixture.masterName, transport: .tls)),
-                                    keyPrefix: "sentinel-tls:") { $0.redisTLS = tls }
+                                    keyPrefix: "sentinel-tls:") { $0.redis.tls = tls }
         #expect(server.waitUntilReady())
         #expect(try server.client().request("POST", "/v1/sessions").status == 201)
         #expect(eventually(within: 30) {
@@ -163,7 +163,7 @@ import TopChromeTesting
     private func configuration(_ store: SessionStorage) throws -> ServiceConfiguration {
         var configuration = ServiceConfiguration()
         configuration.store = store
-        configuration.redisTimeout = 2
+        configuration.redis.timeout = 2
         return configuration
     }
 

@@ -8,7 +8,7 @@ import Testing
         guard case let .serve(configuration) = try ServiceConfiguration.parse(arguments: arguments, environment: environment) else {
             throw ServiceConfiguration.UsageError(description: "not a serve command")
         }
-        return configuration.corsOrigins
+        return configuration.http.corsOrigins
     }
 
     func refusal(_ value: String) -> String? {

@@ -12,10 +12,10 @@ struct RedisSecurityOptionsTests {
         defer { try? FileManager.default.removeItem(at: file) }
         let redis = ["--store", "redis://h:1", "--redis-password-file", file.path]
         let configuration = try serve(redis, ["TOPCHROME_REDIS_USERNAME": "topchrome"])
-        #expect(configuration.redisClient.username == "topchrome")
-        #expect(configuration.redisClient.password == "s3cret")
-        #expect(configuration.redisClient.tls == nil)
-        #expect(try serve(redis + ["--redis-username", "flag"], ["TOPCHROME_REDIS_USERNAME": "env"]).redisUsername == "flag")
+        #expect(configuration.redis.client.username == "topchrome")
+        #expect(configuration.redis.client.password == "s3cret")
+        #expect(configuration.redis.client.tls == nil)
+        #expect(try serve(redis + ["--redis-username", "flag"], ["TOPCHROME_REDIS_USERNAME": "env"]).redis.username == "flag")
         #expect(throws: ServiceConfiguration.UsageError(description: "--redis-username needs --redis-password-file: AUTH takes the user's password with its name")) {
             try serve(["--store", "redis://h:1", "--redis-username", "topchrome"])
         }
@@ -24,7 +24,7 @@ struct RedisSecurityOptionsTests {
     }
 
     @Test func tlsOptionsNeedRediss() throws {
-        #expect(try serve(["--store", "rediss://127.0.0.1:6380"]).redisTLS?.caFile == nil, "the system's trust store")
+        #expect(try serve(["--store", "rediss://127.0.0.1:6380"]).redis.tls?.caFile == nil, "the system's trust store")
         #expect(try serve(["--store", "rediss://127.0.0.1:6380"]).store.description == "rediss://127.0.0.1:6380")
         #expect(throws: ServiceConfiguration.UsageError(description: "--redis-ca-file is for TLS to Redis and does nothing with redis://; use --store rediss://HOST:PORT, or remove it")) {
             try serve(["--store", "redis://h:1", "--redis-ca-file", "/etc/ssl/certs/ca-certificates.crt"])
@@ -45,7 +45,7 @@ struct RedisSecurityOptionsTests {
     /// the ACL user.
     @Test func sentinelStoresTakeTLSOnlyAsRedissSentinel() throws {
         let sentinel = ["--store", "redis-sentinel://127.0.0.1:26379/mymaster"]
-        #expect(try serve(sentinel).redisClient.tls == nil)
+        #expect(try serve(sentinel).redis.client.tls == nil)
         #expect(try serve(sentinel).store.description == "redis-sentinel://127.0.0.1:26379/mymaster")
         for given in [["--redis-ca-file", "/etc/ssl/certs/ca-certificates.crt"], ["--redis-cert", "/c.pem", "--redis-key", "/k.pem"]] {
             #expect {
@@ -55,12 +55,12 @@ struct RedisSecurityOptionsTests {
             }
         }
         let secure = try serve([], ["TOPCHROME_STORE": "rediss-sentinel://127.0.0.1:26379/mymaster"])
-        #expect(secure.redisClient.tls != nil && RedisConfiguration.sentinels(of: secure.redisClient).tls != nil)
+        #expect(secure.redis.client.tls != nil && RedisConfiguration.sentinels(of: secure.redis.client).tls != nil)
         #expect(secure.store.description == "rediss-sentinel://127.0.0.1:26379/mymaster")
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("password-\(UUID().uuidString)")
         try "s3cret\n".write(to: file, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(at: file) }
         let user = try serve(sentinel + ["--redis-username", "topchrome", "--redis-password-file", file.path])
-        #expect(user.redisClient.username == "topchrome" && user.redisClient.password == "s3cret")
+        #expect(user.redis.client.username == "topchrome" && user.redis.client.password == "s3cret")
     }
 }

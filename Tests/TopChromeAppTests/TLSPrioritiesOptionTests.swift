@@ -10,8 +10,8 @@ import Testing
         try "not read as PEM until the start".write(to: file, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(at: file) }
         let tls = ["--tls-cert", file.path, "--tls-key", file.path]
-        #expect(try serve(tls).tlsPriorities == .recommended)
-        #expect(try serve(tls + ["--tls-priorities", "NORMAL"]).tlsPriorities.description == "NORMAL")
+        #expect(try serve(tls).tls.priorities == .recommended)
+        #expect(try serve(tls + ["--tls-priorities", "NORMAL"]).tls.priorities.description == "NORMAL")
         #expect(try serve(tls, ["TOPCHROME_TLS_PRIORITIES": "SECURE256"]).httpServer.tlsPriorities.description == "SECURE256")
         #expect(throws: ServiceConfiguration.UsageError(description: "--tls-priorities is not a priority string GnuTLS accepts (GnuTLS refuses it at 'CHACHA': The request is invalid.)")) {
             try serve(tls + ["--tls-priorities", "NORMAL:-VERS-TLS1.0:CHACHA:+AEAD"])
