@@ -35,9 +35,8 @@ public final class TopChromeService: Sendable {
 
     public init(configuration: ServiceConfiguration) {
         self.configuration = configuration
-        let ttl = configuration.sessions.ttl
         let rules = ChromeRules(revealThreshold: configuration.sessions.revealThreshold)
-        let idleTimeout: Duration? = ttl > 0 ? .seconds(ttl) : nil
+        let idleTimeout = configuration.sessions.idleTimeout
         let redisLanes: Int? = if case .memory = configuration.store { nil } else { configuration.redis.connections }
         let budget = DescriptorBudget(limit: DescriptorBudget.raiseDescriptorLimit(),
                                       reserve: DescriptorBudget.reserve(threads: configuration.http.threads,
