@@ -4,7 +4,7 @@ import Glibc
 import MemorySessionStore
 import MicroHTTPD
 import StrictJSON
-import TopChromeApp
+import TopChromeServer
 import TopChromeCore
 import TopChromeTesting
 

@@ -2,7 +2,7 @@
 import Glibc
 #endif
 import FoundationEssentials
-import TopChromeApp
+import TopChromeServer
 
 /// Reads the configuration, starts the service, reloads its secrets on
 /// SIGHUP, and stops gracefully on SIGTERM or SIGINT.

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 import TopChromeCore
-import TopChromeApp
+import TopChromeServer
 import TopChromeTesting
 
 /// The edges of the contract (openapi.yaml) over loopback: malformed ids,

@@ -3,7 +3,7 @@ import Redis
 import RedisSessionStore
 import RedisTestSupport
 import Testing
-import TopChromeApp
+import TopChromeServer
 
 /// The function library as operators of a locked-down Redis meet it: loaded
 /// once by `topchrome redis-functions load`, called by a user who may not

@@ -1,7 +1,7 @@
 import Foundation
 import Redis
 import RedisTestSupport
-import TopChromeApp
+import TopChromeServer
 import TopChromeTesting
 
 /// A real TopChrome server on a free loopback port, stopped when released.

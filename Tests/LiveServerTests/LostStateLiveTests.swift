@@ -2,7 +2,7 @@ import Foundation
 import Redis
 import RedisTestSupport
 import Testing
-import TopChromeApp
+import TopChromeServer
 import TopChromeTesting
 
 /// A failover, or a start from an older backup or state file, can lose a

@@ -1,7 +1,7 @@
 import Foundation
 import RedisTestSupport
 import Testing
-import TopChromeApp
+import TopChromeServer
 import TopChromeTesting
 
 /// What a replica does when Redis is not there, goes away, or comes back.

@@ -1,7 +1,7 @@
 import Foundation
 import RedisTestSupport
 import Testing
-import TopChromeApp
+import TopChromeServer
 import TopChromeTesting
 
 /// Two replicas on one Redis act as one service: what one changes, the

@@ -3,7 +3,7 @@ import Locking
 import Redis
 import RedisTestSupport
 import Testing
-import TopChromeApp
+import TopChromeServer
 import TopChromeTesting
 
 /// docs/redis.md's configuration that loses no acknowledged write

@@ -2,7 +2,7 @@ import Foundation
 import Redis
 import RedisTestSupport
 import Testing
-import TopChromeApp
+import TopChromeServer
 import TopChromeTesting
 
 /// A service on `redis-sentinel://…/mymaster` follows a real `SENTINEL

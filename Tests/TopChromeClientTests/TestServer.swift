@@ -3,7 +3,7 @@ import Foundation
 import FoundationNetworking
 #endif
 import TopChromeClient
-import TopChromeApp
+import TopChromeServer
 import var TopChromeTesting.testTimeScale
 
 /// A real TopChrome server in this process on a loopback port, which a test

@@ -1,5 +1,5 @@
 import Testing
-@testable import TopChromeApp
+@testable import TopChromeServer
 
 @Suite struct DescriptorBudgetTests {
     /// Connections stop a reserve short of the limit, watchers an eighth

@@ -1,6 +1,6 @@
 import Redis
 import Testing
-@testable import TopChromeApp
+@testable import TopChromeServer
 
 /// Round trips by node and command, with a bounded set of node labels.
 @Suite struct RedisRoundTripsTests {

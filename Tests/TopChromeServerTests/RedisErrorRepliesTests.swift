@@ -1,6 +1,6 @@
 import Redis
 import Testing
-@testable import TopChromeApp
+@testable import TopChromeServer
 
 /// Redis's error replies are told in the log per kind, not per reply: when
 /// a kind starts, at most once a minute while it lasts, and when it stops;

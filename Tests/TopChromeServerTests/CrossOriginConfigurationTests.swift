@@ -1,5 +1,5 @@
 import Testing
-@testable import TopChromeApp
+@testable import TopChromeServer
 
 /// `--cors-origin`: repeatable, a list in its variable, and only origins a
 /// browser could send.

@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-@testable import TopChromeApp
+@testable import TopChromeServer
 
 /// The option table is the one place an option is declared: what help says
 /// and what the flag and the variable do all come from it.

@@ -1,7 +1,7 @@
 import Foundation
 import Redis
 import Testing
-@testable import TopChromeApp
+@testable import TopChromeServer
 
 @Suite struct ServiceConfigurationTests {
     @Test func defaults() throws {

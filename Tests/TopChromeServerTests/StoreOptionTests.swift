@@ -1,7 +1,7 @@
 import Foundation
 import Redis
 import Testing
-@testable import TopChromeApp
+@testable import TopChromeServer
 
 /// `--store` and the options that belong to one store: how an address is
 /// read, and an option the chosen store never reads refused, not ignored.

@@ -1,5 +1,5 @@
 import Testing
-@testable import TopChromeApp
+@testable import TopChromeServer
 
 /// `--request-timeout`: seconds (a fraction allowed) for a request's head
 /// and body to arrive, 0 for no deadline.

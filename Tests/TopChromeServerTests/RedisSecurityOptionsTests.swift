@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 import Redis
-@testable import TopChromeApp
+@testable import TopChromeServer
 
 /// `--redis-username` and the TLS options: read like every option, and
 /// refused where they would do nothing.

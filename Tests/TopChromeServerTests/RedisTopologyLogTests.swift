@@ -1,6 +1,6 @@
 import Redis
 import Testing
-@testable import TopChromeApp
+@testable import TopChromeServer
 
 /// A failover is told where its work went, one line per change, and counted by kind.
 @Suite struct RedisTopologyLogTests {

@@ -1,6 +1,6 @@
 import Testing
 @testable import MicroHTTPD
-@testable import TopChromeApp
+@testable import TopChromeServer
 
 @Suite struct RefusalLogTests {
     /// Refusals reach no access log: a warn line sums them up, at most one a

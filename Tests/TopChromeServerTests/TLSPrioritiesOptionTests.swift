@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-@testable import TopChromeApp
+@testable import TopChromeServer
 
 /// `--tls-priorities`: checked by GnuTLS as it is read; pointless without a
 /// certificate, so refused there.

@@ -4,7 +4,7 @@ import StrictJSON
 import Testing
 import TopChromeCore
 @testable import TopChromeAPI
-@testable import TopChromeApp
+@testable import TopChromeServer
 import TopChromeTesting
 
 /// A wall clock the test sets.

@@ -1,4 +1,4 @@
-@testable import TopChromeApp
+@testable import TopChromeServer
 
 /// The configuration `topchrome` would serve with, given these arguments
 /// and environment; any other command is an error here.
