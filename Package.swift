@@ -96,7 +96,7 @@ let package = Package(
         // The application's wiring: configuration, which store and how it is
         // set up, the state file, logs, and what runs periodically.
         .target(
-            name: "TopChromeApp",
+            name: "TopChromeServer",
             dependencies: ["TopChromeAPI", "TopChromeCore", "StoreParts", "MemorySessionStore", "MicroHTTPD", "StrictJSON",
                            "SessionSnapshots", "Locking", "Redis", "RedisSessionStore", "BuildInfo"]
         ),
@@ -113,7 +113,7 @@ let package = Package(
         .plugin(name: "EmbedBuildCommit", capability: .buildTool()),
 
         // The executable: read configuration, start, wait for a signal, stop.
-        .executableTarget(name: "topchrome", dependencies: ["TopChromeApp"]),
+        .executableTarget(name: "topchrome", dependencies: ["TopChromeServer"]),
 
         // Debian's libcurl, seen from Swift: the client reads event streams
         // with it on Linux (CurlEventStream.swift says why not URLSession).
@@ -141,7 +141,7 @@ let package = Package(
         // a plain build replays inputs through the same checks.
         .executableTarget(
             name: "TopChromeFuzz",
-            dependencies: ["TopChromeApp", "TopChromeAPI", "TopChromeCore", "StoreParts", "MemorySessionStore", "MicroHTTPD",
+            dependencies: ["TopChromeServer", "TopChromeAPI", "TopChromeCore", "StoreParts", "MemorySessionStore", "MicroHTTPD",
                            "StrictJSON", "SessionSnapshots", "TopChromeClient", "Redis", "RedisSessionStore", "TopChromeTesting"]
         ),
 
@@ -169,14 +169,14 @@ let package = Package(
         .testTarget(name: "TopChromeAPITests",
                     dependencies: ["TopChromeAPI", "StoreParts", "MemorySessionStore", "StrictJSON", "TopChromeCore", "TopChromeTesting",
                                    "COpenSSL"]),
-        .testTarget(name: "TopChromeAppTests", dependencies: ["TopChromeApp", "TopChromeAPI", "StrictJSON", "TopChromeTesting"]),
+        .testTarget(name: "TopChromeServerTests", dependencies: ["TopChromeServer", "TopChromeAPI", "StrictJSON", "TopChromeTesting"]),
         .testTarget(
             name: "LiveServerTests",
-            dependencies: ["TopChromeApp", "MicroHTTPD", "topchrome", "Redis", "RedisTestSupport", "TopChromeTesting"]
+            dependencies: ["TopChromeServer", "MicroHTTPD", "topchrome", "Redis", "RedisTestSupport", "TopChromeTesting"]
         ),
         .testTarget(
             name: "TopChromeClientTests",
-            dependencies: ["TopChromeClient", "TopChromeCore", "TopChromeApp", "topchrome", "topchrome-watch", "TopChromeTesting"]
+            dependencies: ["TopChromeClient", "TopChromeCore", "TopChromeServer", "topchrome", "topchrome-watch", "TopChromeTesting"]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -4,7 +4,7 @@ import Glibc
 import MemorySessionStore
 import MicroHTTPD
 import StrictJSON
-import TopChromeApp
+import TopChromeServer
 import TopChromeCore
 import TopChromeTesting
 
@@ -24,23 +24,23 @@ final class Harness: Sendable {
 
     private init(authToken: String?) {
         var configuration = ServiceConfiguration()
-        configuration.maxSessions = 4
-        configuration.maxBodyBytes = 3000
-        configuration.sessionTTL = 0
-        configuration.maxWatchers = 3
-        configuration.maxWatchersPerSession = 2
+        configuration.limits.maxSessions = 4
+        configuration.limits.maxBodyBytes = 3000
+        configuration.sessions.ttl = 0
+        configuration.limits.maxWatchers = 3
+        configuration.limits.maxWatchersPerSession = 2
         // Long-polls end within a second, so their timers do not pile up.
-        configuration.maxWaitSeconds = 1
-        configuration.authToken = authToken
+        configuration.limits.maxWaitSeconds = 1
+        configuration.auth.token = authToken
         // The model keeps no clock: inputs create sessions thousands of
         // times a second, so the creation limit (its own tests) is off.
-        configuration.createRate = 0
+        configuration.limits.createRate = 0
         self.configuration = configuration
         service = TopChromeService(configuration: configuration)
         strictTags = getenv("TOPCHROME_FUZZ_LENIENT_ETAGS").map { String(cString: $0) } != "1"
     }
 
-    var store: InMemorySessionStore { service.memoryStore! }
+    var store: InMemorySessionStore { service.backend.memoryStore! }
 }
 
 /// What a request came to.
@@ -128,7 +128,7 @@ struct World {
     mutating func perform(_ scripted: ScriptedRequest) -> Bool {
         let configuration = harness.configuration
         let headers = scripted.headers.map { ($0.0, expand($0.1)) }
-        let tooLarge = scripted.body.count > configuration.maxBodyBytes
+        let tooLarge = scripted.body.count > configuration.limits.maxBodyBytes
         let request = HTTPRequest(
             method: scripted.method, path: expand(scripted.path), version: scripted.version,
             headers: HTTPHeaders(headers), body: tooLarge ? [] : scripted.body, isBodyTooLarge: tooLarge)
@@ -259,10 +259,10 @@ struct World {
     ) -> Set<Outcome> {
         let headers = request.headers.fields.map { ($0.name, $0.value) }
         let strict = harness.strictTags
-        let capacity = harness.configuration.maxSessions
+        let capacity = harness.configuration.limits.maxSessions
         return Chooser.all { choose -> Outcome in
             if let status = FramingModel.refusal(headers, version: request.version) { return .status(status) }
-            if let token = harness.configuration.authToken, request.path == "/v1" || request.path.hasPrefix("/v1/"),
+            if let token = harness.configuration.auth.token, request.path == "/v1" || request.path.hasPrefix("/v1/"),
                !choose(HTTPModel.authorized(HTTPModel.header(headers, "Authorization"), token: token)) {
                 return .status(401)
             }
@@ -334,7 +334,7 @@ struct World {
     }
 
     private func expectedState(_ kind: HTTPModel.Resource, request: HTTPRequest, before: ChromeState) -> ChromeState {
-        StateModel.after(kind, body: request.body, before: before, threshold: harness.configuration.revealThreshold)
+        StateModel.after(kind, body: request.body, before: before, threshold: harness.configuration.sessions.revealThreshold)
     }
 
     // MARK: Checks of the answer

@@ -2,7 +2,7 @@ import Foundation
 import RedisTestSupport
 import Testing
 import TopChromeTesting
-@testable import TopChromeApp
+@testable import TopChromeServer
 
 /// `topchrome check-config [flags]`: what a start would refuse, found
 /// without serving; exit 0, 2 for configuration to fix, 3 for a Redis

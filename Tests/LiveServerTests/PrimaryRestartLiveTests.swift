@@ -14,7 +14,7 @@ import TopChromeTesting
         let prefix = "restart\(UInt32.random(in: 0...UInt32.max)):"
         // Long enough for the primary to start again and serve (a restarted
         // primary answers CLUSTERDOWN for its first 2 s, waited out too).
-        let server = try LiveServer(store: .redis(cluster.seeds), keyPrefix: prefix) { $0.redisTimeout = 8 }
+        let server = try LiveServer(store: .redis(.seeds(cluster.seeds)), keyPrefix: prefix) { $0.redis.timeout = 8 }
         #expect(server.waitUntilReady())
         let id = try server.createSession(inset: 10)
         let primary = try cluster.primary(of: HashSlot.of(Array("\(prefix){\(id)}".utf8)))

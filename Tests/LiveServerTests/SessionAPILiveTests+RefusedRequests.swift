@@ -17,7 +17,7 @@ extension SessionAPILiveTests {
     }
 
     @Test func oversizedBatchIs400() throws {
-        let big = try LiveServer { $0.maxBodyBytes = 65_536 }
+        let big = try LiveServer { $0.limits.maxBodyBytes = 65_536 }
         let id = try big.createSession()
         let reports = "[" + Array(repeating: #"{"contentOffsetY":1}"#, count: 1025).joined(separator: ",") + "]"
         try expectProblem(try big.client().json("POST", "/v1/sessions/\(id)/scroll", reports), 400)

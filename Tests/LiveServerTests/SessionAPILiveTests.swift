@@ -7,7 +7,7 @@ import TopChromeTesting
     let server: LiveServer
 
     init() throws {
-        server = try LiveServer { $0.maxBodyBytes = 4096 }
+        server = try LiveServer { $0.limits.maxBodyBytes = 4096 }
     }
 
     func expectProblem(_ response: ReceivedResponse, _ status: Int, sourceLocation: SourceLocation = #_sourceLocation) throws {
@@ -121,7 +121,7 @@ import TopChromeTesting
     }
 
     @Test func sessionCapIs503WithRetryAfter() throws {
-        let small = try LiveServer(memoryOnly: true) { $0.maxSessions = 2 }
+        let small = try LiveServer(memoryOnly: true) { $0.limits.maxSessions = 2 }
         _ = try small.createSession()
         let kept = try small.createSession()
         let client = try small.client()

@@ -79,7 +79,7 @@ import TopChromeClient
 
     /// `stop` ends the event stream (the server's watcher count drops).
     @Test @MainActor func stopEndsTheStream() async throws {
-        let server = try TestServer { $0.heartbeatSeconds = 1 }
+        let server = try TestServer { $0.sessions.heartbeatSeconds = 1 }
         let chrome = RemoteTopChrome(session: try await server.client().createSession())
         chrome.start()
         #expect(try await eventually { try await server.gauge("topchrome_watchers") == 1 })

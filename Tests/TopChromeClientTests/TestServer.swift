@@ -3,7 +3,7 @@ import Foundation
 import FoundationNetworking
 #endif
 import TopChromeClient
-import TopChromeApp
+import TopChromeServer
 import var TopChromeTesting.testTimeScale
 
 /// A real TopChrome server in this process on a loopback port, which a test
@@ -15,9 +15,9 @@ final class TestServer: @unchecked Sendable {
 
     init(_ configure: (inout ServiceConfiguration) -> Void = { _ in }) throws {
         var configuration = ServiceConfiguration()
-        configuration.port = 0
-        configuration.threads = 2
-        configuration.logLevel = .warn
+        configuration.http.port = 0
+        configuration.http.threads = 2
+        configuration.logging.level = .warn
         configure(&configuration)
         self.configuration = configuration
         try start()
@@ -25,14 +25,14 @@ final class TestServer: @unchecked Sendable {
 
     deinit { service?.stop() }
 
-    var port: Int { lock.withLock { configuration.port } }
+    var port: Int { lock.withLock { configuration.http.port } }
     var url: URL { URL(string: "http://127.0.0.1:\(port)")! }
 
     func start() throws {
         let service = TopChromeService(configuration: lock.withLock { configuration })
         try service.start()
         lock.withLock {
-            configuration.port = service.port
+            configuration.http.port = service.port
             self.service = service
         }
     }

@@ -196,8 +196,8 @@ import TopChromeClient
     @Test func aRefusingServerIsNotCalledUnreachable() async throws {
         // Heartbeats let the server notice the first watcher leave.
         let server = try TestServer {
-            $0.maxWatchersPerSession = 1
-            $0.heartbeatSeconds = 1
+            $0.limits.maxWatchersPerSession = 1
+            $0.sessions.heartbeatSeconds = 1
         }
         let session = try await server.client().createSession()
         let holder = StateRecorder(session.states())
@@ -258,7 +258,7 @@ import TopChromeClient
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("watch-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
-        let server = try TestServer { $0.stateFile = folder.appendingPathComponent("state.jsonl").path }
+        let server = try TestServer { $0.stateFile.path = folder.appendingPathComponent("state.jsonl").path }
         let session = try await server.client().createSession(inset: 59)
         let run = try Self.watch([server.url.absoluteString, session.id])
         #expect(await eventually { run.lines.count == 1 })
@@ -283,7 +283,7 @@ import TopChromeClient
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("token-\(UUID().uuidString)")
         try "watch-token\n".write(to: file, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(at: file) }
-        let server = try TestServer { $0.authToken = "watch-token" }
+        let server = try TestServer { $0.auth.token = "watch-token" }
         let session = try await TopChromeClient(baseURL: server.url, bearerToken: "watch-token").createSession()
         let refused = try Self.watch([server.url.absoluteString, session.id])
         #expect(await refused.exitStatus() == 1, "401 without the token")

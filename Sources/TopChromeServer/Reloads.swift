@@ -1,0 +1,102 @@
+import Locking
+import MicroHTTPD
+import TopChromeAPI
+
+/// Re-reads the files that hold secrets on SIGHUP, as nginx, Consul and
+/// Caddy do, so a rotated token or certificate is served without a restart.
+/// Remembers what it read last: an unchanged file is said to be unchanged,
+/// and an unchanged certificate is not loaded again (the server keeps every
+/// certificate it loads until it stops). One reload runs at a time.
+final class Reloads: @unchecked Sendable {
+    private let lock = PthreadLock()
+    private let tokenFile: String?
+    private let metricsTokenFile: String?
+    private let certificateFile: String?
+    private let keyFile: String?
+    private var token: String?
+    private var metricsToken: String?
+    private var credentials: TLSCredentials?
+    private let tlsMetrics: TLSMetrics?
+
+    init(configuration: ServiceConfiguration, tlsMetrics: TLSMetrics?) {
+        self.tlsMetrics = tlsMetrics
+        tokenFile = configuration.auth.tokenFile
+        certificateFile = configuration.tls.certificateFile
+        keyFile = configuration.tls.keyFile
+        token = configuration.auth.token
+        metricsTokenFile = configuration.auth.metricsTokenFile
+        metricsToken = configuration.auth.metricsToken
+        credentials = configuration.httpServer.tls
+    }
+
+    /// What one reload did, for its log line.
+    struct Outcome: CustomStringConvertible {
+        var parts: [String] = []
+        /// Something could not be used and the old one stays: worth a warning.
+        var keptSomething = false
+
+        var description: String {
+            parts.isEmpty ? "nothing to reload (no --auth-token-file, --metrics-token-file, --tls-cert or --tls-key)" : parts.joined(separator: "; ")
+        }
+    }
+
+    func run(api: SessionAPI, server: HTTPServer) -> Outcome {
+        lock.withLock {
+            var outcome = Outcome()
+            if let tokenFile {
+                reload(&token, from: tokenFile, "--auth-token-file", "bearer token", into: &outcome) { api.replaceAuthToken($0) }
+            }
+            if let metricsTokenFile {
+                reload(&metricsToken, from: metricsTokenFile, "--metrics-token-file", "metrics token", into: &outcome) {
+                    api.replaceMetricsToken($0)
+                }
+            }
+            if let certificateFile, let keyFile {
+                reloadCertificate(from: certificateFile, keyFile, server: server, into: &outcome)
+            }
+            return outcome
+        }
+    }
+
+    private func reload(_ token: inout String?, from path: String, _ option: String, _ name: String,
+                        into outcome: inout Outcome, replace: (String) -> Void) {
+        let new: String
+        do {
+            new = try ServiceConfiguration.bearerToken(inFile: path, option)
+        } catch {
+            outcome.keptSomething = true
+            outcome.parts.append("kept the old \(name): \(error)")
+            return
+        }
+        guard new != token else {
+            outcome.parts.append("\(name) unchanged")
+            return
+        }
+        replace(new)
+        token = new
+        outcome.parts.append("\(name) replaced")
+    }
+
+    private func reloadCertificate(from certificateFile: String, _ keyFile: String, server: HTTPServer,
+                                   into outcome: inout Outcome) {
+        let new: TLSCredentials
+        do {
+            new = TLSCredentials(certificatePEM: try ServiceConfiguration.contents(of: certificateFile, "--tls-cert"),
+                                 privateKeyPEM: try ServiceConfiguration.contents(of: keyFile, "--tls-key"))
+            guard new != credentials else {
+                tlsMetrics?.record(.unchanged)
+                outcome.parts.append("TLS certificate and key unchanged")
+                return
+            }
+            try server.replaceTLSCredentials(new)
+        } catch {
+            tlsMetrics?.record(.failed)
+            outcome.keptSomething = true
+            outcome.parts.append("kept the old TLS certificate and key: \(error)")
+            return
+        }
+        credentials = new
+        tlsMetrics?.record(.replaced, served: new)
+        outcome.parts.append("TLS certificate and key replaced (new connections get them)")
+    }
+}
