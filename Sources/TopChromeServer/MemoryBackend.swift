@@ -29,7 +29,7 @@ public final class MemoryBackend: Sendable {
             let file = SnapshotFile(path: path)
             let journal = JournalWriter(files: JournalFiles(snapshot: file), policy: configuration.stateFile.fsync,
                                         take: store.takeChanges(into:))
-            barrier?.set { journal.flush() }
+            barrier?.set { [weak journal] in journal?.flush() }
             return SnapshotWriter(file: file, journal: journal, collect: store.snapshot)
         }
         self.snapshots = snapshots

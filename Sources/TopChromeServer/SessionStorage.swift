@@ -34,12 +34,26 @@ public struct RedisEndpoints: Sendable, Equatable, CustomStringConvertible {
         case plain, tls
     }
 
-    public var nodes: Nodes
+    public var nodes: Nodes {
+        get { masterName.map { .sentinels(addresses, masterName: $0) } ?? .seeds(addresses) }
+        set {
+            switch newValue {
+            case let .seeds(seeds): (addresses, masterName) = (seeds, nil)
+            case let .sentinels(sentinels, name): (addresses, masterName) = (sentinels, name)
+            }
+        }
+    }
     public var transport: Transport
+    // Kept as two fields, not as `Nodes`: an enum of two payloads keeps its
+    // case in the spare bits of the list's pointer, which LeakSanitizer
+    // cannot follow, and so reported a configuration alive at exit as leaked.
+    private var addresses: [RedisNode]
+    private var masterName: String?
 
     public init(_ nodes: Nodes, transport: Transport = .plain) {
-        self.nodes = nodes
+        addresses = []
         self.transport = transport
+        self.nodes = nodes
     }
 
     /// A single Redis or a cluster's seeds.

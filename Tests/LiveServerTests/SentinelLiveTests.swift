@@ -90,8 +90,7 @@ import TopChromeTesting
     /// found with `--sentinel-username` and `--sentinel-password-file`;
     /// without them `check-config` says the sentinels refused (exit 2) and
     /// a server is not ready.
-    @Test(.enabled(if: ProcessInfo.processInfo.environment["ASAN_OPTIONS"] == nil,
-                   "check-config with a Sentinel store leaks 56 bytes at exit (a parsed node list), which LeakSanitizer turns into exit 1: an open defect"))
+    @Test
     func sentinelsThatWantAUserAndPassword() throws {
         let redis = try RedisSentinelFixture()
         _ = try redisCLI(port: redis.sentinel.port, "ACL", "SETUSER", "watcher", "on", ">sentinel-secret", "allcommands", "allchannels")
@@ -126,8 +125,7 @@ import TopChromeTesting
 
     /// `rediss-sentinel://`: the sentinel and the primary it names reached
     /// over TLS (a test CA), the switch heard over TLS too.
-    @Test(.enabled(if: ProcessInfo.processInfo.environment["ASAN_OPTIONS"] == nil,
-                   "check-config with a Sentinel store leaks 56 bytes at exit (a parsed node list), which LeakSanitizer turns into exit 1: an open defect"))
+    @Test
     func sentinelsAndTheirPrimaryOverTLS() throws {
         let pki = try TestPKI()
         let primary = try RedisServer(["--repl-diskless-sync-delay", "0"], tls: pki)
