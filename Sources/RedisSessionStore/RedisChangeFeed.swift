@@ -1,6 +1,6 @@
 import Locking
 import Redis
-import StoreParts
+import SessionWatching
 import TopChromeCore
 
 /// Changes of sessions in Redis, for this replica's watchers, whichever

@@ -1,6 +1,6 @@
 import Redis
 import RedisSessionStore
-import StoreParts
+import SessionWatching
 import TopChromeCore
 
 /// How a Redis store is put together from the service's configuration:

@@ -9,7 +9,7 @@ import MicroHTTPD
 import Redis
 import RedisSessionStore
 import SessionSnapshots
-import StoreParts
+import SessionWatching
 import TopChromeAPI
 import TopChromeCore
 

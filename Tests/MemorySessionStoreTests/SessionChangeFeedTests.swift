@@ -1,6 +1,6 @@
 import Foundation
 import MemorySessionStore
-import StoreParts
+import SessionWatching
 import Testing
 import TopChromeCore
 
