@@ -198,9 +198,7 @@ public final class InMemorySessionStore: SessionStore, FeedOverSubscriptions {
     /// that took the outbox's baton, with the shard unlocked.
     @inline(never)
     private func deliverCollected(in shard: Shard) {
-        while let batch = shard.withLock({ $0.outbox.nextBatch() }) {
-            for delivery in batch { subscriptions.deliver(delivery) }
-        }
+        subscriptions.deliver(batchesFrom: { shard.withLock { $0.outbox.nextBatch() } })
     }
 
     public func remove(_ id: SessionID, if condition: VersionCondition) -> StoreOutcome {
