@@ -15,18 +15,27 @@ let package = Package(
         .executable(name: "topchrome-watch", targets: ["topchrome-watch"]),
     ],
     targets: [
-        // The domain: state, rules, ids, reports and the store interface, in
-        // the Swift standard library alone (no imports, no dependencies), so
+        // The domain: state, rules, ids, reports and the store seam's
+        // protocols (SessionStore, SessionChangeFeed, SessionSubscriber,
+        // LaterAnswer), in the Swift standard library alone (no imports, no dependencies), so
         // that an app can link it. SourceBoundaryTests keep it so.
         .target(name: "TopChromeCore"),
 
-        // What every store shares with the API across threads: the change
-        // feed and who watches which session, and the rules' running counts.
-        .target(name: "StoreParts", dependencies: ["TopChromeCore", "Locking"]),
+        // Who watches which session, and how a change reaches them: every
+        // store's subscriptions, and the outbox that tells watchers after
+        // the store's lock is released.
+        .target(name: "SessionWatching", dependencies: ["TopChromeCore", "Locking"]),
+
+        // The store's side of an answer that comes later: the lock-guarded
+        // PendingAnswer its I/O thread completes (the core's LaterAnswer).
+        .target(name: "LaterAnswers", dependencies: ["TopChromeCore", "Locking"]),
+
+        // What the rules did, counted across sessions and threads for /metrics.
+        .target(name: "RuleStatistics", dependencies: ["TopChromeCore", "Locking"]),
 
         // Sessions in this process: sharded tables of packed slots, idle
         // expiry, changes told to watchers after a shard's lock is released.
-        .target(name: "MemorySessionStore", dependencies: ["TopChromeCore", "StoreParts"]),
+        .target(name: "MemorySessionStore", dependencies: ["TopChromeCore", "SessionWatching", "RuleStatistics"]),
 
         // A strict RFC 8259 reader and a small writer for request and response bodies.
         .target(name: "StrictJSON"),
@@ -76,16 +85,16 @@ let package = Package(
         // shared vectors in its tests.
         .target(
             name: "RedisSessionStore",
-            dependencies: ["TopChromeCore", "StoreParts", "Redis", "Locking"],
+            dependencies: ["TopChromeCore", "SessionWatching", "LaterAnswers", "RuleStatistics", "Redis", "Locking"],
             exclude: ["topchrome.lua", "topchrome-rules.lua"],
             plugins: ["EmbedFunctionLibrary"]
         ),
 
         // The v1 API: routing, JSON in and out, problem details, watchers, /metrics.
-        // Sees the store only through the core's SessionStore and StoreParts' SessionChangeFeed.
+        // Sees the store only through the core's SessionStore and SessionChangeFeed.
         .target(
             name: "TopChromeAPI",
-            dependencies: ["TopChromeCore", "StoreParts", "MicroHTTPD", "StrictJSON", "Locking", "BuildInfo"],
+            dependencies: ["TopChromeCore", "RuleStatistics", "MicroHTTPD", "StrictJSON", "Locking", "BuildInfo"],
             plugins: ["EmbedOpenAPI"]
         ),
 
@@ -97,7 +106,7 @@ let package = Package(
         // set up, the state file, logs, and what runs periodically.
         .target(
             name: "TopChromeServer",
-            dependencies: ["TopChromeAPI", "TopChromeCore", "StoreParts", "MemorySessionStore", "MicroHTTPD", "StrictJSON",
+            dependencies: ["TopChromeAPI", "TopChromeCore", "SessionWatching", "RuleStatistics", "MemorySessionStore", "MicroHTTPD", "StrictJSON",
                            "SessionSnapshots", "Locking", "Redis", "RedisSessionStore", "BuildInfo"]
         ),
 
@@ -141,19 +150,20 @@ let package = Package(
         // a plain build replays inputs through the same checks.
         .executableTarget(
             name: "TopChromeFuzz",
-            dependencies: ["TopChromeServer", "TopChromeAPI", "TopChromeCore", "StoreParts", "MemorySessionStore", "MicroHTTPD",
+            dependencies: ["TopChromeServer", "TopChromeAPI", "TopChromeCore", "MemorySessionStore", "MicroHTTPD",
                            "StrictJSON", "SessionSnapshots", "TopChromeClient", "Redis", "RedisSessionStore", "TopChromeTesting"]
         ),
 
         // What tests (and the fuzz harness) share: a loopback listener, a seeded
         // generator, the API asked in this process, a store that answers later.
         // No test framework in it, so the fuzz binary can link it.
-        .target(name: "TopChromeTesting", dependencies: ["MicroHTTPD", "TopChromeCore", "StoreParts"]),
+        .target(name: "TopChromeTesting", dependencies: ["MicroHTTPD", "TopChromeCore", "LaterAnswers"]),
         .testTarget(name: "TopChromeTestingTests",
-                    dependencies: ["TopChromeTesting", "TopChromeCore", "TopChromeAPI", "StoreParts", "MemorySessionStore"]),
+                    dependencies: ["TopChromeTesting", "TopChromeCore", "TopChromeAPI", "MemorySessionStore"]),
 
         .testTarget(name: "TopChromeCoreTests", dependencies: ["TopChromeCore", "TopChromeTesting"]),
-        .testTarget(name: "MemorySessionStoreTests", dependencies: ["MemorySessionStore", "StoreParts", "TopChromeCore", "TopChromeTesting"]),
+        .testTarget(name: "MemorySessionStoreTests",
+                    dependencies: ["MemorySessionStore", "SessionWatching", "TopChromeCore", "TopChromeTesting"]),
         .testTarget(name: "StrictJSONTests", dependencies: ["StrictJSON"]),
         .testTarget(name: "SessionSnapshotsTests", dependencies: ["SessionSnapshots", "MemorySessionStore"]),
         .testTarget(name: "LockingTests", dependencies: ["Locking"]),
@@ -163,11 +173,11 @@ let package = Package(
         .testTarget(name: "RedisTests", dependencies: ["Redis", "RedisTestSupport", "TopChromeTesting"]),
         .testTarget(
             name: "RedisSessionStoreTests",
-            dependencies: ["RedisSessionStore", "TopChromeCore", "StoreParts", "MemorySessionStore", "Redis", "RedisTestSupport",
+            dependencies: ["RedisSessionStore", "TopChromeCore", "MemorySessionStore", "Redis", "RedisTestSupport",
                            "TopChromeTesting"]
         ),
         .testTarget(name: "TopChromeAPITests",
-                    dependencies: ["TopChromeAPI", "StoreParts", "MemorySessionStore", "StrictJSON", "TopChromeCore", "TopChromeTesting",
+                    dependencies: ["TopChromeAPI", "RuleStatistics", "MemorySessionStore", "StrictJSON", "TopChromeCore", "TopChromeTesting",
                                    "COpenSSL"]),
         .testTarget(name: "TopChromeServerTests", dependencies: ["TopChromeServer", "TopChromeAPI", "StrictJSON", "TopChromeTesting"]),
         .testTarget(

@@ -1,5 +1,5 @@
 import MicroHTTPD
-import StoreParts
+import RuleStatistics
 import StrictJSON
 import Synchronization
 import TopChromeCore

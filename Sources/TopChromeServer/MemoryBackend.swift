@@ -4,7 +4,7 @@ import Glibc
 import Dispatch
 import MemorySessionStore
 import SessionSnapshots
-import StoreParts
+import SessionWatching
 import TopChromeAPI
 import TopChromeCore
 

@@ -1,6 +1,6 @@
 import Redis
 import RedisSessionStore
-import StoreParts
+import SessionWatching
 import TopChromeAPI
 import TopChromeCore
 

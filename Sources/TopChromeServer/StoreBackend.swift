@@ -1,6 +1,7 @@
 import MemorySessionStore
 import RedisSessionStore
-import StoreParts
+import RuleStatistics
+import SessionWatching
 import TopChromeAPI
 import TopChromeCore
 

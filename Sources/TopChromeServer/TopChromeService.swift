@@ -6,7 +6,7 @@ import Dispatch
 import Locking
 import MicroHTTPD
 import SessionSnapshots
-import StoreParts
+import SessionWatching
 import TopChromeAPI
 import TopChromeCore
 

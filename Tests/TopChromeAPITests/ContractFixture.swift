@@ -1,7 +1,6 @@
 import Testing
 import TopChromeAPI
 import MemorySessionStore
-import StoreParts
 import TopChromeCore
 import TopChromeTesting
 

@@ -4,7 +4,7 @@ import Glibc
 import BuildInfo
 import Locking
 import MicroHTTPD
-import StoreParts
+import RuleStatistics
 import Synchronization
 import TopChromeCore
 

@@ -67,25 +67,6 @@ public final class SessionSubscriptions: Sendable {
         if removed { total.subtract(1, ordering: .relaxed) }
     }
 
-    /// Tells the session's subscribers of `event` now. For a feed that
-    /// publishes each session's changes from one thread at a time and holds
-    /// no lock meanwhile; a store collects under its lock instead (``collect(_:)``).
-    public func publish(_ event: SessionEvent) {
-        if let delivery = collect(event) { deliver(delivery) }
-    }
-
-    /// Tells the session's subscribers of its state as read again after the
-    /// feed lost its source (see ``SessionChange/isResynchronization``).
-    public func publishResynchronized(_ event: SessionEvent) {
-        if let delivery = collect(event, isResynchronization: true) { deliver(delivery) }
-    }
-
-    /// Tells the session's subscribers that its changes go unheard for now
-    /// (see ``SessionSubscriber/sessionUnheard(_:)``).
-    public func publishUnheard(_ id: SessionID) {
-        if let delivery = collectUnheard(id) { deliver(delivery) }
-    }
-
     /// Whether anyone subscribes to `id` now.
     public func isWatched(_ id: SessionID) -> Bool {
         shard(for: id).withLock { $0.subscribers[id] != nil }
@@ -102,7 +83,8 @@ public final class SessionSubscriptions: Sendable {
         return recipients(of: event, isResynchronization: isResynchronization)
     }
 
-    /// ``collect(_:isResynchronization:)`` for ``publishUnheard(_:)``.
+    /// Who is to hear that the session's changes go unheard for now (see
+    /// ``SessionSubscriber/sessionUnheard(_:)``), as ``collect(_:isResynchronization:)``.
     public func collectUnheard(_ id: SessionID) -> ChangeDelivery? {
         guard count > 0, let subscribers = shard(for: id).withLock({ $0.subscribers[id].map { Array($0.values) } })
         else { return nil }
@@ -144,6 +126,14 @@ public final class SessionSubscriptions: Sendable {
             for subscriber in delivery.subscribers where !subscriber.sessionUnheard(id) {
                 remove(subscriber, from: id)
             }
+        }
+    }
+
+    /// Delivers what a ``ChangeOutbox``'s baton holder takes from it batch
+    /// by batch (`nextBatch`, under the owner's lock) until it is empty.
+    public func deliver(batchesFrom nextBatch: () -> [ChangeDelivery]?) {
+        while let batch = nextBatch() {
+            for delivery in batch { deliver(delivery) }
         }
     }
 
