@@ -98,11 +98,7 @@ private func respond(
 ) -> MHD_Result {
     guard context.pointee.answering() else { return .NO }
     var request = context.pointee.lendRequest()
-    // Without trusted proxies (the usual case) the peer is the client, and
-    // the proxies are not copied (a retain and a release) to say so.
-    request.client = dispatcher.trustedProxies.ranges.isEmpty
-        ? context.pointee.client
-        : dispatcher.trustedProxies.client(of: context.pointee.client, forwardedFor: request.headers)
+    request.client = dispatcher.client(of: context.pointee.client, forwardedFor: request.headers)
     let response = dispatcher.responder.respond(to: request, reusing: &context.pointee.responseBuffers)
     context.pointee.takeBack(&request)
     // Consumed, so the answer's buffers have one owner and `keep` empties
@@ -346,7 +342,7 @@ private func record(
 ) {
     dispatcher.observer?.completed(HTTPExchange(
         method: context.pointee.method, pathBytes: context.pointee.path,
-        client: dispatcher.trustedProxies.client(of: context.pointee.client, forwardedFor: context.pointee.headers),
+        client: dispatcher.client(of: context.pointee.client, forwardedFor: context.pointee.headers),
         endpoint: context.pointee.endpoint,
         status: status, bodyBytes: bodyBytes,
         duration: ContinuousClock.now - context.pointee.startedAt, isStream: isStream, identity: identity))
