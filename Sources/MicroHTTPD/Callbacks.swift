@@ -29,7 +29,7 @@ private func handle(
                               version: HTTPTokens.version(version))
         collectHeaders(of: connection, into: &context.pointee.headers)
         requestContext.pointee = UnsafeMutableRawPointer(context)
-        if let fault = context.pointee.headers.headFault(version: context.pointee.version) {
+        if let fault = context.pointee.headFault() {
             // Refused before a byte of the body is read, the responder never
             // asked, and the connection closed after the answer: whatever
             // followed the head is never read as a request. (libmicrohttpd

@@ -91,6 +91,13 @@ extension HTTPHeaders {
     /// scanned once for CR and LF; `Transfer-Encoding` values are read
     /// further only when present.
     public func headFault(version: String) -> RequestHeadFault? {
+        var given = GivenIdentity()
+        return headFault(version: version, noting: &given)
+    }
+
+    /// ``headFault(version:)``, reading the request's own ids on the way:
+    /// the pass looks at every name anyway.
+    func headFault(version: String, noting given: inout GivenIdentity) -> RequestHeadFault? {
         var contentLengths = 0, transferEncodings = 0, hosts = 0, lengthIsDecimal = true
         var fieldFault: RequestHeadFault?
         forEachField { name, value in
@@ -104,6 +111,10 @@ extension HTTPHeaders {
                 return true
             case (17, UInt8(ascii: "t")) where name.caseInsensitiveEquals(Self.bytes("Transfer-Encoding")):
                 transferEncodings += 1
+            case (11, UInt8(ascii: "t")), (12, UInt8(ascii: "x")):
+                // `traceparent`, `X-Request-Id`, or another name, which is checked as any other.
+                given.read(name: name, value: value)
+                fallthrough
             default:
                 guard Self.isToken(name) else {
                     fieldFault = .fieldNameNotAToken
@@ -120,7 +131,14 @@ extension HTTPHeaders {
             }
             return true
         }
-        if let fieldFault { return fieldFault }
+        if let fieldFault {
+            // The pass stopped at the fault; the ids after it still name the refusal.
+            forEachField { name, value in
+                given.read(name: name, value: value)
+                return true
+            }
+            return fieldFault
+        }
         if contentLengths > 1 { return .severalContentLengths }
         if !lengthIsDecimal { return .malformedContentLength }
         if hosts > 1 { return .severalHosts }
