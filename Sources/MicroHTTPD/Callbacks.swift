@@ -29,7 +29,8 @@ private func handle(
                               version: HTTPTokens.version(version))
         collectHeaders(of: connection, into: &context.pointee.headers)
         requestContext.pointee = UnsafeMutableRawPointer(context)
-        if let fault = context.pointee.headFault() {
+        var declaredLength: Int?
+        if let fault = context.pointee.headFault(declaredLength: &declaredLength) {
             // Refused before a byte of the body is read, the responder never
             // asked, and the connection closed after the answer: whatever
             // followed the head is never read as a request. (libmicrohttpd
@@ -40,8 +41,8 @@ private func handle(
             return queue(dispatcher.responder.refusal(of: fault), on: connection, context: context,
                          dispatcher: dispatcher, closing: true)
         }
-        if let declared = MHD_lookup_connection_value(connection, .HEADER_KIND, "Content-Length"),
-           HTTPTokens.exceeds(declared, dispatcher.maxBodyBytes) {
+        // Read in the head's pass: asking libmicrohttpd walks its fields once more.
+        if let declaredLength, declaredLength > dispatcher.maxBodyBytes {
             context.pointee.isBodyTooLarge = true
         }
         // Counted before the stop flag is read (the stop sets the flag before

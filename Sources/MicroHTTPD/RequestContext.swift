@@ -60,9 +60,10 @@ struct RequestContext {
     }
 
     /// The reason to refuse the request's head, if any (see
-    /// ``HTTPHeaders/headFault(version:)``); notes its own ids on the way.
-    mutating func headFault() -> RequestHeadFault? {
-        headers.headFault(version: version, noting: &givenIdentity)
+    /// ``HTTPHeaders/headFault(version:)``); notes its own ids on the way,
+    /// and the length its `Content-Length` declares.
+    mutating func headFault(declaredLength: inout Int?) -> RequestHeadFault? {
+        headers.headFault(version: version, noting: &givenIdentity, declaredLength: &declaredLength)
     }
 
     /// Buffers above this many bytes are let go between requests, so one

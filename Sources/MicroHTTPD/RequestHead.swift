@@ -91,13 +91,16 @@ extension HTTPHeaders {
     /// scanned once for CR and LF; `Transfer-Encoding` values are read
     /// further only when present.
     public func headFault(version: String) -> RequestHeadFault? {
-        var given = GivenIdentity()
-        return headFault(version: version, noting: &given)
+        var given = GivenIdentity(), declaredLength: Int?
+        return headFault(version: version, noting: &given, declaredLength: &declaredLength)
     }
 
-    /// ``headFault(version:)``, reading the request's own ids on the way:
-    /// the pass looks at every name anyway.
-    func headFault(version: String, noting given: inout GivenIdentity) -> RequestHeadFault? {
+    /// ``headFault(version:)``, reading on the way what the server needs
+    /// of the head besides (the pass looks at every name anyway): the
+    /// request's own ids, and the first `Content-Length` as a number (see
+    /// ``HTTPTokens/leadingDecimal(_:)``), nil without one.
+    func headFault(version: String, noting given: inout GivenIdentity,
+                   declaredLength: inout Int?) -> RequestHeadFault? {
         var contentLengths = 0, transferEncodings = 0, hosts = 0, lengthIsDecimal = true
         var fieldFault: RequestHeadFault?
         forEachField { name, value in
@@ -105,6 +108,7 @@ extension HTTPHeaders {
             case (4, UInt8(ascii: "h")) where name.caseInsensitiveEquals(Self.bytes("host")):
                 hosts += 1
             case (14, UInt8(ascii: "c")) where name.caseInsensitiveEquals(Self.bytes("Content-Length")):
+                if contentLengths == 0 { declaredLength = HTTPTokens.leadingDecimal(value) }
                 contentLengths += 1
                 // Digits and white space only: no CR or LF to look for.
                 lengthIsDecimal = lengthIsDecimal && Self.isDecimal(value)
