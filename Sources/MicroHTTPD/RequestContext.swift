@@ -44,16 +44,26 @@ struct RequestContext {
     /// Nil in a context made for one request.
     var connection: Unmanaged<OpenConnection>?
 
+    /// The request's own ids, read as its head is checked (``headFault()``).
+    var givenIdentity = GivenIdentity()
+
     /// Made request ids on this connection: its prefix, and its requests
     /// counted (see ``RequestIdentity``). Kept by ``reset()``.
     private let idPrefix = RequestIdentity.connectionPrefix()
     private var requestNumber: UInt64 = 0
 
     /// The current request's identity, from its fields or made. Mutating
-    /// only so that, reached through the context's pointer, it reads the
-    /// fields in place rather than a copy of the whole context.
+    /// only so that, reached through the context's pointer, it reads in
+    /// place rather than from a copy of the whole context.
     mutating func currentIdentity() -> RequestIdentity {
-        RequestIdentity(headers: headers, prefix: idPrefix, number: requestNumber)
+        RequestIdentity(given: givenIdentity, prefix: idPrefix, number: requestNumber)
+    }
+
+    /// The reason to refuse the request's head, if any (see
+    /// ``HTTPHeaders/headFault(version:)``); notes its own ids on the way,
+    /// and the length its `Content-Length` declares.
+    mutating func headFault(declaredLength: inout Int?) -> RequestHeadFault? {
+        headers.headFault(version: version, noting: &givenIdentity, declaredLength: &declaredLength)
     }
 
     /// Buffers above this many bytes are let go between requests, so one
@@ -76,6 +86,7 @@ struct RequestContext {
         path.removeAll(keepingCapacity: path.capacity <= Self.keptCapacity)
         version = ""
         headers.removeAll(keepingCapacity: headers.byteCapacity <= Self.keptCapacity)
+        if !givenIdentity.isEmpty { givenIdentity = GivenIdentity() }
         if !body.isEmpty { body.removeAll(keepingCapacity: body.capacity <= Self.keptCapacity) }
         isBodyTooLarge = false
         pending = nil
