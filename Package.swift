@@ -149,6 +149,11 @@ let package = Package(
         // generator, the API asked in this process, a store that answers later.
         // No test framework in it, so the fuzz binary can link it.
         .target(name: "TopChromeTesting", dependencies: ["MicroHTTPD", "TopChromeCore", "StoreParts"]),
+        // The API's contract as every transport's tests ask it: the API in
+        // this process on either store path, and the checks of its answers.
+        .target(name: "ContractTestSupport",
+                dependencies: ["TopChromeTesting", "TopChromeAPI", "MemorySessionStore", "StoreParts", "TopChromeCore"],
+                path: "Tests/ContractTestSupport"),
         .testTarget(name: "TopChromeTestingTests",
                     dependencies: ["TopChromeTesting", "TopChromeCore", "TopChromeAPI", "StoreParts", "MemorySessionStore"]),
 
@@ -168,11 +173,12 @@ let package = Package(
         ),
         .testTarget(name: "TopChromeAPITests",
                     dependencies: ["TopChromeAPI", "StoreParts", "MemorySessionStore", "StrictJSON", "TopChromeCore", "TopChromeTesting",
-                                   "COpenSSL"]),
+                                   "COpenSSL", "ContractTestSupport"]),
         .testTarget(name: "TopChromeAppTests", dependencies: ["TopChromeApp", "TopChromeAPI", "StrictJSON", "TopChromeTesting"]),
         .testTarget(
             name: "LiveServerTests",
-            dependencies: ["TopChromeApp", "MicroHTTPD", "topchrome", "Redis", "RedisTestSupport", "TopChromeTesting"]
+            dependencies: ["TopChromeApp", "TopChromeAPI", "TopChromeCore", "MemorySessionStore", "MicroHTTPD", "topchrome", "Redis",
+                           "RedisTestSupport", "TopChromeTesting", "ContractTestSupport"]
         ),
         .testTarget(
             name: "TopChromeClientTests",
