@@ -29,9 +29,9 @@ public struct InProcessClient: ContractClient, Sendable {
 
     /// The responder's own answer, once decided: complete, or a stream.
     public func answer(_ method: String, _ path: String, headers: [(String, String)] = [],
-                       body: [UInt8] = []) throws -> HTTPResponse {
+                       body: [UInt8] = []) throws -> MicroHTTPDResponse {
         let tooLarge = body.count > maxBodyBytes
-        let request = HTTPRequest(method: method, path: path, headers: HTTPHeaders(headers),
+        let request = MicroHTTPDRequest(method: method, path: path, headers: HTTPHeaders(headers),
                                   body: tooLarge ? [] : body, isBodyTooLarge: tooLarge)
         let response = responder.respond(to: request)
         guard let pending = response.pending else { return response }
