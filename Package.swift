@@ -158,6 +158,11 @@ let package = Package(
         // generator, the API asked in this process, a store that answers later.
         // No test framework in it, so the fuzz binary can link it.
         .target(name: "TopChromeTesting", dependencies: ["MicroHTTPD", "TopChromeCore", "LaterAnswers"]),
+        // The API's contract as every transport's tests ask it: the API in
+        // this process on either store path, and the checks of its answers.
+        .target(name: "ContractTestSupport",
+                dependencies: ["TopChromeTesting", "TopChromeAPI", "MemorySessionStore", "TopChromeCore"],
+                path: "Tests/ContractTestSupport"),
         .testTarget(name: "TopChromeTestingTests",
                     dependencies: ["TopChromeTesting", "TopChromeCore", "TopChromeAPI", "MemorySessionStore"]),
 
@@ -178,11 +183,12 @@ let package = Package(
         ),
         .testTarget(name: "TopChromeAPITests",
                     dependencies: ["TopChromeAPI", "RuleStatistics", "MemorySessionStore", "StrictJSON", "TopChromeCore", "TopChromeTesting",
-                                   "COpenSSL"]),
+                                   "COpenSSL", "ContractTestSupport"]),
         .testTarget(name: "TopChromeServerTests", dependencies: ["TopChromeServer", "TopChromeAPI", "StrictJSON", "TopChromeTesting"]),
         .testTarget(
             name: "LiveServerTests",
-            dependencies: ["TopChromeServer", "MicroHTTPD", "topchrome", "Redis", "RedisTestSupport", "TopChromeTesting"]
+            dependencies: ["TopChromeServer", "TopChromeAPI", "TopChromeCore", "MemorySessionStore", "MicroHTTPD", "topchrome", "Redis",
+                           "RedisTestSupport", "TopChromeTesting", "ContractTestSupport"]
         ),
         .testTarget(
             name: "TopChromeClientTests",

@@ -53,7 +53,7 @@ if (( $(ulimit -n) < need )); then
 fi
 
 echo "building the client (gcc) and the release server"
-gcc -O2 -std=gnu11 -Wall -Wextra -Werror -o "$out/fanout" Benchmarks/fanout/fanout.c
+gcc -O2 -std=gnu11 -Wall -Wextra -Werror -o "$out/fanout" Benchmarks/fanout/fanout.c Benchmarks/fanout/measure.c Benchmarks/fanout/control.c Benchmarks/fanout/figures.c
 swift build -c release --product topchrome >"$out/swift-build.log" 2>&1 \
   || { cat "$out/swift-build.log" >&2; exit 1; }
 

@@ -49,7 +49,7 @@ done
 swift build -c release --product topchrome >/dev/null
 binary=.build/release/topchrome
 work=$(mktemp -d)
-gcc -O2 -std=gnu11 -Wall -Wextra -Werror -o "$work/fanout" Benchmarks/fanout/fanout.c
+gcc -O2 -std=gnu11 -Wall -Wextra -Werror -o "$work/fanout" Benchmarks/fanout/fanout.c Benchmarks/fanout/measure.c Benchmarks/fanout/control.c Benchmarks/fanout/figures.c
 export BENCH_LUA_DIR="$PWD/Benchmarks/wrk"
 
 source scripts/server.sh

@@ -8,7 +8,7 @@
 /// state does.
 struct RequestContext {
     private(set) var method = ""
-    /// The target's path (see ``HTTPRequest/pathBytes``), in a buffer each request reuses.
+    /// The target's path (see ``MicroHTTPDRequest/pathBytes``), in a buffer each request reuses.
     private(set) var path: [UInt8] = []
     private(set) var version = ""
     private(set) var startedAt = ContinuousClock.now
@@ -99,12 +99,12 @@ struct RequestContext {
     /// The request for the responder. Its buffers are moved into it, not
     /// shared (sharing is a retain and a release each); ``takeBack(_:)``
     /// moves them back once the responder has answered.
-    mutating func lendRequest() -> HTTPRequest {
+    mutating func lendRequest() -> MicroHTTPDRequest {
         var lentPath: [UInt8] = [], lentHeaders = HTTPHeaders(), lentBody: [UInt8] = []
         swap(&path, &lentPath)
         swap(&headers, &lentHeaders)
         swap(&body, &lentBody)
-        return HTTPRequest(method: method, pathBytes: lentPath, version: version, headers: lentHeaders, body: lentBody,
+        return MicroHTTPDRequest(method: method, pathBytes: lentPath, version: version, headers: lentHeaders, body: lentBody,
                            isBodyTooLarge: isBodyTooLarge)
     }
 
@@ -122,7 +122,7 @@ struct RequestContext {
         connection?._withUnsafeGuaranteedRef { $0.answering() } ?? true
     }
 
-    mutating func takeBack(_ request: inout HTTPRequest) {
+    mutating func takeBack(_ request: inout MicroHTTPDRequest) {
         swap(&path, &request.pathBytes)
         swap(&headers, &request.headers)
         swap(&body, &request.body)

@@ -58,7 +58,7 @@ final class CreationRateLimit: MetricsFamilies, @unchecked Sendable {
         case limited(retryAfter: Int)
     }
 
-    /// Takes one creation from the bucket of `client` (as ``HTTPRequest/client``
+    /// Takes one creation from the bucket of `client` (as ``MicroHTTPDRequest/client``
     /// gives it; nil, or text that is no address, shares one bucket).
     func take(for client: String?, at now: ContinuousClock.Instant = .now) -> Decision {
         let key = client.flatMap(ClientAddress.init)?.subscriberBlock

@@ -217,8 +217,8 @@ final class CapturedLog {
         let log = CapturedLog(.text, clock: clock)
         let recorder = ExchangeRecorder(metrics: ServiceMetrics(), logger: log.logger)
         @discardableResult
-        func record(_ method: String, _ path: String, reportedPath: String) -> HTTPResponse {
-            let response = service.api.respond(to: HTTPRequest(method: method, path: path,
+        func record(_ method: String, _ path: String, reportedPath: String) -> MicroHTTPDResponse {
+            let response = service.api.respond(to: MicroHTTPDRequest(method: method, path: path,
                                                               headers: HTTPHeaders([("Host", "x")])))
             recorder.completed(HTTPExchange(method: method, path: reportedPath, endpoint: response.endpoint,
                                             status: response.status, bodyBytes: response.body.count,

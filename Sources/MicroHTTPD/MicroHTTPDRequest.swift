@@ -3,7 +3,7 @@ import Glibc
 #endif
 
 /// One HTTP request, read in full, as the server hands it to a ``HTTPResponder``.
-public struct HTTPRequest: Sendable {
+public struct MicroHTTPDRequest: Sendable {
     /// The request method as sent, e.g. `GET`.
     public var method: String
     /// The path of the request target as sent (of an absolute-form target,

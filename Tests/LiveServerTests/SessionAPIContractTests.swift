@@ -1,13 +1,17 @@
+import ContractTestSupport
+import ContractTestSupport
+import Foundation
 import Testing
 import TopChromeTesting
 
-/// The v1 API's contract for reading and changing sessions, asked in this
-/// process on a store that answers at once and on one that answers later.
-/// What only HTTP shows (framing, lengths, connections) stays in the live tests.
+/// The v1 API's contract for reading and changing sessions, asked on every
+/// transport (``ContractTransport``): in this process on a store that
+/// answers at once and on one that answers later, and over loopback HTTP.
+/// What only a socket shows (framing, lengths, connections) is in the live tests.
 @Suite struct SessionAPIContractTests {
-    @Test(arguments: StoreUnderTest.allCases)
-    func createWithoutBody(_ store: StoreUnderTest) throws {
-        let api = ContractFixture(store)
+    @Test(arguments: ContractTransport.allCases)
+    func createWithoutBody(_ transport: ContractTransport) throws {
+        let api = try ContractAPI(transport)
         let response = try api.client.request("POST", "/v1/sessions")
         #expect(response.status == 201)
         #expect(response.header("Content-Type") == "application/json")
@@ -22,9 +26,9 @@ import TopChromeTesting
         #expect(body.count == 4)
     }
 
-    @Test(arguments: StoreUnderTest.allCases)
-    func createWithInsetAndRead(_ store: StoreUnderTest) throws {
-        let api = ContractFixture(store)
+    @Test(arguments: ContractTransport.allCases)
+    func createWithInsetAndRead(_ transport: ContractTransport) throws {
+        let api = try ContractAPI(transport)
         let id = try api.createSession(inset: 47.5)
         let got = try api.client.request("GET", "/v1/sessions/\(id)")
         #expect(got.status == 200)
@@ -33,13 +37,18 @@ import TopChromeTesting
         #expect(try got.json["id"] as? String == id)
         let head = try api.client.request("HEAD", "/v1/sessions/\(id)")
         #expect(head.status == 200)
+        #expect(head.etagVersion == 1)
         #expect(head.header("ETag") == got.header("ETag"))
+
+        let inset59 = try api.client.json("POST", "/v1/sessions", #"{"inset": 59}"#)
+        #expect(inset59.status == 201)
+        #expect(try inset59.json["inset"] as? Int == 59)
     }
 
     /// HEAD of an event stream: its headers, and no watcher opened.
-    @Test(arguments: StoreUnderTest.allCases)
-    func headOfEventsOpensNoWatcher(_ store: StoreUnderTest) throws {
-        let api = ContractFixture(store)
+    @Test(arguments: ContractTransport.allCases)
+    func headOfEventsOpensNoWatcher(_ transport: ContractTransport) throws {
+        let api = try ContractAPI(transport)
         let id = try api.createSession()
         let head = try api.client.request("HEAD", "/v1/sessions/\(id)/events")
         #expect(head.status == 200)
@@ -47,9 +56,9 @@ import TopChromeTesting
         #expect(api.api.watcherCount == 0)
     }
 
-    @Test(arguments: StoreUnderTest.allCases)
-    func conditionalGet(_ store: StoreUnderTest) throws {
-        let api = ContractFixture(store)
+    @Test(arguments: ContractTransport.allCases)
+    func conditionalGet(_ transport: ContractTransport) throws {
+        let api = try ContractAPI(transport)
         let id = try api.createSession()
         let client = api.client
         let etag = try api.etag(id)
@@ -71,9 +80,9 @@ import TopChromeTesting
         #expect(try changed.json["isRevealed"] as? Bool == false)
     }
 
-    @Test(arguments: StoreUnderTest.allCases)
-    func ifMatchGuardsEveryChange(_ store: StoreUnderTest) throws {
-        let api = ContractFixture(store)
+    @Test(arguments: ContractTransport.allCases)
+    func ifMatchGuardsEveryChange(_ transport: ContractTransport) throws {
+        let api = try ContractAPI(transport)
         let id = try api.createSession()
         let client = api.client
         let stale = [("If-Match", "\"9\"")]
@@ -95,9 +104,9 @@ import TopChromeTesting
 
     /// A tag without its quotes is no entity tag: 400 saying how to send
     /// it, not a 412, for either field on every method.
-    @Test(arguments: StoreUnderTest.allCases)
-    func anUnquotedEntityTagIs400(_ store: StoreUnderTest) throws {
-        let api = ContractFixture(store)
+    @Test(arguments: ContractTransport.allCases)
+    func anUnquotedEntityTagIs400(_ transport: ContractTransport) throws {
+        let api = try ContractAPI(transport)
         let id = try api.createSession()
         let client = api.client
         for name in ["If-Match", "If-None-Match"] {
@@ -119,9 +128,9 @@ import TopChromeTesting
         #expect(try client.request("GET", "/v1/sessions/\(id)", headers: [("If-None-Match", "W/" + (try api.etag(id)))]).status == 304)
     }
 
-    @Test(arguments: StoreUnderTest.allCases)
-    func setInset(_ store: StoreUnderTest) throws {
-        let api = ContractFixture(store)
+    @Test(arguments: ContractTransport.allCases)
+    func setInset(_ transport: ContractTransport) throws {
+        let api = try ContractAPI(transport)
         let id = try api.createSession()
         let response = try api.client.json("PUT", "/v1/sessions/\(id)/inset", #"{"inset": 59}"#)
         #expect(response.status == 200)
@@ -132,9 +141,9 @@ import TopChromeTesting
     }
 
     /// Both axes: a horizontal report neither hides nor reveals.
-    @Test(arguments: StoreUnderTest.allCases)
-    func scrollFollowsTheRules(_ store: StoreUnderTest) throws {
-        let api = ContractFixture(store)
+    @Test(arguments: ContractTransport.allCases)
+    func scrollFollowsTheRules(_ transport: ContractTransport) throws {
+        let api = try ContractAPI(transport)
         let id = try api.createSession(inset: 59)
         func scroll(_ body: String) throws -> [String: Any] {
             let response = try api.client.json("POST", "/v1/sessions/\(id)/scroll", body)
@@ -151,11 +160,26 @@ import TopChromeTesting
         #expect(top["version"] as? Int == 5)
     }
 
+    @Test(arguments: ContractTransport.allCases)
+    func staleReportsAreIgnored(_ transport: ContractTransport) throws {
+        let api = try ContractAPI(transport)
+        let id = try api.createSession()
+        let client = api.client
+        let down = try client.json("POST", "/v1/sessions/\(id)/scroll", #"{"contentOffsetY": 400, "seq": 20}"#)
+        #expect(try down.json["isRevealed"] as? Bool == false)
+        let late = try client.json("POST", "/v1/sessions/\(id)/scroll", #"{"contentOffsetY": 0, "seq": 19}"#)
+        #expect(late.status == 200)
+        #expect(try late.json["isRevealed"] as? Bool == false)
+        #expect(try late.json["version"] as? Int == 2)
+        let newer = try client.json("POST", "/v1/sessions/\(id)/scroll", #"{"contentOffsetY": 0, "seq": 21}"#)
+        #expect(try newer.json["isRevealed"] as? Bool == true)
+    }
+
     /// A stale report is accepted (200, the current state) and counted in
     /// the answer, so a client whose seq went backwards notices.
-    @Test(arguments: StoreUnderTest.allCases)
-    func staleReportsAreIgnoredAndCounted(_ store: StoreUnderTest) throws {
-        let api = ContractFixture(store)
+    @Test(arguments: ContractTransport.allCases)
+    func staleReportsAreIgnoredAndCounted(_ transport: ContractTransport) throws {
+        let api = try ContractAPI(transport)
         let id = try api.createSession()
         let client = api.client
         let fresh = try client.json("POST", "/v1/sessions/\(id)/scroll", #"{"contentOffsetY": 500, "seq": 10}"#)
@@ -174,9 +198,9 @@ import TopChromeTesting
         #expect(try later.json["isRevealed"] as? Bool == true)
     }
 
-    @Test(arguments: StoreUnderTest.allCases)
-    func batchAnswersTheStateAfterAll(_ store: StoreUnderTest) throws {
-        let api = ContractFixture(store)
+    @Test(arguments: ContractTransport.allCases)
+    func batchAnswersTheStateAfterAll(_ transport: ContractTransport) throws {
+        let api = try ContractAPI(transport)
         let id = try api.createSession()
         let response = try api.client.json("POST", "/v1/sessions/\(id)/scroll",
             #"[{"contentOffsetY": 500, "seq": 1}, {"contentOffsetY": 0, "seq": 3}, {"contentOffsetY": 900, "seq": 2}]"#)
@@ -185,9 +209,9 @@ import TopChromeTesting
         #expect(try response.json["version"] as? Int == 3)
     }
 
-    @Test(arguments: StoreUnderTest.allCases)
-    func disappearAndDelete(_ store: StoreUnderTest) throws {
-        let api = ContractFixture(store)
+    @Test(arguments: ContractTransport.allCases)
+    func disappearAndDelete(_ transport: ContractTransport) throws {
+        let api = try ContractAPI(transport)
         let id = try api.createSession()
         let client = api.client
         try client.json("POST", "/v1/sessions/\(id)/scroll", #"{"contentOffsetY": 500}"#)
@@ -205,9 +229,9 @@ import TopChromeTesting
         try expectProblem(try client.request("DELETE", "/v1/sessions/\(id)"), 404)
     }
 
-    @Test(arguments: StoreUnderTest.allCases)
-    func sessionCapIs503WithRetryAfter(_ store: StoreUnderTest) throws {
-        let api = ContractFixture(store, capacity: 2)
+    @Test(arguments: ContractTransport.allCases)
+    func sessionCapIs503WithRetryAfter(_ transport: ContractTransport) throws {
+        let api = try ContractAPI(transport, capacity: 2)
         _ = try api.createSession()
         let kept = try api.createSession()
         let refused = try api.client.request("POST", "/v1/sessions")
@@ -217,13 +241,21 @@ import TopChromeTesting
         #expect(try api.client.request("POST", "/v1/sessions").status == 201)
     }
 
-    @Test(arguments: StoreUnderTest.allCases)
-    func healthAndReadiness(_ store: StoreUnderTest) throws {
-        let api = ContractFixture(store)
+    @Test(arguments: ContractTransport.allCases)
+    func healthReadinessAndSpec(_ transport: ContractTransport) throws {
+        let api = try ContractAPI(transport)
         let health = try api.client.request("GET", "/healthz")
         #expect(health.status == 200)
         #expect(try health.json["status"] as? String == "ok")
         #expect(try api.client.request("GET", "/readyz").status == 200)
+
+        let spec = try api.client.request("GET", "/openapi.yaml")
+        #expect(spec.status == 200)
+        #expect(spec.header("Content-Type") == "application/yaml")
+        let file = try Data(contentsOf: packageRoot.appendingPathComponent("openapi.yaml"))
+        let identical = spec.body == Array(file)  // not inside #expect: it would print both documents
+        #expect(identical, "served byte for byte (\(spec.body.count) bytes served, \(file.count) in the file)")
+
         api.api.isReady = false
         let stopping = try api.client.request("GET", "/readyz")
         try expectProblem(stopping, 503)

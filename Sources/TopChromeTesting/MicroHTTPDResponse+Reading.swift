@@ -3,7 +3,7 @@ import MicroHTTPD
 /// What a test or the fuzz harness reads of an answer the API gave at once.
 /// An answer that comes later has no status yet (asking for one traps) and
 /// no fields yet; only a complete answer has a body.
-extension HTTPResponse {
+extension MicroHTTPDResponse {
     public var status: Int {
         switch self {
         case let .complete(response): response.status

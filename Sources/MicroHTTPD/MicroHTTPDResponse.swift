@@ -2,11 +2,11 @@
 /// or an answer that comes later. The server adds `Content-Length` and `Date`
 /// itself and leaves the body out for `HEAD` requests and 304 responses
 /// (still stating its length, as for the 200 they stand for).
-public enum HTTPResponse: Sendable {
+public enum MicroHTTPDResponse: Sendable {
     case complete(CompleteResponse)
     case stream(StreamingResponse)
     /// No answer yet: the request waits, holding no thread, until the
-    /// pending response is completed. `endpoint`: see ``HTTPResponse/endpoint``.
+    /// pending response is completed. `endpoint`: see ``MicroHTTPDResponse/endpoint``.
     case later(PendingResponse, endpoint: Int? = nil)
 
     /// A complete response.
@@ -15,7 +15,7 @@ public enum HTTPResponse: Sendable {
     }
 
     /// A response whose body is `stream`.
-    public static func streaming(status: Int, headers: HTTPHeaders, stream: ResponseStream) -> HTTPResponse {
+    public static func streaming(status: Int, headers: HTTPHeaders, stream: ResponseStream) -> MicroHTTPDResponse {
         .stream(StreamingResponse(status: status, headers: headers, stream: stream))
     }
 
@@ -60,7 +60,7 @@ public struct CompleteResponse: Sendable {
     public var status: Int
     public var headers: HTTPHeaders
     public var body: [UInt8]
-    /// See ``HTTPResponse/endpoint``; an answer that came later may know more
+    /// See ``MicroHTTPDResponse/endpoint``; an answer that came later may know more
     /// than the request did (e.g. the id of a session it created).
     public var endpoint: Int?
 
@@ -76,7 +76,7 @@ public struct StreamingResponse: Sendable {
     public var status: Int
     public var headers: HTTPHeaders
     public var stream: ResponseStream
-    /// See ``HTTPResponse/endpoint``.
+    /// See ``MicroHTTPDResponse/endpoint``.
     public var endpoint: Int?
 
     public init(status: Int, headers: HTTPHeaders, stream: ResponseStream) {
@@ -92,7 +92,7 @@ enum DecidedResponse: Sendable {
     case stream(StreamingResponse)
 
     /// nil for a response that is still to come.
-    init?(_ response: HTTPResponse) {
+    init?(_ response: MicroHTTPDResponse) {
         switch response {
         case let .complete(response): self = .complete(response)
         case let .stream(response): self = .stream(response)
@@ -101,7 +101,7 @@ enum DecidedResponse: Sendable {
     }
 
     /// The same answer as the server's callers see it.
-    var answer: HTTPResponse {
+    var answer: MicroHTTPDResponse {
         switch self {
         case let .complete(response): .complete(response)
         case let .stream(response): .stream(response)
@@ -131,14 +131,14 @@ enum DecidedResponse: Sendable {
 /// must be safe to share; it should not block, since a blocked call holds
 /// one of the server's few threads.
 public protocol HTTPResponder: Sendable {
-    func respond(to request: HTTPRequest) -> HTTPResponse
+    func respond(to request: MicroHTTPDRequest) -> MicroHTTPDResponse
 
     /// ``respond(to:)`` with room to write the answer in: the buffers of the
     /// connection's last response, emptied. A responder that takes them
     /// answers a keep-alive client without allocating per response; the
     /// server takes the response's buffers back once libmicrohttpd has
     /// copied the answer.
-    func respond(to request: HTTPRequest, reusing buffers: inout ResponseBuffers) -> HTTPResponse
+    func respond(to request: MicroHTTPDRequest, reusing buffers: inout ResponseBuffers) -> MicroHTTPDResponse
 
     /// The answer to a request that arrives while the server stops (a new
     /// request on a kept-alive connection, a wait that stopping cuts short).
@@ -159,12 +159,12 @@ public struct HTTPExchange: Sendable {
         get { String(decoding: pathBytes, as: UTF8.self) }
         set { pathBytes = Array(newValue.utf8) }
     }
-    /// ``path`` as the bytes that came (see ``HTTPRequest/pathBytes``).
+    /// ``path`` as the bytes that came (see ``MicroHTTPDRequest/pathBytes``).
     public var pathBytes: [UInt8]
     /// Who asked: the peer's address, or behind a trusted proxy the client
     /// it names in `X-Forwarded-For`; nil if the socket named none.
     public var client: String?
-    /// The ``HTTPResponse/endpoint`` the responder gave; nil if it gave none
+    /// The ``MicroHTTPDResponse/endpoint`` the responder gave; nil if it gave none
     /// or never saw the request (refused early).
     public var endpoint: Int?
     public var status: Int
@@ -242,7 +242,7 @@ public struct ResponseBuffers: Sendable {
 }
 
 extension HTTPResponder {
-    public func respond(to request: HTTPRequest, reusing buffers: inout ResponseBuffers) -> HTTPResponse {
+    public func respond(to request: MicroHTTPDRequest, reusing buffers: inout ResponseBuffers) -> MicroHTTPDResponse {
         respond(to: request)
     }
 
