@@ -103,12 +103,15 @@ public struct Problem: Codable, Sendable, Hashable {
     public var title: String?
     public var status: Int
     public var detail: String?
+    /// With a 413 (`urn:topchrome:problem:content-too-large`): the largest body the service takes.
+    public var maxBodyBytes: Int?
 
-    public init(type: String? = nil, title: String? = nil, status: Int, detail: String? = nil) {
+    public init(type: String? = nil, title: String? = nil, status: Int, detail: String? = nil, maxBodyBytes: Int? = nil) {
         self.type = type
         self.title = title
         self.status = status
         self.detail = detail
+        self.maxBodyBytes = maxBodyBytes
     }
 }
 
@@ -130,6 +133,9 @@ public enum TopChromeError: Error, Sendable, Hashable, CustomStringConvertible {
     /// A value the API cannot take (a non-finite offset or inset): refused
     /// before anything is sent.
     case invalidValue(String)
+    /// An outage outlasted `Configuration.maximumQueuedReports`: this many
+    /// of the oldest reports were dropped unsent.
+    case reportsDropped(Int)
 
     public var description: String {
         switch self {
@@ -139,6 +145,7 @@ public enum TopChromeError: Error, Sendable, Hashable, CustomStringConvertible {
         case let .transport(reason): "no answer: \(reason)"
         case let .malformedResponse(reason): "malformed response: \(reason)"
         case let .invalidValue(reason): "invalid value: \(reason)"
+        case let .reportsDropped(count): "\(count) of the oldest reports were dropped: more waited than the client keeps"
         }
     }
 }

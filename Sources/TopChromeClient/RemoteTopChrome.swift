@@ -3,8 +3,9 @@ import TopChromeCore
 
 /// The top chrome of one screen, kept by the service: put it next to the
 /// outer vertical scroll view, report its geometry, read `inset`,
-/// `isRevealed` and `collapsedFraction` anywhere, and `connection` and
-/// `lastError` to show when the mirror is not live. Properties change on
+/// `isRevealed` and `collapsedFraction` anywhere, `connection` and
+/// `lastError` to show when the mirror is not live, and `lastReportError`
+/// and `reportsLost` to show reports that never reached the service. Properties change on
 /// the main actor, and only when their value does, so a view reading
 /// `isRevealed` redraws on flips only.
 ///
@@ -29,11 +30,18 @@ import TopChromeCore
     public private(set) var behavior: RevealBehavior = .revealAtTop
     /// Whether `inset` and `isRevealed` are live, being retried, or stopped.
     public private(set) var connection: ConnectionState = .stopped
-    /// Why the mirror is not live, or why a report failed: `.sessionGone`
+    /// Why the mirror is not live (or a `disappear` failed): `.sessionGone`
     /// (deleted, or expired after the service's idle TTL), `.rejected`
     /// (a 401 with a wrong token, say), `.unavailable` (503, 429), or
     /// `.transport` (offline). Cleared when the stream is live again.
     public private(set) var lastError: TopChromeError?
+    /// Why the last reports that failed for good never reached the service
+    /// (refused, out of reach past `reportRetention`, dropped past
+    /// `maximumQueuedReports`); kept apart from `lastError`, which a
+    /// reconnection clears, and cleared only when a report arrives.
+    public var lastReportError: TopChromeError? { news.lastReportError }
+    /// How many reports never reached the service, since this object was made.
+    public var reportsLost: Int { news.reportsLost }
     /// The session followed; replaced by the one `onSessionGone` gives.
     public private(set) var session: ChromeSession
 
@@ -46,8 +54,8 @@ import TopChromeCore
     /// Reports and disappearances in the order the view made them, and the
     /// prediction; one task hands them to the session.
     @ObservationIgnored private let outbox: ReportOutbox
-    /// Where the sessions' failures wait for this object (see `FailureRelay`).
-    @ObservationIgnored private let failures = FailureRelay()
+    /// Where the sessions' news wait for this object (see `SessionNewsRelay`).
+    @ObservationIgnored private let news: SessionNewsRelay
 
     /// Until the first state arrives: no inset, island shown, as at the top.
     public init(session: ChromeSession) {
@@ -55,7 +63,8 @@ import TopChromeCore
         inset = 0
         isRevealed = true
         outbox = ReportOutbox(session: session)
-        observeFailures(of: session)
+        news = SessionNewsRelay(following: session)
+        observe(session)
     }
 
     deinit {
@@ -69,11 +78,13 @@ import TopChromeCore
     public func follow() async {
         // The relay holds this object only while it follows (which holds it
         // anyway), so the session never keeps it alive afterwards.
-        failures.target = self
-        if let missed = failures.takeMissed() { lastError = missed }
+        news.target = self
+        let (missed, lost) = news.takeMissed()
+        if let missed { lastError = missed }
+        forget(lost)
         defer {
             connection = .stopped
-            failures.target = nil
+            news.target = nil
         }
         while !Task.isCancelled {
             connection = .connecting
@@ -155,7 +166,7 @@ import TopChromeCore
         // One the service would refuse moves nothing here either.
         if let reason = ChromeSession.refusal(contentOffsetY: contentOffsetY, contentInsetTop: contentInsetTop,
                                               contentHeight: contentHeight, viewportHeight: viewportHeight) {
-            lastError = .invalidValue(reason)
+            news.refused(.invalidValue(reason))
             return
         }
         let report = ScrollReport(contentOffsetY: contentOffsetY, contentInsetTop: contentInsetTop, phase: phase,
@@ -185,9 +196,35 @@ import TopChromeCore
         return try await session.setBehavior(behavior, collapsibleHeight: collapsibleHeight, snap: snap)
     }
 
+    /// Sets the inset, after every report and change made before it.
+    @discardableResult
+    public func setInset(_ inset: Double) async throws -> ChromeState {
+        await outbox.drain()
+        return try await session.setInset(inset)
+    }
+
+    /// The service's state, read after every report and change made before this call.
+    public func state() async throws -> ChromeState {
+        await outbox.drain()
+        return try await session.state()
+    }
+
+    /// Deletes the session, after every report and change made before it.
+    public func delete() async throws {
+        await outbox.drain()
+        try await session.delete()
+    }
+
+    /// Returns when every report and change made before this call has been
+    /// sent or has failed; throws a report's failure since the last flush.
+    public func flush() async throws {
+        await outbox.drain()
+        try await session.flush()
+    }
+
     /// The app goes to the background: sends what is queued now and returns
     /// when it is sent (call it inside a background task). A failure is
-    /// kept in `lastError`.
+    /// kept in `lastReportError`.
     public func suspend() async {
         await outbox.drain()
         await session.suspend()
@@ -198,27 +235,34 @@ import TopChromeCore
         outbox.session = fresh
         outbox.prediction.reset()
         lastError = nil
-        observeFailures(of: fresh)
+        news.follow(fresh)
+        observe(fresh)
     }
 
-    /// Failed reports and commands queued without a caller (`disappear`)
-    /// show in `lastError`. Through the relay, not a weak reference: the
-    /// session outlives this object, and LeakSanitizer mistakes a weak
+    /// Reports lost or delivered, and commands queued without a caller
+    /// (`disappear`) that failed. Through the relay, not a weak reference:
+    /// the session outlives this object, and LeakSanitizer mistakes a weak
     /// reference's side table for a leak.
-    private func observeFailures(of session: ChromeSession) {
+    private func observe(_ session: ChromeSession) {
         // The session keeps this closure: it must not hold the session
         // (a cycle neither would leave), so it names it by identity.
-        let relay = failures, named = ObjectIdentifier(session)
-        let tell: @Sendable (TopChromeError) -> Void = { error in
-            Task { @MainActor in relay.tell(error, about: named) }
+        let relay = news, named = ObjectIdentifier(session)
+        let tell: @Sendable (SessionNews) -> Void = { news in
+            Task { @MainActor in relay.tell(news, about: named) }
         }
-        Task { await session.observeFailures(tell) }
+        Task { await session.observe(tell) }
     }
 
     /// A failure the relay hands on while this object follows.
-    fileprivate func failed(_ error: TopChromeError, in session: ObjectIdentifier) {
-        guard ObjectIdentifier(self.session) == session else { return }
+    fileprivate func failed(_ error: TopChromeError) {
         lastError = error
+    }
+
+    /// Reports that never reach the service leave the prediction.
+    fileprivate func forget(_ seqs: Set<UInt64>) {
+        guard !seqs.isEmpty else { return }
+        outbox.prediction.forget(seqs)
+        showPrediction()
     }
 
     private func apply(_ state: ChromeState) {
@@ -237,26 +281,55 @@ import TopChromeCore
     }
 }
 
-/// Hands a session's failures to its `RemoteTopChrome` while that follows,
-/// and keeps the newest for the next `follow()` otherwise. It holds the
-/// object only while it follows: a session, which the object holds, must
-/// not hold the object the rest of the time, or neither would ever be freed.
-@MainActor private final class FailureRelay {
-    var target: RemoteTopChrome?
-    private var missed: (TopChromeError, ObjectIdentifier)?
+/// Hands a session's news to its `RemoteTopChrome`, and keeps the count of
+/// lost reports whether it follows or not. It holds the object only while
+/// it follows: a session, which the object holds, must not hold the object
+/// the rest of the time, or neither would ever be freed.
+@MainActor @Observable private final class SessionNewsRelay {
+    @ObservationIgnored var target: RemoteTopChrome?
+    private(set) var lastReportError: TopChromeError?
+    private(set) var reportsLost = 0
+    /// The session whose news count; news of one left behind do not.
+    @ObservationIgnored private var current: ObjectIdentifier
+    @ObservationIgnored private var missed: TopChromeError?
+    @ObservationIgnored private var missedLost: Set<UInt64> = []
 
-    func tell(_ error: TopChromeError, about session: ObjectIdentifier) {
-        if let target {
-            target.failed(error, in: session)
-        } else {
-            missed = (error, session)
+    init(following session: ChromeSession) {
+        current = ObjectIdentifier(session)
+    }
+
+    func follow(_ session: ChromeSession) {
+        current = ObjectIdentifier(session)
+        missed = nil
+        missedLost = []
+    }
+
+    func tell(_ news: SessionNews, about session: ObjectIdentifier) {
+        guard session == current else { return }
+        switch news {
+        case let .reportsLost(error, seqs, count):
+            lastReportError = error
+            reportsLost += count
+            if let target { target.forget(Set(seqs)) } else { missedLost.formUnion(seqs) }
+        case .reportsDelivered:
+            if lastReportError != nil { lastReportError = nil }
+        case let .failed(error):
+            if let target { target.failed(error) } else { missed = error }
         }
     }
 
-    /// The newest failure told while nobody followed.
-    func takeMissed() -> TopChromeError? {
-        defer { missed = nil }
-        guard let (error, session) = missed, let target, ObjectIdentifier(target.session) == session else { return nil }
-        return error
+    /// A report refused before it was numbered (a value the service would refuse).
+    func refused(_ error: TopChromeError) {
+        lastReportError = error
+        reportsLost += 1
+    }
+
+    /// The newest failure, and the reports lost, told while nobody followed.
+    func takeMissed() -> (TopChromeError?, Set<UInt64>) {
+        defer {
+            missed = nil
+            missedLost = []
+        }
+        return (missed, missedLost)
     }
 }

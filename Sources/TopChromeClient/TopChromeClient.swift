@@ -27,6 +27,19 @@ public final class TopChromeClient: Sendable {
         /// newest. 50 ms is about one frame budget of the service: steady
         /// 120 Hz scrolling costs at most 20 requests a second.
         public var minimumSendInterval: Double = 0.05
+        /// The largest request body sent, in bytes: reports are batched
+        /// below it. The service's `--max-body-bytes` (64 KiB by default);
+        /// a session that meets a smaller one learns it from the 413's
+        /// `maxBodyBytes` and splits what it holds to fit.
+        public var maximumBodyBytes = 65_536
+        /// Seconds a report keeps being retried while the service is out of
+        /// reach (unreachable, 503, 429) before it counts as lost.
+        public var reportRetention: Double = 120
+        /// Reports a session keeps in order while they cannot be sent (an
+        /// outage): 16,384 is over two minutes of scrolling at 120 Hz.
+        /// Beyond it the oldest are dropped, each counted in
+        /// `RemoteTopChrome.reportsLost`, never silently.
+        public var maximumQueuedReports = 16_384
         /// States a slow reader of `states()` may fall behind by; beyond
         /// that the oldest are dropped (the newest state wins).
         public var stateBufferLimit = 16

@@ -73,7 +73,10 @@ extension SessionAPILiveTests {
         let report = Array(#"{"contentOffsetY": 300}"#.utf8)
         let exact = report + [UInt8](repeating: UInt8(ascii: " "), count: 4096 - report.count)
         #expect(try client.request("POST", "/v1/sessions/\(id)/scroll", body: exact).status == 200)
-        try expectProblem(try client.request("POST", "/v1/sessions/\(id)/scroll", body: exact + [32]), 413)
+        let tooLarge = try client.request("POST", "/v1/sessions/\(id)/scroll", body: exact + [32])
+        try expectProblem(tooLarge, 413)
+        #expect(try tooLarge.json["type"] as? String == "urn:topchrome:problem:content-too-large", "\(tooLarge.text)")
+        #expect(try tooLarge.json["maxBodyBytes"] as? Int == 4096, "the limit is named, for a client to split by")
         #expect(try state(id, client)["version"] as? Int == 2)
     }
 
