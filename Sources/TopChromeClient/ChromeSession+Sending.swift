@@ -215,7 +215,7 @@ extension ChromeSession {
     func failReport(_ error: any Error, seqs: [UInt64], count: Int) {
         reportFailure = error
         client.log("session \(id): \(count) report(s) lost: \(error)")
-        let reason = error as? TopChromeError ?? .transport("\(error)")
+        let reason = error as? TopChromeError ?? .transport(error)
         tell(.reportsLost(reason, seqs: seqs, count: count))
     }
 
@@ -224,7 +224,7 @@ extension ChromeSession {
     }
 
     func tell(_ news: SessionNews) {
-        for observe in observers { observe(news) }
+        for observe in observers.values { observe(news) }
     }
 
     static func duration(seconds value: Double) -> Duration {

@@ -56,7 +56,8 @@ public actor ChromeSession {
     var ending: TopChromeError?
     /// A report that failed, for the next `flush` to throw.
     var reportFailure: (any Error)?
-    var observers: [@Sendable (SessionNews) -> Void] = []
+    /// Who hears of the reports' fate, by the key they stop hearing by.
+    var observers: [ObjectIdentifier: @Sendable (SessionNews) -> Void] = [:]
     /// The largest body sent: the configured one until a 413 names the service's.
     var bodyLimit: Int
     /// The reports of the batch being sent (and retried), which count
@@ -203,8 +204,12 @@ public actor ChromeSession {
 
     /// `observe` hears of every batch of reports delivered or lost, and of
     /// failures nobody waits for (the session's end included).
-    func observe(_ observe: @escaping @Sendable (SessionNews) -> Void) {
-        observers.append(observe)
+    func observe(as key: ObjectIdentifier, _ observe: @escaping @Sendable (SessionNews) -> Void) {
+        observers[key] = observe
+    }
+
+    func stopObserving(_ key: ObjectIdentifier) {
+        observers[key] = nil
     }
 
     /// A state seen anywhere (an answer, the event stream): reports are

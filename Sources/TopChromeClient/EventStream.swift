@@ -179,7 +179,7 @@ struct StateFollower: Sendable {
             } catch {
                 // The connection failed or was cut: reconnect, unless the reader left.
                 try Task.checkCancellation()
-                interruption = .transport(error.localizedDescription)
+                interruption = .transport(error)
             }
             if let connectedAt, ContinuousClock.now - connectedAt >= .seconds(client.configuration.stableConnectionInterval) {
                 retry = 0

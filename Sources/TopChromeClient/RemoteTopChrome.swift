@@ -1,3 +1,4 @@
+import Foundation
 import Observation
 import TopChromeCore
 
@@ -51,11 +52,17 @@ import TopChromeCore
     @ObservationIgnored public var onSessionGone: (@MainActor () async -> ChromeSession?)?
 
     @ObservationIgnored private var following: Task<Void, Never>?
+    /// The task reading the stream now, which `reconnect()` ends.
+    @ObservationIgnored private var reading: Task<Void, Never>?
+    /// Set by `reconnect()`: the stream that ends opens again at once.
+    @ObservationIgnored private var reconnecting = false
     /// Reports and disappearances in the order the view made them, and the
     /// prediction; one task hands them to the session.
     @ObservationIgnored private let outbox: ReportOutbox
     /// Where the sessions' news wait for this object (see `SessionNewsRelay`).
     @ObservationIgnored private let news: SessionNewsRelay
+    /// The session the relay hears, for `deinit`, which runs off the main actor.
+    @ObservationIgnored private nonisolated let observed: ObservedSession
 
     /// Until the first state arrives: no inset, island shown, as at the top.
     public init(session: ChromeSession) {
@@ -64,11 +71,16 @@ import TopChromeCore
         isRevealed = true
         outbox = ReportOutbox(session: session)
         news = SessionNewsRelay(following: session)
+        observed = ObservedSession(session)
         observe(session)
     }
 
+    /// The session may live on (another screen follows it): it stops
+    /// telling this object's relay, or each object made would stay in it.
     deinit {
         outbox.close()
+        let session = observed.session, key = ObjectIdentifier(news)
+        Task { await session.stopObserving(key) }
     }
 
     /// Follows the session's states until the calling task is cancelled,
@@ -96,12 +108,14 @@ import TopChromeCore
             let reader = Task {
                 do {
                     for try await state in states { updates.continuation.yield(.state(state)) }
-                    updates.continuation.yield(.ended(nil))
+                    // A cancelled read ends as a deleted session's does: only the latter is gone.
+                    if !Task.isCancelled { updates.continuation.yield(.ended(nil)) }
                 } catch {
                     updates.continuation.yield(.ended(error))
                 }
                 updates.continuation.finish()
             }
+            reading = reader
             await withTaskCancellationHandler {
                 for await update in updates.stream {
                     switch update {
@@ -128,6 +142,11 @@ import TopChromeCore
                 reader.cancel()
             }
             reader.cancel()
+            reading = nil
+            if reconnecting, !gone, !Task.isCancelled {
+                reconnecting = false
+                continue
+            }
             guard gone, !Task.isCancelled else { return }
             lastError = .sessionGone(id: session.id)
             connection = .stopped
@@ -154,6 +173,16 @@ import TopChromeCore
     public func stop() {
         following?.cancel()
         following = nil
+    }
+
+    /// Opens the event stream again now, with the backoff from its start:
+    /// for when the app knows the network is back (the device came online,
+    /// the app came to the foreground) and should not wait out a backoff
+    /// grown through an outage. Nothing happens while not following.
+    public func reconnect() {
+        guard let reading else { return }
+        reconnecting = true
+        reading.cancel()
     }
 
     /// The outer vertical scroll view's geometry; applied at once (once the
@@ -231,7 +260,10 @@ import TopChromeCore
     }
 
     private func switchTo(_ fresh: ChromeSession) {
+        let key = ObjectIdentifier(news), left = session
+        Task { await left.stopObserving(key) }
         session = fresh
+        observed.session = fresh
         outbox.session = fresh
         outbox.prediction.reset()
         lastError = nil
@@ -246,20 +278,20 @@ import TopChromeCore
     private func observe(_ session: ChromeSession) {
         // The session keeps this closure: it must not hold the session
         // (a cycle neither would leave), so it names it by identity.
-        let relay = news, named = ObjectIdentifier(session)
+        let relay = news, named = ObjectIdentifier(session), key = ObjectIdentifier(news)
         let tell: @Sendable (SessionNews) -> Void = { news in
             Task { @MainActor in relay.tell(news, about: named) }
         }
-        Task { await session.observe(tell) }
+        Task { await session.observe(as: key, tell) }
     }
 
     /// A failure the relay hands on while this object follows.
-    fileprivate func failed(_ error: TopChromeError) {
+    func failed(_ error: TopChromeError) {
         lastError = error
     }
 
     /// Reports that never reach the service leave the prediction.
-    fileprivate func forget(_ seqs: Set<UInt64>) {
+    func forget(_ seqs: Set<UInt64>) {
         guard !seqs.isEmpty else { return }
         outbox.prediction.forget(seqs)
         showPrediction()
@@ -281,55 +313,18 @@ import TopChromeCore
     }
 }
 
-/// Hands a session's news to its `RemoteTopChrome`, and keeps the count of
-/// lost reports whether it follows or not. It holds the object only while
-/// it follows: a session, which the object holds, must not hold the object
-/// the rest of the time, or neither would ever be freed.
-@MainActor @Observable private final class SessionNewsRelay {
-    @ObservationIgnored var target: RemoteTopChrome?
-    private(set) var lastReportError: TopChromeError?
-    private(set) var reportsLost = 0
-    /// The session whose news count; news of one left behind do not.
-    @ObservationIgnored private var current: ObjectIdentifier
-    @ObservationIgnored private var missed: TopChromeError?
-    @ObservationIgnored private var missedLost: Set<UInt64> = []
+/// A session readable from any thread: what `RemoteTopChrome.deinit` needs
+/// to stop its observation.
+private final class ObservedSession: @unchecked Sendable {
+    private let lock = NSLock()
+    private var current: ChromeSession
 
-    init(following session: ChromeSession) {
-        current = ObjectIdentifier(session)
+    init(_ session: ChromeSession) {
+        current = session
     }
 
-    func follow(_ session: ChromeSession) {
-        current = ObjectIdentifier(session)
-        missed = nil
-        missedLost = []
-    }
-
-    func tell(_ news: SessionNews, about session: ObjectIdentifier) {
-        guard session == current else { return }
-        switch news {
-        case let .reportsLost(error, seqs, count):
-            lastReportError = error
-            reportsLost += count
-            if let target { target.forget(Set(seqs)) } else { missedLost.formUnion(seqs) }
-        case .reportsDelivered:
-            if lastReportError != nil { lastReportError = nil }
-        case let .failed(error):
-            if let target { target.failed(error) } else { missed = error }
-        }
-    }
-
-    /// A report refused before it was numbered (a value the service would refuse).
-    func refused(_ error: TopChromeError) {
-        lastReportError = error
-        reportsLost += 1
-    }
-
-    /// The newest failure, and the reports lost, told while nobody followed.
-    func takeMissed() -> (TopChromeError?, Set<UInt64>) {
-        defer {
-            missed = nil
-            missedLost = []
-        }
-        return (missed, missedLost)
+    var session: ChromeSession {
+        get { lock.withLock { current } }
+        set { lock.withLock { current = newValue } }
     }
 }

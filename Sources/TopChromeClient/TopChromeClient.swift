@@ -14,10 +14,13 @@ public final class TopChromeClient: Sendable {
         public var retry = RetryPolicy()
         /// Seconds a request may take before it counts as a network error.
         public var requestTimeout: Double = 30
-        /// Seconds an event stream may stay silent before it is reconnected.
-        /// The service sends a heartbeat every 15 s by default, so several
-        /// missed heartbeats mean the connection is dead. `.infinity`: never.
-        public var streamIdleTimeout: Double = 50
+        /// Seconds an event stream may stay silent before it is taken for
+        /// dead and reconnected: twice the service's heartbeat (`--heartbeat`,
+        /// 15 s by default), as centrifuge's `maxServerPingDelay` does, so
+        /// one late heartbeat is forgiven and a stopped server is noticed
+        /// within 30 s. Set it to twice the heartbeat of a service that
+        /// beats slower. `.infinity`: never.
+        public var streamIdleTimeout: Double = 30
         /// Seconds an event stream must stay open before its backoff starts
         /// again from the first delay (as LaunchDarkly's EventSource does):
         /// a proxy that answers and closes at once is retried ever more slowly.
@@ -155,7 +158,7 @@ public final class TopChromeClient: Sendable {
             (data, response) = try await urlSession.data(for: request)
         } catch {
             try Task.checkCancellation()
-            return .retryable(.transport(error.localizedDescription), retryAfter: nil)
+            return .retryable(.transport(error), retryAfter: nil)
         }
         guard let http = response as? HTTPURLResponse else {
             return .failure(.malformedResponse("not an HTTP response"))
