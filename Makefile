@@ -2,7 +2,7 @@
 SWIFT ?= swift
 ARGS ?=
 
-.PHONY: run test test-quick test-tsan deps build release check-spec check-readme check-metrics check-conformance bench clean
+.PHONY: run test test-client-urlsession test-quick test-tsan deps build release check-spec check-readme check-metrics check-conformance bench clean
 
 ## Set up, build a release binary and serve on http://127.0.0.1:8080 (ARGS="--port 9000" to change).
 run: deps release
@@ -19,7 +19,13 @@ test:
 	scripts/install-deps.sh --test
 	$(SWIFT) build --build-tests -Xswiftc -warnings-as-errors
 	SWIFT="$(SWIFT)" scripts/swift-test.sh --skip-build
-	$(MAKE) test-live-redis test-live-rediss test-sentinel-drill test-tsan test-asan check-spec check-readme check-metrics check-conformance fuzz check-demo check-cors check-binary test-container test-deploy
+	$(MAKE) test-client-urlsession test-live-redis test-live-rediss test-sentinel-drill test-tsan test-asan check-spec check-readme check-metrics check-conformance fuzz check-demo check-cors check-binary test-container test-deploy
+
+## The client's URLSession event-stream path (what Apple's platforms use)
+## built and run on Linux through FoundationNetworking, in a build of its own.
+test-client-urlsession:
+	$(SWIFT) build --build-tests --build-path .build/urlsession -Xswiftc -warnings-as-errors -Xswiftc -DTOPCHROME_URLSESSION_EVENT_STREAMS
+	$(SWIFT) test --skip-build --build-path .build/urlsession --filter TopChromeClientTests
 
 ## The fast loop: core and API unit tests, and the API's contract asked in
 ## process (no server, no Redis) on a store that answers at once and one that answers later.

@@ -21,6 +21,9 @@ struct Problem: Error, Equatable {
         /// configuration (a Redis user without `+time`), which an operator
         /// must fix, told apart from an outage.
         case deadlineUnknown
+        /// A body over the server's limit, which it names (`maxBodyBytes`),
+        /// so a client can send what it holds again in parts that fit.
+        case contentTooLarge(limit: Int)
     }
 
     static func == (a: Problem, b: Problem) -> Bool {
@@ -49,9 +52,15 @@ struct Problem: Error, Equatable {
             case .deadlineUnknown:
                 object.member("type") { $0.string("urn:topchrome:problem:deadline-unknown") }
                 object.member("title") { $0.string("Change deadline unknown") }
+            case .contentTooLarge:
+                object.member("type") { $0.string("urn:topchrome:problem:content-too-large") }
+                object.member("title") { $0.string(Self.title(for: status)) }
             }
             object.member("status") { $0.number(status) }
             object.member("detail") { $0.string(detail) }
+            if case let .contentTooLarge(limit) = kind {
+                object.member("maxBodyBytes") { $0.number(limit) }
+            }
             if case let .quotaExceeded(policy) = kind {
                 object.member("violated-policies") { array in
                     array.raw("[")

@@ -141,7 +141,8 @@ public final class SessionAPI: HTTPResponder {
             throw .methodNotAllowed(request.method, allowed: route.allowedMethods)
         }
         if request.isBodyTooLarge {
-            throw Problem(status: 413, detail: "The body is larger than the limit of \(maxBodyBytes) bytes.")
+            throw Problem(status: 413, detail: "The body is larger than the limit of \(maxBodyBytes) bytes.",
+                          kind: .contentTooLarge(limit: maxBodyBytes))
         }
 
         switch route {

@@ -67,7 +67,9 @@ public func expectProblem(_ response: ReceivedResponse, _ status: Int, sourceLoc
     #expect(response.status == status, "\(response.text)", sourceLocation: sourceLocation)
     #expect(response.header("Content-Type") == "application/problem+json", sourceLocation: sourceLocation)
     let problem = try response.json
-    #expect(problem["type"] as? String == "about:blank", sourceLocation: sourceLocation)
+    // A body over the limit has a type of its own, which names the limit.
+    let type = status == 413 ? "urn:topchrome:problem:content-too-large" : "about:blank"
+    #expect(problem["type"] as? String == type, sourceLocation: sourceLocation)
     #expect(problem["status"] as? Int == status, sourceLocation: sourceLocation)
     #expect((problem["title"] as? String)?.isEmpty == false, sourceLocation: sourceLocation)
     #expect((problem["detail"] as? String)?.isEmpty == false, sourceLocation: sourceLocation)

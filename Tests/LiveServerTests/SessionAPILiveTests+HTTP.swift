@@ -48,7 +48,15 @@ extension SessionAPILiveTests {
         try expectProblem(try client.request("POST", "/v1/sessions/\(id)/scroll",
                                              headers: [("Content-Type", "application/json")], body: huge), 413)
         #expect(try client.request("GET", "/v1/sessions/\(id)").status == 200, "same connection, next request")
-        #expect(try client.state(id)["version"] as? Int == 1)
+
+        let report = Array(#"{"contentOffsetY": 300}"#.utf8)
+        let exact = report + [UInt8](repeating: UInt8(ascii: " "), count: 4096 - report.count)
+        #expect(try client.request("POST", "/v1/sessions/\(id)/scroll", body: exact).status == 200)
+        let tooLarge = try client.request("POST", "/v1/sessions/\(id)/scroll", body: exact + [32])
+        try expectProblem(tooLarge, 413)
+        #expect(try tooLarge.json["type"] as? String == "urn:topchrome:problem:content-too-large", "\(tooLarge.text)")
+        #expect(try tooLarge.json["maxBodyBytes"] as? Int == 4096, "the limit is named, for a client to split by")
+        #expect(try client.state(id)["version"] as? Int == 2)
     }
 
     @Test func oversizedBodyWithExpectContinueIsRefusedBeforeUpload() throws {

@@ -140,7 +140,7 @@ import TopChromeClient
         let recorder = StateRecorder(client.session(id: String(repeating: "1", count: 32)).states(onConnection: events.append))
         #expect(await eventually(within: 30) { events.failedAttempts.count >= 3 }, "\(events.all)")
         #expect(events.failedAttempts.prefix(3) == [1, 2, 3])
-        guard case let .interrupted(.transport(reason), _)? = events.all.first else {
+        guard case let .interrupted(.transport(reason, _), _)? = events.all.first else {
             Issue.record("not a transport error: \(events.all)")
             return
         }
