@@ -8,7 +8,7 @@
 # any check fails.
 #
 # No registry is reachable on the project's machines: the project image is
-# built on the container test's Debian stand-ins (scripts/container-base.sh),
+# built on the container test's Debian stand-ins (Tests/scripts/container-base.sh),
 # and Redis and nginx are stand-ins too, built FROM the same Debian with its
 # redis-server and nginx (REDIS_IMAGE and PROXY_IMAGE name other images,
 # e.g. the official redis:7 and nginx:1.27 where a registry is reachable).
@@ -22,10 +22,12 @@
 #   TOPCHROME_TEST_PORT   the proxy's port on 127.0.0.1 (default: a free one)
 #   TOPCHROME_TEST_IMAGE  project image tag (default localhost/topchrome:deploy-test)
 #   DEBIAN_MIRROR, DEBIAN_SECURITY_MIRROR   as for the container test
+#
+# Takes ≈ 1–2 min with the images cached.
 set -euo pipefail
-cd "$(dirname "$0")/.."
-# shellcheck source=scripts/container-base.sh
-. scripts/container-base.sh
+cd "$(dirname "$0")/../.."
+# shellcheck source=Tests/scripts/container-base.sh
+. Tests/scripts/container-base.sh
 
 IMAGE=${TOPCHROME_TEST_IMAGE:-localhost/topchrome:deploy-test}
 PROJECT=topchrome-deploy-test-$$
@@ -325,7 +327,7 @@ step "rolling restart"
 request POST /v1/sessions '{"inset": 1}'
 drill_id=$(jq -r '.id // empty' <<<"$body" 2>/dev/null || true)
 [ -n "$drill_id" ] || die "create the drill's session ($status $body)"
-"$PYTHON" scripts/deploy-test-client.py "$base" "$drill_id" "$scratch/stop-writer" "$scratch/drill.json" \
+"$PYTHON" Tests/scripts/deploy-test-client.py "$base" "$drill_id" "$scratch/stop-writer" "$scratch/drill.json" \
   >"$scratch/drill.log" 2>&1 &
 drill=$!
 background_pids+=("$drill")

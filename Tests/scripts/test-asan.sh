@@ -2,15 +2,17 @@
 # Runs the whole test suite (`swift test`) under AddressSanitizer, with
 # LeakSanitizer on, in its own build folder (.build/asan).
 #
-#   scripts/test-asan.sh [extra swift test arguments, e.g. --filter StrictJSONTests]
+#   Tests/scripts/test-asan.sh [extra swift test arguments, e.g. --filter StrictJSONTests]
 #
 # Fails if a test fails or if any process the tests run (the test runner, and
 # the topchrome servers the live tests start) reports a memory error or a
 # leak. Only leaks inside libXCTest, libcurl and FoundationNetworking are
-# suppressed (scripts/lsan.supp), and one known overread inside Foundation's
-# Process (scripts/asan.supp).
+# suppressed (Tests/scripts/lsan.supp), and one known overread inside Foundation's
+# Process (Tests/scripts/asan.supp).
+#
+# Takes ≈ 6 min on 2 cores (build and tests).
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 root=$PWD
 
 build=.build/asan
@@ -35,7 +37,7 @@ echo "test-asan: building the tests with -sanitize=address in $build"
 swift build --build-tests --sanitize=address --build-path "$build" "${linker[@]}"
 echo "test-asan: built in $(( SECONDS - started )) s; running swift test"
 status=0
-SWIFT=swift scripts/swift-test.sh --skip-build --sanitize=address --build-path "$build" "${linker[@]}" "$@" || status=$?
+SWIFT=swift Tests/scripts/swift-test.sh --skip-build --sanitize=address --build-path "$build" "${linker[@]}" "$@" || status=$?
 
 shopt -s nullglob
 found=("$reports"/asan.*)
