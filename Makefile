@@ -68,7 +68,8 @@ test-sentinel-drill:
 ## one thread and no pointer work of their own, whose code other suites and
 ## `make fuzz` run sanitized: the rules and their vectors, the JSON reader,
 ## routing and header policies, configuration parsing, the client's
-## prediction and retry rules. Suite names, so a renamed target needs no change.
+## prediction and retry rules. By suite name (but for two targets no rename
+## touches), so renaming a target changes nothing here.
 SANITIZER_LEAVE_OUT = TopChromeCoreTests\. StrictJSONTests\. RuleVectorTests RulesDifferentialTests DocumentedACLTests \
   RoutingTests CrossOriginTests DemoPageTests BearerTokenTests \
   OptionTableTests ServiceConfigurationTests CrossOriginConfigurationTests RedisSecurityOptionsTests \

@@ -12,7 +12,7 @@
 # Builds in .build/static, so it never makes `make release` rebuild; prints
 # the sizes; leaves the stripped binary at .build/static/PRODUCT.stripped.
 #
-# Takes a release build (≈ 3 min on 2 cores) the first time, seconds after.
+# Takes a release build (≈ 2–3 min on 2 busy cores) the first time, seconds after.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 max_bytes="${MAX_BINARY_BYTES:-25000000}"

@@ -56,7 +56,7 @@ schemathesis() {
   shift
   local seed=()
   [ -z "${SEED:-}" ] || seed=(--seed "$SEED")
-  "$root/.build/python/bin/schemathesis" --config-file "$root/scripts/schemathesis.toml" \
+  "$root/.build/python/bin/schemathesis" --config-file "$root/Tests/scripts/schemathesis.toml" \
     run "$root/openapi.yaml" --url "$base_url" --checks all "${seed[@]}" --no-color \
     --report json,har --report-dir "$work/$name" "$@"
 }

@@ -16,7 +16,7 @@ ending in `# NNN` must print an HTTP status line with NNN (the README uses
 examples leave are stopped at the end. So the README cannot drift from what
 the server does.
 
-Takes ≈ 10 s.
+Takes ≈ 20 s.
 """
 import os
 import re
