@@ -9,8 +9,8 @@
 # failed invariant or timeout; the input is saved under .build/fuzz-artifacts/TARGET/.
 # Prints the executions per target from libFuzzer's final statistics.
 # Targets fuzz FUZZ_JOBS at a time (default: one per core), so it takes the
-# build (≈ 2–4 min) and then SECONDS × targets / FUZZ_JOBS: ≈ 5 min on 2 cores
-# at the default 60 s.
+# build (≈ 5 min from clean on 2 busy cores) and then SECONDS × targets /
+# FUZZ_JOBS: ≈ 5 min on 2 cores at the default 60 s.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 

@@ -5,7 +5,8 @@
 #
 #   Tests/scripts/run-stages.sh STAGE...      (make targets, in order)
 #
-# Takes as long as its stages (all of `make test`: ≈ 20 min on 2 cores).
+# Takes as long as its stages (all of `make test`: ≈ 40 min on 2 cores
+# shared with other builds).
 # MAKE names the make command (default: make).
 set -uo pipefail
 
