@@ -145,7 +145,7 @@ let package = Package(
         // the server binary does not link the client's Foundation networking.
         .executableTarget(name: "topchrome-watch", dependencies: ["TopChromeClient"]),
 
-        // libFuzzer targets over everything that reads untrusted bytes (scripts/fuzz.sh,
+        // libFuzzer targets over everything that reads untrusted bytes (Tests/scripts/fuzz.sh,
         // Fuzz/README.md). Built with -DFUZZING and libFuzzer + AddressSanitizer;
         // a plain build replays inputs through the same checks.
         .executableTarget(

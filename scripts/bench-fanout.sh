@@ -20,6 +20,8 @@
 # Exits non-zero if anything fails: a watcher refused or closed, an event
 # missing, skipped or late past TIMEOUT_MS, the server dying. Missing the
 # p99 target is reported, not a failure.
+#
+# Takes 1–5 min, as every benchmark here (BENCHMARKS.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

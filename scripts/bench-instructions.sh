@@ -25,6 +25,8 @@
 #   callgrind_annotate --inclusive=yes
 #   BEHAVIOR= (revealAtTop, pinned, enterAlways, exitUntilCollapsed: the
 #   sessions are created with it; unset, with no body, as before behaviours)
+#
+# Takes 1–5 min, as every benchmark here (BENCHMARKS.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 : "${WORKLOADS:=scroll get mixed}" "${SESSIONS:=1000}" "${WRK_CONNS:=8}" "${WARMUP:=2s}" "${COUNTED:=6s}"

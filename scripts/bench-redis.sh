@@ -37,6 +37,8 @@
 # --redis-connections on Redis; default: one per two cores, up to 4) LOG_LEVEL=info (the replicas'
 # --log-level: info, the default users run, writes an access line per request)
 # INSTRUCTIONS=1 (0 skips the callgrind counts, a minute under valgrind)
+#
+# Takes 1–5 min, as every benchmark here (BENCHMARKS.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 : "${RUNS:=3}" "${WRK_CONNS:=32}" "${WRK_DURATION:=5s}" "${SESSIONS:=1000}" "${CEILING_N:=200000}"

@@ -1,11 +1,14 @@
-# What scripts/deploy-test.sh does to the compose project and through its
-# proxy: podman-compose with the flags that work here, the project's
-# containers and leftovers, requests and checks through the proxy, and
-# waiting for a service. Sourced, not run; the functions read the test's
-# PODMAN, RUN_LIMITS, PROJECT, COMPOSE_FILE, $scratch and $base when called.
-# shellcheck shell=bash
+# Sourced by the deploy test (Tests/scripts/deploy-test.sh): what it asks of
+# podman-compose and of the running composition. The project's containers,
+# networks and volumes by its labels; the Redis and nginx stand-ins; requests
+# through the proxy and the checks on their answers; each replica's own
+# readiness, health and access log; waiting for a condition. The sourcing
+# script sets PROJECT, COMPOSE_FILE, scratch (a temp folder, holding the
+# podman wrapper compose runs) and base (the proxy's URL) before calling them.
+#
+# Checks nothing and takes no time itself.
 
-# --- the compose project ------------------------------------------------------
+# compose ARGS...: podman-compose on the project, its output to compose.log.
 compose() {
   podman-compose --podman-path "$scratch/podman" --project-name "$PROJECT" --file "$COMPOSE_FILE" \
     --podman-run-args "${RUN_LIMITS[*]}" "$@" >>"$scratch/compose.log" 2>&1
@@ -28,7 +31,33 @@ remove_leftovers() {
   done
 }
 
-# --- helpers ------------------------------------------------------------------
+# standin VARIABLE NAME PACKAGE DOCKERFILE-LINES: unless VARIABLE names an
+# image already, builds localhost/NAME-standin:bookworm FROM the Debian
+# stand-in with Debian's PACKAGE (once; kept like the base images) and sets
+# VARIABLE to it.
+standin() {
+  local image=localhost/$2-standin:bookworm t
+  [ -z "${!1:-}" ] || return 0
+  if "${PODMAN[@]}" image exists "$image"; then
+    pass "stand-in $image (cached)"
+  else
+    t=$EPOCHREALTIME
+    mkdir -p "$scratch/$2"
+    cat >"$scratch/$2/Containerfile" <<EOF
+FROM $DEBIAN_IMAGE
+RUN apt-get update \\
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $3 \\
+ && apt-get clean \\
+ && rm -rf /var/lib/apt/lists/*
+$4
+EOF
+    podman_build --tag "$image" "$scratch/$2" >"$scratch/$2-build.log" 2>&1 \
+      || { tail -n 30 "$scratch/$2-build.log" >&2; die "build stand-in $image"; }
+    pass "stand-in $image built in $(seconds_since "$t") s"
+  fi
+  printf -v "$1" '%s' "$image"
+}
+
 # request METHOD PATH [JSON [HEADER...]]: through the proxy; sets $status,
 # $body and $headers.
 request() {

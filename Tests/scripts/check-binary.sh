@@ -8,11 +8,13 @@
 # alone is about 34 MB of a static binary. Executables meant to use Foundation
 # (a client, a tool) are separate products and are not checked here.
 #
-# Usage: scripts/check-binary.sh [PRODUCT...]   (default: topchrome)
+# Usage: Tests/scripts/check-binary.sh [PRODUCT...]   (default: topchrome)
 # Builds in .build/static, so it never makes `make release` rebuild; prints
 # the sizes; leaves the stripped binary at .build/static/PRODUCT.stripped.
+#
+# Takes a release build (≈ 2–3 min on 2 busy cores) the first time, seconds after.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 max_bytes="${MAX_BINARY_BYTES:-25000000}"
 build=(swift build -c release --static-swift-stdlib --build-path .build/static)
 [ $# -gt 0 ] || set -- topchrome

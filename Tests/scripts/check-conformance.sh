@@ -9,14 +9,16 @@
 # must pass as well, and without it every /v1 answer must be 401 with a
 # WWW-Authenticate challenge.
 #
-# Usage: scripts/check-conformance.sh [path/to/topchrome]
-#   SEED=n          another seed than the one in scripts/schemathesis.toml
+# Usage: Tests/scripts/check-conformance.sh [path/to/topchrome]
+#   SEED=n          another seed than the one in Tests/scripts/schemathesis.toml
 #   MIN_REQUESTS=n  least number of generated requests (default 1000)
 # Needs the test tools (scripts/install-deps.sh --test); reports and
 # Schemathesis' own files go to .build/conformance.
+#
+# Takes ≈ 1 min.
 set -euo pipefail
 
-root="$(cd "$(dirname "$0")/.." && pwd)"
+root="$(cd "$(dirname "$0")/../.." && pwd)"
 binary="${1:-$root/.build/release/topchrome}"
 case "$binary" in /*) ;; *) binary="$PWD/$binary" ;; esac
 python="$root/.build/python/bin/python"
@@ -54,7 +56,7 @@ schemathesis() {
   shift
   local seed=()
   [ -z "${SEED:-}" ] || seed=(--seed "$SEED")
-  "$root/.build/python/bin/schemathesis" --config-file "$root/scripts/schemathesis.toml" \
+  "$root/.build/python/bin/schemathesis" --config-file "$root/Tests/scripts/schemathesis.toml" \
     run "$root/openapi.yaml" --url "$base_url" --checks all "${seed[@]}" --no-color \
     --report json,har --report-dir "$work/$name" "$@"
 }

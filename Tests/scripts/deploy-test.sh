@@ -8,7 +8,7 @@
 # any check fails.
 #
 # No registry is reachable on the project's machines: the project image is
-# built on the container test's Debian stand-ins (scripts/container-base.sh),
+# built on the container test's Debian stand-ins (Tests/scripts/container-base.sh),
 # and Redis and nginx are stand-ins too, built FROM the same Debian with its
 # redis-server and nginx (REDIS_IMAGE and PROXY_IMAGE name other images,
 # e.g. the official redis:7 and nginx:1.27 where a registry is reachable).
@@ -22,10 +22,14 @@
 #   TOPCHROME_TEST_PORT   the proxy's port on 127.0.0.1 (default: a free one)
 #   TOPCHROME_TEST_IMAGE  project image tag (default localhost/topchrome:deploy-test)
 #   DEBIAN_MIRROR, DEBIAN_SECURITY_MIRROR   as for the container test
+#
+# Takes ≈ 1–2 min with the images cached.
 set -euo pipefail
-cd "$(dirname "$0")/.."
-# shellcheck source=scripts/container-base.sh
-. scripts/container-base.sh
+cd "$(dirname "$0")/../.."
+# shellcheck source=Tests/scripts/container-base.sh
+. Tests/scripts/container-base.sh
+# shellcheck source=Tests/scripts/deploy-compose.sh
+. Tests/scripts/deploy-compose.sh
 
 IMAGE=${TOPCHROME_TEST_IMAGE:-localhost/topchrome:deploy-test}
 PROJECT=topchrome-deploy-test-$$
@@ -72,8 +76,6 @@ scratch=$(mktemp -d /var/tmp/topchrome-deploy-test.XXXXXX)
 # podman-compose runs podman with the flags that work here through a wrapper.
 printf '#!/bin/sh\nexec %s "$@"\n' "${PODMAN[*]}" >"$scratch/podman"
 chmod +x "$scratch/podman"
-# shellcheck source=scripts/deploy-test-helpers.sh
-. scripts/deploy-test-helpers.sh
 
 # --- the compose file against the Compose specification -----------------------
 # What docker compose would refuse (podman-compose 1.0.3 checks little):
@@ -102,32 +104,6 @@ else
   figures+=("build time     $build_seconds s (project image)")
 fi
 
-# standin VARIABLE NAME PACKAGE DOCKERFILE-LINES: unless VARIABLE names an
-# image already, builds localhost/NAME-standin:bookworm FROM the Debian
-# stand-in with Debian's PACKAGE (once; kept like the base images) and sets
-# VARIABLE to it.
-standin() {
-  local image=localhost/$2-standin:bookworm t
-  [ -z "${!1:-}" ] || return 0
-  if "${PODMAN[@]}" image exists "$image"; then
-    pass "stand-in $image (cached)"
-  else
-    t=$EPOCHREALTIME
-    mkdir -p "$scratch/$2"
-    cat >"$scratch/$2/Containerfile" <<EOF
-FROM $DEBIAN_IMAGE
-RUN apt-get update \\
- && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $3 \\
- && apt-get clean \\
- && rm -rf /var/lib/apt/lists/*
-$4
-EOF
-    podman_build --tag "$image" "$scratch/$2" >"$scratch/$2-build.log" 2>&1 \
-      || { tail -n 30 "$scratch/$2-build.log" >&2; die "build stand-in $image"; }
-    pass "stand-in $image built in $(seconds_since "$t") s"
-  fi
-  printf -v "$1" '%s' "$image"
-}
 # As the official image: runs as user redis in /data, which is a volume.
 standin REDIS_IMAGE redis redis-server 'RUN mkdir /data && chown redis:redis /data
 USER redis
@@ -252,7 +228,7 @@ step "rolling restart"
 request POST /v1/sessions '{"inset": 1}'
 drill_id=$(jq -r '.id // empty' <<<"$body" 2>/dev/null || true)
 [ -n "$drill_id" ] || die "create the drill's session ($status $body)"
-"$PYTHON" scripts/deploy-test-client.py "$base" "$drill_id" "$scratch/stop-writer" "$scratch/drill.json" \
+"$PYTHON" Tests/scripts/deploy-test-client.py "$base" "$drill_id" "$scratch/stop-writer" "$scratch/drill.json" \
   >"$scratch/drill.log" 2>&1 &
 drill=$!
 background_pids+=("$drill")

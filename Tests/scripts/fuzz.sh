@@ -2,14 +2,17 @@
 # Fuzzes everything in TopChrome that reads untrusted bytes, with libFuzzer
 # and AddressSanitizer (Sources/TopChromeFuzz, Fuzz/README.md).
 #
-#   scripts/fuzz.sh [SECONDS] [TARGET...]     (default: 60 seconds each; json request body snapshot journal events resp cluster functions)
+#   Tests/scripts/fuzz.sh [SECONDS] [TARGET...]     (default: 60 seconds each; json request body snapshot journal events resp cluster functions)
 #
 # Each target runs for SECONDS on a copy of its seed corpus (Fuzz/corpus/TARGET
 # is never written to). The run fails on any crash, sanitizer or leak report,
 # failed invariant or timeout; the input is saved under .build/fuzz-artifacts/TARGET/.
 # Prints the executions per target from libFuzzer's final statistics.
+# Targets fuzz FUZZ_JOBS at a time (default: one per core), so it takes the
+# build (≈ 5 min from clean on 2 busy cores) and then SECONDS × targets /
+# FUZZ_JOBS: ≈ 5 min on 2 cores at the default 60 s.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 
 seconds=${1:-60}
 [[ $seconds =~ ^[0-9]+$ && $seconds -gt 0 ]] || { echo "usage: $0 [SECONDS] [TARGET...]" >&2; exit 2; }
@@ -52,9 +55,10 @@ echo "fuzz: built in $(( SECONDS - started )) s"
 export SWIFT_BACKTRACE=enable=no
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}
 
-failed=()
-summary=()
-for target in "${targets[@]}"; do
+# fuzz_target TARGET: one target for $seconds s; its summary line goes to
+# $logs/TARGET.summary, and its status is the run's.
+fuzz_target() {
+    local target=$1 flags log started status=0 runs rate added rss line
     case $target in
         json) flags=(-dict=Fuzz/json.dict -max_len=4096) ;;
         body) flags=(-dict=Fuzz/json.dict -max_len=16384) ;;
@@ -68,16 +72,13 @@ for target in "${targets[@]}"; do
         resp) flags=(-dict=Fuzz/resp.dict -max_len=4096) ;;
         cluster) flags=(-dict=Fuzz/cluster.dict -max_len=4096) ;;
         functions) flags=(-dict=Fuzz/functions.dict -max_len=4096) ;;
-        *) echo "fuzz: unknown target '$target' (json, request, body, snapshot, journal, events, resp, cluster, functions)" >&2; exit 2 ;;
     esac
-    [[ -d Fuzz/corpus/$target ]] || { echo "fuzz: no seed corpus Fuzz/corpus/$target" >&2; exit 1; }
     rm -rf "${work:?}/$target"
-    mkdir -p "$work/$target" "$artifacts/$target" "$logs"
+    mkdir -p "$work/$target" "$artifacts/$target"
     cp Fuzz/corpus/"$target"/* "$work/$target/"
     log=$logs/$target.log
     echo "fuzz: $target for $seconds s (log: $log)"
     started=$SECONDS
-    status=0
     "$binary" "$target" "$work/$target" "${flags[@]}" \
         -max_total_time="$seconds" -timeout=10 -rss_limit_mb=4096 -print_final_stats=1 \
         -artifact_prefix="$artifacts/$target/" >"$log" 2>&1 || status=$?
@@ -88,20 +89,50 @@ for target in "${targets[@]}"; do
     line=$(printf '%-8s %10s runs  %6s/s  %5s new inputs  %5s MB peak  %4s s' \
         "$target" "${runs:-?}" "${rate:-?}" "${added:-?}" "${rss:-?}" "$(( SECONDS - started ))")
     if (( status != 0 )) || grep -qE 'ERROR: (AddressSanitizer|LeakSanitizer|libFuzzer)|==TopChromeFuzz== invariant failed|deadly signal|Test unit written' "$log"; then
-        failed+=("$target")
-        summary+=("$line  FAILED (exit $status)")
-        echo "fuzz: $target FAILED; the report:" >&2
-        grep -E -A40 'ERROR: (AddressSanitizer|LeakSanitizer|libFuzzer)|==TopChromeFuzz== invariant failed' "$log" | head -n 80 >&2 || true
-        grep -E 'Test unit written' "$log" >&2 || true
-        echo "fuzz: replay with: $binary $target FILE" >&2
-    else
-        summary+=("$line  ok")
+        echo "$line  FAILED (exit $status)" >"$logs/$target.summary"
+        {
+            echo "fuzz: $target FAILED; the report:"
+            grep -E -A40 'ERROR: (AddressSanitizer|LeakSanitizer|libFuzzer)|==TopChromeFuzz== invariant failed' "$log" | head -n 80 || true
+            grep -E 'Test unit written' "$log" || true
+            echo "fuzz: replay with: $binary $target FILE"
+        } >&2
+        return 1
     fi
+    echo "$line  ok" >"$logs/$target.summary"
+}
+
+for target in "${targets[@]}"; do
+    case $target in
+        json | request | body | snapshot | journal | events | resp | cluster | functions) ;;
+        *) echo "fuzz: unknown target '$target' (json, request, body, snapshot, journal, events, resp, cluster, functions)" >&2; exit 2 ;;
+    esac
+    [[ -d Fuzz/corpus/$target ]] || { echo "fuzz: no seed corpus Fuzz/corpus/$target" >&2; exit 1; }
 done
+mkdir -p "$logs"
+rm -f "$logs"/*.summary
+
+# Each libFuzzer process is one thread: FUZZ_JOBS targets (default: one a
+# core) fuzz side by side, each still for its whole $seconds.
+jobs=${FUZZ_JOBS:-$(nproc)}
+failed=()
+declare -A running=()
+finish_one() {
+    local pid status=0 target
+    wait -n -p pid "${!running[@]}" || status=$?
+    target=${running[$pid]}
+    unset "running[$pid]"
+    (( status == 0 )) || failed+=("$target")
+}
+for target in "${targets[@]}"; do
+    (( ${#running[@]} < jobs )) || finish_one
+    fuzz_target "$target" &
+    running[$!]=$target
+done
+while (( ${#running[@]} )); do finish_one; done
 
 echo
 echo "target        executions      rate     corpus growth    memory     time"
-printf '%s\n' "${summary[@]}"
+for target in "${targets[@]}"; do cat "$logs/$target.summary" 2>/dev/null || echo "$target  no summary (see $logs/$target.log)"; done
 if (( ${#failed[@]} )); then
     echo "fuzz: FAILED: ${failed[*]} (inputs in $artifacts, logs in $logs)" >&2
     exit 1

@@ -8,7 +8,7 @@
 #
 # No registry is reachable on the project's machines, so the two base images
 # are local stand-ins, built once and kept in podman's storage for later runs
-# (scripts/container-base.sh says which; SWIFT_IMAGE and DEBIAN_IMAGE name
+# (Tests/scripts/container-base.sh says which; SWIFT_IMAGE and DEBIAN_IMAGE name
 # existing images instead, e.g. the official ones where a registry is
 # reachable). The image's run stage is `scratch`.
 #
@@ -25,10 +25,12 @@
 #
 # `container-test.sh --self-test` only checks how mirrors are read from apt
 # sources (sample files in a temp folder; no root, no podman; a second).
+#
+# Takes ≈ 1 min with the base images cached.
 set -euo pipefail
-cd "$(dirname "$0")/.."
-# shellcheck source=scripts/container-base.sh
-. scripts/container-base.sh
+cd "$(dirname "$0")/../.."
+# shellcheck source=Tests/scripts/container-base.sh
+. Tests/scripts/container-base.sh
 
 # apt_mirror on sample apt sources in a temp folder.
 self_test() {

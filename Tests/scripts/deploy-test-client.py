@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The clients of the deploy test's rolling restart (scripts/deploy-test.sh).
+"""The clients of the deploy test's rolling restart (Tests/scripts/deploy-test.sh).
 
 Usage: deploy-test-client.py BASE_URL SESSION_ID STOP_FILE RESULT_JSON
 
@@ -17,6 +17,8 @@ retries, errors not absorbed, the longest write (retry included), the
 stream's connections and the longest time it had none, and whether the
 final state is the last acknowledged one and the stream's last event.
 Standard library only.
+
+Runs as long as the deploy test's rolling restart (≈ 30 s).
 """
 import http.client
 import json

@@ -16,38 +16,21 @@ ends, and the panel shows the service's collapsedFraction and its events.
 Leaving the page reveals the island again (`/disappear` on pagehide). Screenshots of each step go to
 test-results/demo/NN-step.png. Installs Chromium, chromedriver and selenium
 when missing (scripts/install-browser.sh).
+
+Takes ≈ 30 s (Chromium).
 """
 import json
 import os
 import re
-import subprocess
 import sys
-import threading
 import time
 import urllib.request
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-VENV = os.path.join(ROOT, ".build", "python")
-VENV_PYTHON = os.path.join(VENV, "bin", "python")
-CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
+from live_server import CHROMEDRIVER, CHROMIUM, ROOT, ensure_browser, start_server, stop_server
+
 SHOTS = os.path.join(ROOT, "test-results", "demo")
 
-
-def ensure_tools():
-    """Installs what is missing; re-runs under the project's venv if needed."""
-    try:
-        import selenium  # noqa: F401
-        have_selenium = True
-    except ImportError:
-        have_selenium = False
-    if have_selenium and os.path.exists(CHROMIUM) and os.path.exists(CHROMEDRIVER):
-        return
-    subprocess.run([os.path.join(ROOT, "scripts", "install-browser.sh")], check=True)
-    if not have_selenium and os.path.realpath(sys.prefix) != os.path.realpath(VENV):
-        os.execv(VENV_PYTHON, [VENV_PYTHON, os.path.abspath(__file__), *sys.argv[1:]])
-
-
-ensure_tools()
+ensure_browser(__file__)
 
 from selenium import webdriver  # noqa: E402
 from selenium.webdriver.chrome.service import Service  # noqa: E402
@@ -258,27 +241,6 @@ class Check:
         self.wait("leaving the page: service says revealed", revealed_after_leaving)
 
 
-def start_server(binary):
-    server = subprocess.Popen([binary, "--port", "0", "--log-level", "warn"], stdout=subprocess.PIPE, text=True)
-    lines = []
-
-    def read():
-        for line in server.stdout:
-            lines.append(line)
-    threading.Thread(target=read, daemon=True).start()
-    deadline = time.monotonic() + 15
-    while time.monotonic() < deadline:
-        for line in lines:
-            match = re.search(r"listening on (http://[^\s\"]+)", line)
-            if match:
-                return server, match.group(1)
-        if server.poll() is not None:
-            break
-        time.sleep(0.05)
-    server.kill()
-    raise Failed(f"the server printed no start line: {''.join(lines)!r}")
-
-
 def main():
     if len(sys.argv) != 2:
         print(__doc__.strip(), file=sys.stderr)
@@ -288,8 +250,8 @@ def main():
         if name.endswith(".png"):
             os.remove(os.path.join(SHOTS, name))
     try:
-        server, base = start_server(sys.argv[1])
-    except (OSError, Failed) as error:
+        server, base = start_server(sys.argv[1], "--log-level", "warn")
+    except (OSError, RuntimeError) as error:
         print(f"FAIL the server started: {error}")
         print("demo: 0 passed, 1 failed")
         return 1
@@ -319,11 +281,7 @@ def main():
                 pass
         if driver is not None:
             driver.quit()
-        server.terminate()
-        try:
-            server.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            server.kill()
+        stop_server(server)
     print(f"demo: {check.passed} passed, {check.failed} failed")
     return 0 if check.failed == 0 else 1
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Sourced by the container and deploy tests (scripts/container-test.sh,
-# scripts/deploy-test.sh): the podman flags that work on the project's
+# Sourced by the container and deploy tests (Tests/scripts/container-test.sh,
+# Tests/scripts/deploy-test.sh): the podman flags that work on the project's
 # machines, the ok/FAIL bookkeeping and summary, the Debian stand-ins for the
 # base images (no registry is reachable there) and the build of the project's
 # image. The sourcing script sets `scratch` (a temp folder) before building.
@@ -22,6 +22,8 @@
 # DEBIAN_SECURITY_MIRROR set debootstrap's and the stand-in's apt sources
 # (default: the first bookworm and bookworm-security mirrors of this
 # machine's own apt sources, /etc/apt/sources.list and sources.list.d).
+#
+# Checks nothing itself; sourced.
 
 # What works on rootful podman here without systemd, overlayfs or crun: vfs
 # storage, cgroupfs, runc. runc also needs explicit rlimits on `run` (without
@@ -268,20 +270,27 @@ EOF
 # source_digest: a digest of everything the project image is built from, kept
 # as a label so that a later test can tell whether an image is current.
 source_digest() {
-  find Dockerfile Package.swift openapi.yaml Plugins Sources Tests -type f -print0 | sort -z |
+  find Dockerfile Package.swift openapi.yaml Plugins Sources Tests -type f -not -path 'Tests/scripts/*' -print0 | sort -z |
     xargs -0 sha256sum | sha256sum | cut -c1-64
 }
 
 # build_project_image IMAGE: builds the repo's Dockerfile on the base images
 # as IMAGE and drops the image it replaced (vfs keeps each as a full copy);
-# sets build_seconds.
+# sets build_seconds. With PREBUILT_BINARY (a static, stripped server binary
+# built from these sources, as `make check-binary` leaves it) the image
+# takes that one instead of compiling it again inside.
 build_project_image() {
-  local image=$1 previous current t runtime=()
+  local image=$1 previous current t runtime=() prebuilt=()
   [ -z "${RUNTIME_IMAGE:-}" ] || runtime=(--build-arg "RUNTIME_IMAGE=$RUNTIME_IMAGE")
-  say "building $image (FROM $SWIFT_IMAGE, then ${RUNTIME_IMAGE:-scratch})"
+  if [ -n "${PREBUILT_BINARY:-}" ]; then
+    [ -x "$PREBUILT_BINARY" ] || die "PREBUILT_BINARY=$PREBUILT_BINARY is not an executable file"
+    prebuilt=(--volume "$(cd "$(dirname "$PREBUILT_BINARY")" && pwd):/prebuilt:ro"
+              --build-arg "PREBUILT_BINARY=/prebuilt/$(basename "$PREBUILT_BINARY")")
+  fi
+  say "building $image (FROM $SWIFT_IMAGE, then ${RUNTIME_IMAGE:-scratch}; binary ${PREBUILT_BINARY:-built inside})"
   previous=$("${PODMAN[@]}" image inspect --format '{{.Id}}' "$image" 2>/dev/null || true)
   t=$EPOCHREALTIME
-  if ! podman_build "${mount_toolchain[@]}" \
+  if ! podman_build "${mount_toolchain[@]}" "${prebuilt[@]}" \
       --build-arg "SWIFT_IMAGE=$SWIFT_IMAGE" "${runtime[@]}" \
       --label "topchrome.source-digest=$(source_digest)" \
       --tag "$image" . >"$scratch/build.log" 2>&1; then

@@ -13,38 +13,19 @@ and then a change. From the other page the same calls fail as browsers make
 them fail: the preflight is refused so the create is never sent, and a
 simple GET or an event stream cannot be read. Installs Chromium,
 chromedriver and selenium when missing (scripts/install-browser.sh).
+
+Takes ≈ 30 s (Chromium).
 """
 import http.server
 import json
-import os
 import re
-import subprocess
 import sys
 import threading
-import time
 import urllib.request
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-VENV = os.path.join(ROOT, ".build", "python")
-CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
+from live_server import CHROMEDRIVER, CHROMIUM, ensure_browser, start_server, stop_server
 
-
-def ensure_tools():
-    """Installs what is missing; re-runs under the project's venv if needed."""
-    try:
-        import selenium  # noqa: F401
-        have_selenium = True
-    except ImportError:
-        have_selenium = False
-    if have_selenium and os.path.exists(CHROMIUM) and os.path.exists(CHROMEDRIVER):
-        return
-    subprocess.run([os.path.join(ROOT, "scripts", "install-browser.sh")], check=True)
-    if not have_selenium and os.path.realpath(sys.prefix) != os.path.realpath(VENV):
-        python = os.path.join(VENV, "bin", "python")
-        os.execv(python, [python, os.path.abspath(__file__), *sys.argv[1:]])
-
-
-ensure_tools()
+ensure_browser(__file__)
 
 from selenium import webdriver  # noqa: E402
 from selenium.webdriver.chrome.service import Service  # noqa: E402
@@ -124,22 +105,6 @@ def serve_page():
     return server, f"http://127.0.0.1:{server.server_address[1]}"
 
 
-def start_server(binary, origin):
-    server = subprocess.Popen([binary, "--port", "0", "--log-level", "warn", "--cors-origin", origin],
-                              stdout=subprocess.PIPE, text=True)
-    lines = []
-    threading.Thread(target=lambda: [lines.append(line) for line in server.stdout], daemon=True).start()
-    deadline = time.monotonic() + 15
-    while time.monotonic() < deadline and server.poll() is None:
-        for line in list(lines):
-            match = re.search(r"listening on (http://[^\s\"]+)", line)
-            if match:
-                return server, match.group(1)
-        time.sleep(0.05)
-    server.kill()
-    raise RuntimeError(f"the server printed no start line: {''.join(lines)!r}")
-
-
 def counted(base, pattern):
     text = urllib.request.urlopen(base + "/metrics", timeout=10).read().decode()
     return sum(float(value) for value in re.findall(r"^" + pattern + r" (\S+)$", text, re.M))
@@ -170,7 +135,7 @@ def main():
         return 2
     allowed_page, allowed = serve_page()
     other_page, other = serve_page()
-    server, base = start_server(sys.argv[1], allowed)
+    server, base = start_server(sys.argv[1], "--log-level", "warn", "--cors-origin", allowed)
     print(f"server at {base}, allowed page at {allowed}, other page at {other}")
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
@@ -217,11 +182,7 @@ def main():
     finally:
         if driver is not None:
             driver.quit()
-        server.terminate()
-        try:
-            server.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            server.kill()
+        stop_server(server)
         for page in (allowed_page, other_page):
             page.shutdown()
             page.server_close()

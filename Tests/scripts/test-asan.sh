@@ -2,15 +2,18 @@
 # Runs the whole test suite (`swift test`) under AddressSanitizer, with
 # LeakSanitizer on, in its own build folder (.build/asan).
 #
-#   scripts/test-asan.sh [extra swift test arguments, e.g. --filter StrictJSONTests]
+#   Tests/scripts/test-asan.sh [extra swift test arguments, e.g. --filter StrictJSONTests]
 #
 # Fails if a test fails or if any process the tests run (the test runner, and
 # the topchrome servers the live tests start) reports a memory error or a
 # leak. Only leaks inside libXCTest, libcurl and FoundationNetworking are
-# suppressed (scripts/lsan.supp), and one known overread inside Foundation's
-# Process (scripts/asan.supp).
+# suppressed (Tests/scripts/lsan.supp), and one known overread inside Foundation's
+# Process (Tests/scripts/asan.supp).
+#
+# Takes ≈ 5 min to build from clean and about as long as the TSan stage to
+# run (≈ 5–6 min) on 2 busy cores.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 root=$PWD
 
 build=.build/asan
@@ -20,8 +23,8 @@ mkdir -p "$reports"
 
 # Every sanitized process writes its reports to $reports/asan.PID, children too,
 # so reports from servers the tests start cannot go unnoticed in a pipe.
-export ASAN_OPTIONS="detect_leaks=1:log_path=$reports/asan:suppressions=$root/scripts/asan.supp${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
-export LSAN_OPTIONS="suppressions=$root/scripts/lsan.supp:print_suppressions=0${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
+export ASAN_OPTIONS="detect_leaks=1:log_path=$reports/asan:suppressions=$root/Tests/scripts/asan.supp${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
+export LSAN_OPTIONS="suppressions=$root/Tests/scripts/lsan.supp:print_suppressions=0${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
 # Swift's own crash backtracer reads memory in ways ASan flags; let ASan report instead.
 export SWIFT_BACKTRACE=enable=no
 
@@ -35,7 +38,7 @@ echo "test-asan: building the tests with -sanitize=address in $build"
 swift build --build-tests --sanitize=address --build-path "$build" "${linker[@]}"
 echo "test-asan: built in $(( SECONDS - started )) s; running swift test"
 status=0
-SWIFT=swift scripts/swift-test.sh --skip-build --sanitize=address --build-path "$build" "${linker[@]}" "$@" || status=$?
+SWIFT=swift Tests/scripts/swift-test.sh --skip-build --sanitize=address --build-path "$build" "${linker[@]}" "$@" || status=$?
 
 shopt -s nullglob
 found=("$reports"/asan.*)

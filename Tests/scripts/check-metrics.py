@@ -3,10 +3,11 @@
 the counters move as requests are made.
 
 Usage: check-metrics.py PATH/TO/topchrome
+
+Takes a few seconds.
 """
 import json
 import os
-import re
 import ssl
 import subprocess
 import sys
@@ -15,6 +16,8 @@ import time
 import urllib.request
 
 from prometheus_client.parser import text_string_to_metric_families
+
+from live_server import start_server, stop_server
 
 
 def fetch(base, path, method="GET", body=None, context=None):
@@ -73,10 +76,8 @@ def check_tls(binary):
         subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
                         "-keyout", key, "-out", cert, "-days", "2", "-subj", "/CN=localhost",
                         "-addext", "subjectAltName=DNS:localhost"], check=True, capture_output=True)
-        server = subprocess.Popen([binary, "--port", "0", "--log-level", "warn", "--tls-cert", cert, "--tls-key", key],
-                                  stdout=subprocess.PIPE, text=True)
+        server, base = start_server(binary, "--log-level", "warn", "--tls-cert", cert, "--tls-key", key)
         try:
-            base = re.search(r"listening on (https://[^\s\"]+)", server.stdout.readline()).group(1)
             context = ssl.create_default_context(cafile=cert)
             TYPES.clear()
             values = {}
@@ -86,8 +87,7 @@ def check_tls(binary):
                 for sample in family.samples:
                     values[(sample.name, frozenset(sample.labels.items()))] = sample.value
         finally:
-            server.terminate()
-            server.wait(timeout=15)
+            stop_server(server)
     checks = {f"HTTPS: {name} is a {kind}": has_family(name, kind) for name, kind in TLS_FAMILIES.items()}
     expiry = values.get(("topchrome_tls_certificate_expiry_timestamp_seconds", frozenset()), 0)
     checks["HTTPS: certificate expires in about 2 days"] = abs(expiry - (time.time() + 2 * 86400)) < 600
@@ -96,16 +96,8 @@ def check_tls(binary):
 
 
 def main():
-    server = subprocess.Popen([sys.argv[1], "--port", "0", "--log-level", "warn"], stdout=subprocess.PIPE, text=True)
+    server, base = start_server(sys.argv[1], "--log-level", "warn")
     try:
-        # The start line, after any warning (e.g. a descriptor limit below --max-connections).
-        match = None
-        while match is None:
-            line = server.stdout.readline()
-            if not line:
-                break
-            match = re.search(r"listening on (http://[^\s\"]+)", line)
-        base = match.group(1)
         before = samples(base)
         session = json.loads(fetch(base, "/v1/sessions", "POST"))
         for offset in (400, 0, 400):
@@ -143,8 +135,7 @@ def main():
         print(f"metrics: {len(after)} samples parsed, {sum(checks.values())} passed, {len(checks) - sum(checks.values())} failed")
         return 0 if all(checks.values()) else 1
     finally:
-        server.terminate()
-        server.wait(timeout=15)
+        stop_server(server)
 
 
 if __name__ == "__main__":
