@@ -134,19 +134,7 @@ public final class RedisServer: @unchecked Sendable {
     }
 
     private static func hold(_ port: Int) -> Int32? {
-        let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard socket >= 0 else { return nil }
-        var on: Int32 = 1
-        setsockopt(socket, SOL_SOCKET, SO_REUSEADDR, &on, socklen_t(MemoryLayout<Int32>.size))
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard bound == 0 else { close(socket); return nil }
-        return socket
+        boundLoopbackSocket(port: port, reuseAddress: true)
     }
 
     public func signal(_ signal: Int32) {
@@ -202,6 +190,24 @@ enum RunningServers {
     static func forget(_ pid: Int32) {
         lock.withLock { _ = pids.remove(pid) }
     }
+}
+
+/// A TCP socket bound to 127.0.0.1:`port`, not listening; nil when the
+/// port is taken.
+public func boundLoopbackSocket(port: Int, reuseAddress: Bool) -> Int32? {
+    let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard socket >= 0 else { return nil }
+    var on: Int32 = reuseAddress ? 1 : 0
+    setsockopt(socket, SOL_SOCKET, SO_REUSEADDR, &on, socklen_t(MemoryLayout<Int32>.size))
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_port = in_port_t(UInt16(port).bigEndian)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    let bound = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+    }
+    guard bound == 0 else { close(socket); return nil }
+    return socket
 }
 
 /// Runs `redis-cli` and returns what it printed.

@@ -20,15 +20,8 @@ struct RedisServerRestartTests {
 
     /// As a server that does not set SO_REUSEADDR binds a port.
     private static func canListen(on port: Int) -> Bool {
-        let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard let socket = boundLoopbackSocket(port: port, reuseAddress: false) else { return false }
         defer { close(socket) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        return bound == 0 && listen(socket, 1) == 0
+        return listen(socket, 1) == 0
     }
 }
