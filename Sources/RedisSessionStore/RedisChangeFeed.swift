@@ -266,10 +266,18 @@ final class RedisChangeFeed: @unchecked Sendable {
     }
 
     /// Tells watchers what the outbox holds, unless another thread is at
-    /// it; with the lock released.
+    /// it; with the lock released. A watcher that answers it is done (a
+    /// long-poll told its session is unheard) may have been its channel's
+    /// last: that channel is ended then, as an unsubscribe ends it.
     private func deliverWaiting() {
         guard lock.withLock({ outbox.takeBaton() }) else { return }
-        subscriptions.deliver(batchesFrom: { lock.withLock { outbox.nextBatch() } })
+        var left: Set<SessionID> = []
+        while let batch = lock.withLock({ outbox.nextBatch() }) {
+            for delivery in batch where subscriptions.deliver(delivery) { left.insert(delivery.sessionID) }
+        }
+        for id in left {
+            if let ended = lock.withLock({ endIfUnwatched(id) }) { release(ended, of: id) }
+        }
     }
 
     /// Stops listening to a channel nobody here watches any more. The

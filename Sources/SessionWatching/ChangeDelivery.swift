@@ -12,6 +12,14 @@ public struct ChangeDelivery: Sendable {
     let kind: Kind
     let subscribers: [any SessionSubscriber]
 
+    /// The session the change is of.
+    public var sessionID: SessionID {
+        switch kind {
+        case let .changed(change): change.session.id
+        case let .removed(id), let .unheard(id): id
+        }
+    }
+
     init(_ kind: Kind, to subscribers: [any SessionSubscriber]) {
         self.kind = kind
         self.subscribers = subscribers

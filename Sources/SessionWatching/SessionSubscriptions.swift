@@ -113,20 +113,25 @@ public final class SessionSubscriptions: Sendable {
     }
 
     /// Tells the subscribers collected of their change, and drops those
-    /// that answer they are done. Never under a store's lock.
-    public func deliver(_ delivery: ChangeDelivery) {
+    /// that answer they are done; whether any did. Never under a store's lock.
+    @discardableResult
+    public func deliver(_ delivery: ChangeDelivery) -> Bool {
+        var dropped = false
         switch delivery.kind {
         case let .changed(change):
             for subscriber in delivery.subscribers where !subscriber.sessionChanged(change) {
                 remove(subscriber, from: change.session.id)
+                dropped = true
             }
         case let .removed(id):
             for subscriber in delivery.subscribers { subscriber.sessionRemoved(id) }
         case let .unheard(id):
             for subscriber in delivery.subscribers where !subscriber.sessionUnheard(id) {
                 remove(subscriber, from: id)
+                dropped = true
             }
         }
+        return dropped
     }
 
     /// Delivers what a ``ChangeOutbox``'s baton holder takes from it batch
