@@ -37,29 +37,23 @@ public struct MetricsText: Sendable {
     }
 
     /// The format's label values escape backslash, double quote and line feed.
-    static func escapedLabelValue(_ value: String) -> String {
-        guard value.utf8.contains(where: { $0 == UInt8(ascii: "\\") || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\n") }) else { return value }
-        var escaped = ""
-        for character in value.unicodeScalars {
-            switch character {
-            case "\\": escaped += "\\\\"
-            case "\"": escaped += "\\\""
-            case "\n": escaped += "\\n"
-            default: escaped.unicodeScalars.append(character)
-            }
-        }
-        return escaped
-    }
+    static func escapedLabelValue(_ value: String) -> String { escaped(value, quote: true) }
 
     /// HELP text escapes backslash and line feed (a quote is fine there).
-    static func escapedHelp(_ help: String) -> String {
-        guard help.utf8.contains(where: { $0 == UInt8(ascii: "\\") || $0 == UInt8(ascii: "\n") }) else { return help }
+    static func escapedHelp(_ help: String) -> String { escaped(help, quote: false) }
+
+    private static func escaped(_ text: String, quote: Bool) -> String {
+        func needsEscape(_ byte: UInt8) -> Bool {
+            byte == UInt8(ascii: "\\") || byte == UInt8(ascii: "\n") || (quote && byte == UInt8(ascii: "\""))
+        }
+        guard text.utf8.contains(where: needsEscape) else { return text }
         var escaped = ""
-        for character in help.unicodeScalars {
-            switch character {
+        for scalar in text.unicodeScalars {
+            switch scalar {
             case "\\": escaped += "\\\\"
             case "\n": escaped += "\\n"
-            default: escaped.unicodeScalars.append(character)
+            case "\"" where quote: escaped += "\\\""
+            default: escaped.unicodeScalars.append(scalar)
             }
         }
         return escaped
