@@ -10,21 +10,20 @@ struct ConnectionMetrics: MetricsFamilies {
     let budget: DescriptorBudget
 
     func render() -> String {
-        var text = "# HELP topchrome_connections_open Connections open now.\n"
-        text += "# TYPE topchrome_connections_open gauge\n"
-        text += "topchrome_connections_open \(counts.openConnections)\n"
-        text += "# HELP topchrome_connections_refused_total Connections and requests turned away before the API saw them, by reason.\n"
-        text += "# TYPE topchrome_connections_refused_total counter\n"
+        var text = MetricsText()
+        text.family("topchrome_connections_open", .gauge, help: "Connections open now.")
+        text.sample("topchrome_connections_open", counts.openConnections)
+        text.family("topchrome_connections_refused_total", .counter,
+                    help: "Connections and requests turned away before the API saw them, by reason.")
         for (reason, count) in zip(ConnectionRefusal.allCases, counts.allRefusals) {
-            text += "topchrome_connections_refused_total{reason=\"\(reason.label)\"} \(count)\n"
+            text.sample("topchrome_connections_refused_total", ["reason": reason.label], count)
         }
-        text += "# HELP topchrome_connections_budget Connections the descriptor limit allows after the process's reserve.\n"
-        text += "# TYPE topchrome_connections_budget gauge\n"
-        text += "topchrome_connections_budget \(budget.connections)\n"
-        text += "# HELP process_max_fds Maximum number of open file descriptors.\n"
-        text += "# TYPE process_max_fds gauge\n"
-        text += "process_max_fds \(budget.limit)\n"
-        return text
+        text.family("topchrome_connections_budget", .gauge,
+                    help: "Connections the descriptor limit allows after the process's reserve.")
+        text.sample("topchrome_connections_budget", budget.connections)
+        text.family("process_max_fds", .gauge, help: "Maximum number of open file descriptors.")
+        text.sample("process_max_fds", budget.limit)
+        return text.text
     }
 }
 

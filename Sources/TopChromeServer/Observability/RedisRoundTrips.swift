@@ -1,5 +1,6 @@
 import Locking
 import Redis
+import TopChromeAPI
 
 /// Round trips to Redis by node and command kind, as go-redis and Lettuce
 /// time them: one slow primary, or `WAIT` holding changes, shows apart from
@@ -46,8 +47,9 @@ final class RedisRoundTrips: @unchecked Sendable {
     /// The histogram's series that counted something.
     func render() -> String {
         let names = lock.withLock { nodes.map(\.description) }
-        var text = "# HELP topchrome_redis_round_trip_seconds Time from sending a command to Redis to reading its reply, by node and command.\n"
-        text += "# TYPE topchrome_redis_round_trip_seconds histogram\n"
+        var text = MetricsText()
+        text.family("topchrome_redis_round_trip_seconds", .histogram,
+                    help: "Time from sending a command to Redis to reading its reply, by node and command.")
         for series in 0...Self.nodeLimit {
             let node = series < names.count ? names[series] : series == Self.nodeLimit ? "other" : nil
             guard let node else { continue }
@@ -56,17 +58,18 @@ final class RedisRoundTrips: @unchecked Sendable {
                 let counts = (0...Self.buckets.count).map { counters.value(at: base + $0) }
                 let total = counts.reduce(0, +)
                 guard total > 0 else { continue }
-                let labels = "node=\"\(node)\",command=\"\(kind.label)\""
+                let command = "\(kind.label)"
                 var cumulative = 0
                 for (index, bound) in Self.buckets.enumerated() {
                     cumulative += counts[index]
-                    text += "topchrome_redis_round_trip_seconds_bucket{\(labels),le=\"\(bound)\"} \(cumulative)\n"
+                    text.sample("topchrome_redis_round_trip_seconds_bucket", ["node": node, "command": command, "le": "\(bound)"], cumulative)
                 }
-                text += "topchrome_redis_round_trip_seconds_bucket{\(labels),le=\"+Inf\"} \(total)\n"
-                text += "topchrome_redis_round_trip_seconds_sum{\(labels)} \(Double(counters.value(at: base + Self.perSeries - 1)) / 1e9)\n"
-                text += "topchrome_redis_round_trip_seconds_count{\(labels)} \(total)\n"
+                text.sample("topchrome_redis_round_trip_seconds_bucket", ["node": node, "command": command, "le": "+Inf"], total)
+                text.sample("topchrome_redis_round_trip_seconds_sum", ["node": node, "command": command],
+                            Double(counters.value(at: base + Self.perSeries - 1)) / 1e9)
+                text.sample("topchrome_redis_round_trip_seconds_count", ["node": node, "command": command], total)
             }
         }
-        return text
+        return text.text
     }
 }

@@ -82,41 +82,38 @@ final class RedisStoreMetrics: MetricsFamilies, @unchecked Sendable {
     func render() -> String {
         let (errors, reconnects, redirects) = counts.lock.withLock { (counts.errors, counts.reconnects, counts.redirects) }
         let (channels, unservedSlots, census) = lock.withLock { (self.channels, self.unservedSlots, self.census) }
-        var text = roundTrips.render()
+        var text = MetricsText()
         let now = census?() ?? RedisCensus()
-        text += "# HELP topchrome_redis_connections Connections to Redis that are up, by node: commands', changes' followed by WAIT, and watchers' channels.\n"
-        text += "# TYPE topchrome_redis_connections gauge\n"
+        text.family("topchrome_redis_connections", .gauge,
+                    help: "Connections to Redis that are up, by node: commands', changes' followed by WAIT, and watchers' channels.")
         for (node, count) in now.connections.sorted(by: { $0.key.description < $1.key.description }) {
-            text += "topchrome_redis_connections{node=\"\(node)\"} \(count)\n"
+            text.sample("topchrome_redis_connections", ["node": node.description], count)
         }
-        text += "# HELP topchrome_redis_commands_in_flight Commands sent to Redis and not yet answered.\n"
-        text += "# TYPE topchrome_redis_commands_in_flight gauge\n"
-        text += "topchrome_redis_commands_in_flight \(now.commandsInFlight)\n"
-        text += "# HELP topchrome_redis_errors_total Redis commands that failed: by kind when no reply came, by code (the error reply's first word) when Redis answered with an error.\n"
-        text += "# TYPE topchrome_redis_errors_total counter\n"
+        text.family("topchrome_redis_commands_in_flight", .gauge, help: "Commands sent to Redis and not yet answered.")
+        text.sample("topchrome_redis_commands_in_flight", now.commandsInFlight)
+        text.family("topchrome_redis_errors_total", .counter,
+                    help: "Redis commands that failed: by kind when no reply came, by code (the error reply's first word) when Redis answered with an error.")
         for (index, kind) in Self.errorKinds.enumerated() {
-            text += "topchrome_redis_errors_total{kind=\"\(kind)\"} \(errors[index])\n"
+            text.sample("topchrome_redis_errors_total", ["kind": kind], errors[index])
         }
         for (code, count) in zip(RedisErrorReplies.codes, errorReplies.totals) {
-            text += "topchrome_redis_errors_total{code=\"\(code)\"} \(count)\n"
+            text.sample("topchrome_redis_errors_total", ["code": code], count)
         }
-        text += "# HELP topchrome_redis_reconnects_total Connections to Redis that came back after being lost: to the same node, or, after a failover, to the node that took its slots.\n"
-        text += "# TYPE topchrome_redis_reconnects_total counter\n"
-        text += "topchrome_redis_reconnects_total \(reconnects)\n"
-        text += "# HELP topchrome_redis_topology_changes_total Changes of which Redis node serves what: cluster slots moved to another primary, a new primary named by Sentinel, a lost primary back as a replica.\n"
-        text += "# TYPE topchrome_redis_topology_changes_total counter\n"
+        text.family("topchrome_redis_reconnects_total", .counter,
+                    help: "Connections to Redis that came back after being lost: to the same node, or, after a failover, to the node that took its slots.")
+        text.sample("topchrome_redis_reconnects_total", reconnects)
+        text.family("topchrome_redis_topology_changes_total", .counter,
+                    help: "Changes of which Redis node serves what: cluster slots moved to another primary, a new primary named by Sentinel, a lost primary back as a replica.")
         for (kind, count) in zip(RedisTopologyLog.kinds, topology.totals) {
-            text += "topchrome_redis_topology_changes_total{kind=\"\(kind)\"} \(count)\n"
+            text.sample("topchrome_redis_topology_changes_total", ["kind": kind], count)
         }
-        text += "# HELP topchrome_redis_redirects_total Commands a Redis Cluster redirected (MOVED or ASK).\n"
-        text += "# TYPE topchrome_redis_redirects_total counter\n"
-        text += "topchrome_redis_redirects_total \(redirects)\n"
-        text += "# HELP topchrome_redis_subscriptions Session channels this replica listens to, one per watched session.\n"
-        text += "# TYPE topchrome_redis_subscriptions gauge\n"
-        text += "topchrome_redis_subscriptions \(channels?() ?? 0)\n"
-        text += "# HELP topchrome_redis_slots_unserved Hash slots (of 16384) whose Redis primary is not connected: their sessions get 503.\n"
-        text += "# TYPE topchrome_redis_slots_unserved gauge\n"
-        text += "topchrome_redis_slots_unserved \(unservedSlots?() ?? 0)\n"
-        return text
+        text.family("topchrome_redis_redirects_total", .counter, help: "Commands a Redis Cluster redirected (MOVED or ASK).")
+        text.sample("topchrome_redis_redirects_total", redirects)
+        text.family("topchrome_redis_subscriptions", .gauge, help: "Session channels this replica listens to, one per watched session.")
+        text.sample("topchrome_redis_subscriptions", channels?() ?? 0)
+        text.family("topchrome_redis_slots_unserved", .gauge,
+                    help: "Hash slots (of 16384) whose Redis primary is not connected: their sessions get 503.")
+        text.sample("topchrome_redis_slots_unserved", unservedSlots?() ?? 0)
+        return roundTrips.render() + text.text
     }
 }

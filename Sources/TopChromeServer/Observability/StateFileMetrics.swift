@@ -31,33 +31,26 @@ final class StateFileMetrics: MetricsFamilies, ReadinessDetail {
 
     func render() -> String {
         let record = writer.health
-        var text = "# HELP topchrome_state_file_last_saved_timestamp_seconds When the state file last held every session (Unix time): a snapshot, or the start that read it.\n"
-        text += "# TYPE topchrome_state_file_last_saved_timestamp_seconds gauge\n"
-        text += "topchrome_state_file_last_saved_timestamp_seconds \(record.lastSaved ?? 0)\n"
-        text += "# HELP topchrome_state_file_writes_total Snapshots written to the state file, by result.\n"
-        text += "# TYPE topchrome_state_file_writes_total counter\n"
-        text += "topchrome_state_file_writes_total{result=\"saved\"} \(record.saves)\n"
-        text += "topchrome_state_file_writes_total{result=\"failed\"} \(record.failures)\n"
-        text += "# HELP topchrome_state_file_failures_in_a_row Snapshots that failed since the last good one; sessions changed since then are lost if the service stops now.\n"
-        text += "# TYPE topchrome_state_file_failures_in_a_row gauge\n"
-        text += "topchrome_state_file_failures_in_a_row \(record.failuresInARow)\n"
-        guard let journal = writer.journal?.health else { return text }
-        text += "# HELP topchrome_state_file_changes_not_on_disk Sessions changed (or removed) whose change is not yet synced to the journal: what a crash now would lose.\n"
-        text += "# TYPE topchrome_state_file_changes_not_on_disk gauge\n"
-        text += "topchrome_state_file_changes_not_on_disk \(changesNotTaken() + journal.unflushed)\n"
-        text += "# HELP topchrome_state_file_journal_last_fsync_timestamp_seconds When the journal was last synced to disk (Unix time); 0 if never.\n"
-        text += "# TYPE topchrome_state_file_journal_last_fsync_timestamp_seconds gauge\n"
-        text += "topchrome_state_file_journal_last_fsync_timestamp_seconds \(journal.lastSync ?? 0)\n"
-        text += "# HELP topchrome_state_file_journal_last_fsync_duration_seconds How long the journal's last sync to disk took.\n"
-        text += "# TYPE topchrome_state_file_journal_last_fsync_duration_seconds gauge\n"
-        text += "topchrome_state_file_journal_last_fsync_duration_seconds \(journal.lastSyncDuration)\n"
-        text += "# HELP topchrome_state_file_journal_bytes Bytes in the journals beside the state file; a snapshot starts a new one.\n"
-        text += "# TYPE topchrome_state_file_journal_bytes gauge\n"
-        text += "topchrome_state_file_journal_bytes \(journal.bytes)\n"
-        text += "# HELP topchrome_state_file_journal_write_failures_total Journal writes or syncs that failed; changes wait for the next flush.\n"
-        text += "# TYPE topchrome_state_file_journal_write_failures_total counter\n"
-        text += "topchrome_state_file_journal_write_failures_total \(journal.failures)\n"
-        return text
+        var text = MetricsText()
+        text.family("topchrome_state_file_last_saved_timestamp_seconds", .gauge, help: "When the state file last held every session (Unix time): a snapshot, or the start that read it.")
+        text.sample("topchrome_state_file_last_saved_timestamp_seconds", record.lastSaved ?? 0)
+        text.family("topchrome_state_file_writes_total", .counter, help: "Snapshots written to the state file, by result.")
+        text.sample("topchrome_state_file_writes_total", ["result": "saved"], record.saves)
+        text.sample("topchrome_state_file_writes_total", ["result": "failed"], record.failures)
+        text.family("topchrome_state_file_failures_in_a_row", .gauge, help: "Snapshots that failed since the last good one; sessions changed since then are lost if the service stops now.")
+        text.sample("topchrome_state_file_failures_in_a_row", record.failuresInARow)
+        guard let journal = writer.journal?.health else { return text.text }
+        text.family("topchrome_state_file_changes_not_on_disk", .gauge, help: "Sessions changed (or removed) whose change is not yet synced to the journal: what a crash now would lose.")
+        text.sample("topchrome_state_file_changes_not_on_disk", changesNotTaken() + journal.unflushed)
+        text.family("topchrome_state_file_journal_last_fsync_timestamp_seconds", .gauge, help: "When the journal was last synced to disk (Unix time); 0 if never.")
+        text.sample("topchrome_state_file_journal_last_fsync_timestamp_seconds", journal.lastSync ?? 0)
+        text.family("topchrome_state_file_journal_last_fsync_duration_seconds", .gauge, help: "How long the journal's last sync to disk took.")
+        text.sample("topchrome_state_file_journal_last_fsync_duration_seconds", journal.lastSyncDuration)
+        text.family("topchrome_state_file_journal_bytes", .gauge, help: "Bytes in the journals beside the state file; a snapshot starts a new one.")
+        text.sample("topchrome_state_file_journal_bytes", journal.bytes)
+        text.family("topchrome_state_file_journal_write_failures_total", .counter, help: "Journal writes or syncs that failed; changes wait for the next flush.")
+        text.sample("topchrome_state_file_journal_write_failures_total", journal.failures)
+        return text.text
     }
 
     /// RFC 3339 in UTC, as log lines write times.

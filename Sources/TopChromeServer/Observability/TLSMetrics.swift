@@ -33,20 +33,17 @@ final class TLSMetrics: MetricsFamilies, @unchecked Sendable {
 
     func render() -> String {
         let (expiry, reloads, lastReloadFailed) = lock.withLock { (self.expiry, self.reloads, self.lastReloadFailed) }
-        var text = ""
+        var text = MetricsText()
         if let expiry {
-            text += "# HELP topchrome_tls_certificate_expiry_timestamp_seconds When the HTTPS certificate served now expires (its notAfter, Unix time).\n"
-            text += "# TYPE topchrome_tls_certificate_expiry_timestamp_seconds gauge\n"
-            text += "topchrome_tls_certificate_expiry_timestamp_seconds \(expiry)\n"
+            text.family("topchrome_tls_certificate_expiry_timestamp_seconds", .gauge, help: "When the HTTPS certificate served now expires (its notAfter, Unix time).")
+            text.sample("topchrome_tls_certificate_expiry_timestamp_seconds", expiry)
         }
-        text += "# HELP topchrome_tls_reloads_total Reloads (SIGHUP) of the TLS certificate and key, by result: replaced, unchanged, or failed (the old ones kept).\n"
-        text += "# TYPE topchrome_tls_reloads_total counter\n"
+        text.family("topchrome_tls_reloads_total", .counter, help: "Reloads (SIGHUP) of the TLS certificate and key, by result: replaced, unchanged, or failed (the old ones kept).")
         for result in ReloadResult.allCases {
-            text += "topchrome_tls_reloads_total{result=\"\(result.rawValue)\"} \(reloads[result, default: 0])\n"
+            text.sample("topchrome_tls_reloads_total", ["result": result.rawValue], reloads[result, default: 0])
         }
-        text += "# HELP topchrome_tls_last_reload_successful 0 when the last reload could not use the certificate and key files (the old ones still serve; a restart would refuse the files), else 1.\n"
-        text += "# TYPE topchrome_tls_last_reload_successful gauge\n"
-        text += "topchrome_tls_last_reload_successful \(lastReloadFailed ? 0 : 1)\n"
-        return text
+        text.family("topchrome_tls_last_reload_successful", .gauge, help: "0 when the last reload could not use the certificate and key files (the old ones still serve; a restart would refuse the files), else 1.")
+        text.sample("topchrome_tls_last_reload_successful", lastReloadFailed ? 0 : 1)
+        return text.text
     }
 }
