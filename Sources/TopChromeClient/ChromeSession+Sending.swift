@@ -166,12 +166,19 @@ extension ChromeSession {
                     return
                 }
                 client.log("session \(id): report failed (\(error)); retrying")
+                waitingToRetry = batch
                 do {
                     try await client.configuration.retry.pause(retry: retry, retryAfter: retryAfter)
                 } catch {
-                    failReport(error, seqs: batch.seqs, count: batch.count)
+                    let kept = waitingToRetry ?? batch
+                    waitingToRetry = nil
+                    failReport(error, seqs: kept.seqs, count: kept.count)
                     return
                 }
+                // What the bound left of it while it waited.
+                batch = waitingToRetry ?? batch
+                waitingToRetry = nil
+                if batch.count == 0 { return }  // all of it dropped: the queue goes on
                 retry += 1
                 isRepeat = true
                 if case let .scroll(later) = queue.first?.kind, batch.canTake(later, within: bodyLimit),
@@ -185,14 +192,22 @@ extension ChromeSession {
         }
     }
 
-    /// An outage longer than the queue keeps: the oldest queued reports
-    /// are dropped, and told as lost, so the reports kept (the batch being
-    /// sent and those queued) stay within `maximumQueuedReports`.
+    /// An outage longer than the queue keeps: the oldest reports are
+    /// dropped (the batch waiting to be retried first, then the queued
+    /// ones) and told as lost, so the reports kept (the batch being sent
+    /// and those queued) stay within `maximumQueuedReports`. Dropping a
+    /// newer one instead would leave the service short of the newest state.
     func dropReportsBeyondBound() {
         var excess = sendingReports - client.configuration.maximumQueuedReports
         for case let .scroll(batch) in queue.map(\.kind) { excess += batch.count }
         guard excess > 0 else { return }
         var dropped: [UInt64] = []
+        if var waiting = waitingToRetry {
+            dropped = waiting.removeOldest(min(excess, waiting.count))
+            excess -= dropped.count
+            waitingToRetry = waiting
+            sendingReports = waiting.count
+        }
         var index = 0
         while excess > 0, index < queue.count {
             guard case var .scroll(batch) = queue[index].kind else {

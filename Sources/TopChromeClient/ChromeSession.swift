@@ -63,6 +63,9 @@ public actor ChromeSession {
     /// The reports of the batch being sent (and retried), which count
     /// toward `maximumQueuedReports` with those queued.
     var sendingReports = 0
+    /// The batch between two attempts, while the service is out of reach:
+    /// its reports are the oldest kept, so the bound drops them first.
+    var waitingToRetry: ScrollBatch?
     /// The highest seq this session used or saw the service apply: reports
     /// are numbered above it, from 1 for a new session. Not the clock: a
     /// clock stepped back would make every report stale.

@@ -116,7 +116,8 @@ import struct TopChromeCore.ScrollReport
         try server.start()
         await #expect(throws: TopChromeError.self, "flush tells of the drop") { try await chrome.flush() }
         try await chrome.flush()
-        #expect(try await chrome.state().lastSeq == 150, "the newest arrived, the last one last")
+        let lastSeq = try await chrome.state().lastSeq
+        #expect(lastSeq == 150, "the newest arrived, the last one last: lastSeq \(String(describing: lastSeq))")
         #expect(chrome.reportsLost == 50)
     }
 
