@@ -24,13 +24,17 @@ import Testing
         #expect(await eventually { chrome.connection == .live })
 
         server.stop()
-        // A wait long enough that only reconnect() can end it in time (a
-        // shorter one drawn first is waited out, and drawn again).
-        #expect(await eventually(within: 50) { if case let .retrying(after) = chrome.connection { after > 30 } else { false } },
+        // A wait long enough to tell reconnect() from the backoff's own
+        // attempt (shorter ones drawn first are waited out; the server's
+        // `retry:` sets where the backoff starts, so it grows from 2 s).
+        #expect(await eventually(within: 45) { if case let .retrying(after) = chrome.connection { after > 10 } else { false } },
                 "\(chrome.connection)")
+        guard case let .retrying(after) = chrome.connection else { return }
+        let backoffEnds = ContinuousClock.now + .milliseconds(Int(after * 1000))
         try server.start()
         chrome.reconnect()
-        #expect(await eventually(within: 20) { chrome.connection == .live }, "\(chrome.connection)")
+        #expect(await eventually(within: min(after, 10)) { chrome.connection == .live }, "\(chrome.connection)")
+        #expect(ContinuousClock.now < backoffEnds, "live before the backoff's own attempt")
         #expect(chrome.lastError == nil)
     }
 
