@@ -114,8 +114,6 @@ extension ChromeSession {
         var renumbered = false
         var retry = 0
         var firstFailure: ContinuousClock.Instant?
-        sendingReports = batch.count
-        defer { sendingReports = 0 }
         while ending == nil {
             let outcome: TopChromeClient.Outcome
             do {
@@ -167,6 +165,7 @@ extension ChromeSession {
                 }
                 client.log("session \(id): report failed (\(error)); retrying")
                 waitingToRetry = batch
+                dropReportsBeyondBound()
                 do {
                     try await client.configuration.retry.pause(retry: retry, retryAfter: retryAfter)
                 } catch {
@@ -186,7 +185,6 @@ extension ChromeSession {
                     let newer = queue.removeFirst()
                     doneThrough = max(doneThrough, newer.ticket - 1)
                     batch.append(later)
-                    sendingReports = batch.count
                 }
             }
         }
@@ -194,11 +192,14 @@ extension ChromeSession {
 
     /// An outage longer than the queue keeps: the oldest reports are
     /// dropped (the batch waiting to be retried first, then the queued
-    /// ones) and told as lost, so the reports kept (the batch being sent
-    /// and those queued) stay within `maximumQueuedReports`. Dropping a
-    /// newer one instead would leave the service short of the newest state.
+    /// ones) and told as lost, so the reports waiting stay within
+    /// `maximumQueuedReports`, besides the one request on the wire.
+    /// Dropping a newer one instead would leave the service short of the
+    /// newest state.
     func dropReportsBeyondBound() {
-        var excess = sendingReports - client.configuration.maximumQueuedReports
+        // A batch on the wire is not counted: it cannot be shortened, and
+        // dropping newer reports in its place would lose the newest state.
+        var excess = (waitingToRetry?.count ?? 0) - client.configuration.maximumQueuedReports
         for case let .scroll(batch) in queue.map(\.kind) { excess += batch.count }
         guard excess > 0 else { return }
         var dropped: [UInt64] = []
@@ -206,7 +207,6 @@ extension ChromeSession {
             dropped = waiting.removeOldest(min(excess, waiting.count))
             excess -= dropped.count
             waitingToRetry = waiting
-            sendingReports = waiting.count
         }
         var index = 0
         while excess > 0, index < queue.count {

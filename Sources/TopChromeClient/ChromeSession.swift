@@ -60,9 +60,6 @@ public actor ChromeSession {
     var observers: [ObjectIdentifier: @Sendable (SessionNews) -> Void] = [:]
     /// The largest body sent: the configured one until a 413 names the service's.
     var bodyLimit: Int
-    /// The reports of the batch being sent (and retried), which count
-    /// toward `maximumQueuedReports` with those queued.
-    var sendingReports = 0
     /// The batch between two attempts, while the service is out of reach:
     /// its reports are the oldest kept, so the bound drops them first.
     var waitingToRetry: ScrollBatch?

@@ -40,6 +40,7 @@ public final class TopChromeClient: Sendable {
         public var reportRetention: Double = 120
         /// Reports a session keeps in order while they cannot be sent (an
         /// outage): 16,384 is over two minutes of scrolling at 120 Hz.
+        /// A request on the wire is not counted (it cannot be shortened).
         /// Beyond it the oldest are dropped, each counted in
         /// `RemoteTopChrome.reportsLost`, never silently.
         public var maximumQueuedReports = 16_384
