@@ -42,6 +42,17 @@ public enum StoreBackend: Sendable {
         }
     }
 
+    /// The backend as a plain reference. An enum of two class payloads
+    /// keeps its case in the pointer's spare bits, which LeakSanitizer
+    /// cannot follow: a holder keeps this beside it, or a server that
+    /// exits holding the backend is reported as leaking it.
+    var object: any AnyObject & Sendable {
+        switch self {
+        case let .memory(memory): memory
+        case let .redis(redis): redis
+        }
+    }
+
     /// The sessions in this process, for a caller that needs that store (tests, the fuzz harness).
     public var memoryStore: InMemorySessionStore? {
         if case let .memory(memory) = self { memory.store } else { nil }

@@ -24,6 +24,8 @@ public final class TopChromeService: Sendable {
     public let configuration: ServiceConfiguration
     /// Where the sessions live: this process or Redis.
     public let backend: StoreBackend
+    /// `backend.object`, held untagged (see there).
+    private let backendObject: any AnyObject & Sendable
     public let api: SessionAPI
     public let logger: Logger
     private let server: HTTPServer
@@ -59,6 +61,7 @@ public final class TopChromeService: Sendable {
             .redis(RedisBackend(endpoints, configuration, rules: rules, idleTimeout: idleTimeout,
                                 subscriptions: subscriptions, logger: logger))
         }
+        backendObject = backend.object
         api = SessionAPI(store: backend.sessions, maxBodyBytes: configuration.limits.maxBodyBytes,
                          authToken: configuration.auth.token, metricsToken: configuration.auth.metricsToken,
                          maxWaitSeconds: configuration.limits.maxWaitSeconds, metrics: metrics, statistics: backend.statistics,
