@@ -45,7 +45,7 @@ test-client-urlsession:
 ## The fast loop: core and API unit tests, and the API's contract asked in
 ## process (no server, no Redis) on a store that answers at once and one that answers later.
 test-quick:
-	$(SWIFT) test --filter 'TopChromeCoreTests|MemorySessionStoreTests|MicroHTTPDTests|TopChromeAPITests|SessionAPIContract|TopChromeServerTests|TopChromeTestingTests'
+	$(SWIFT) test --filter 'TopChromeCoreTests|WebSocketFramesTests|MemorySessionStoreTests|MicroHTTPDTests|TopChromeAPITests|SessionAPIContract|TopChromeServerTests|TopChromeTestingTests'
 
 ## The live suites that choose their servers' stores themselves: left out of the runs below, where every server's store is the tests' Redis.
 REDIS_LIVE_SKIP = PersistenceDrillTests|KillNineDrillTests|DescriptorBudgetLiveTests|SlowClientsLiveTests|StateFileMessagesTests|StateFileCommandTests|ProcessLifecycleTests|ReplicaLiveTests|RedisOutageLiveTests|RedisClusterFailoverLiveTests

@@ -37,6 +37,11 @@ let package = Package(
         // expiry, changes told to watchers after a shard's lock is released.
         .target(name: "MemorySessionStore", dependencies: ["TopChromeCore", "SessionWatching", "RuleStatistics"]),
 
+        // WebSocket (RFC 6455) as bytes: the opening handshake's checks and
+        // accept value, a server's frame reader and the frame writer. No C,
+        // no HTTP, so it is unit-tested and fuzzed as it is.
+        .target(name: "WebSocketFrames"),
+
         // A strict RFC 8259 reader and a small writer for request and response bodies.
         .target(name: "StrictJSON"),
 
@@ -151,7 +156,8 @@ let package = Package(
         .executableTarget(
             name: "TopChromeFuzz",
             dependencies: ["TopChromeServer", "TopChromeAPI", "TopChromeCore", "MemorySessionStore", "MicroHTTPD",
-                           "StrictJSON", "SessionSnapshots", "TopChromeClient", "Redis", "RedisSessionStore", "TopChromeTesting"]
+                           "StrictJSON", "SessionSnapshots", "TopChromeClient", "Redis", "RedisSessionStore", "TopChromeTesting",
+                           "WebSocketFrames"]
         ),
 
         // What tests (and the fuzz harness) share: a loopback listener, a seeded
@@ -170,6 +176,7 @@ let package = Package(
         .testTarget(name: "MemorySessionStoreTests",
                     dependencies: ["MemorySessionStore", "SessionWatching", "TopChromeCore", "TopChromeTesting"]),
         .testTarget(name: "StrictJSONTests", dependencies: ["StrictJSON"]),
+        .testTarget(name: "WebSocketFramesTests", dependencies: ["WebSocketFrames"]),
         .testTarget(name: "SessionSnapshotsTests", dependencies: ["SessionSnapshots", "MemorySessionStore"]),
         .testTarget(name: "LockingTests", dependencies: ["Locking"]),
         .testTarget(name: "MicroHTTPDTests", dependencies: ["MicroHTTPD", "TopChromeTesting"]),
