@@ -2,7 +2,7 @@
 # Fuzzes everything in TopChrome that reads untrusted bytes, with libFuzzer
 # and AddressSanitizer (Sources/TopChromeFuzz, Fuzz/README.md).
 #
-#   Tests/scripts/fuzz.sh [SECONDS] [TARGET...]     (default: 60 seconds each; json request body snapshot journal events resp cluster functions)
+#   Tests/scripts/fuzz.sh [SECONDS] [TARGET...]     (default: 60 seconds each; json request body snapshot journal events resp cluster functions frames)
 #
 # Each target runs for SECONDS on a copy of its seed corpus (Fuzz/corpus/TARGET
 # is never written to). The run fails on any crash, sanitizer or leak report,
@@ -18,7 +18,7 @@ seconds=${1:-60}
 [[ $seconds =~ ^[0-9]+$ && $seconds -gt 0 ]] || { echo "usage: $0 [SECONDS] [TARGET...]" >&2; exit 2; }
 shift $(( $# > 0 ? 1 : 0 ))
 targets=("$@")
-(( ${#targets[@]} )) || targets=(json request body snapshot journal events resp cluster functions)
+(( ${#targets[@]} )) || targets=(json request body snapshot journal events resp cluster functions frames)
 
 build=.build/fuzz
 artifacts=.build/fuzz-artifacts
