@@ -170,4 +170,12 @@ CMHD_certificate_callback_option(gnutls_certificate_retrieve_function2 *callback
     return item;
 }
 
+/// Closes an upgraded connection's socket: `MHD_upgrade_action` is
+/// C-variadic, and closing takes no further argument.
+static enum MHD_Result
+CMHD_upgrade_close(struct MHD_UpgradeResponseHandle *handle)
+{
+    return MHD_upgrade_action(handle, MHD_UPGRADE_ACTION_CLOSE);
+}
+
 #endif

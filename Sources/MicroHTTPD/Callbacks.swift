@@ -119,7 +119,21 @@ private func respond(
         context.pointee.pending = pending
         dispatcher.suspensions.add(pending)
         return queueWhenAnswered(pending, on: connection, context: context, dispatcher: dispatcher)
+    case let .upgrade(upgrade):
+        context.pointee.endpoint = upgrade.endpoint
+        return queue(upgrade, on: connection, context: context, dispatcher: dispatcher)
     }
+}
+
+private func queue(
+    _ response: UpgradeResponse, on connection: OpaquePointer, context: UnsafeMutablePointer<RequestContext>,
+    dispatcher: RequestDispatcher
+) -> MHD_Result {
+    guard let created = MHD_create_response_for_upgrade(upgradeConnection, nil) else { return .NO }
+    defer { MHD_destroy_response(created) }
+    context.pointee.upgraded = response.upgraded
+    return queue(created, status: 101, headers: response.headers, bodyBytes: 0, isStream: true,
+                 on: connection, context: context, dispatcher: dispatcher, closing: false)
 }
 
 /// Queues the pending answer if it has come; otherwise the connection

@@ -70,8 +70,9 @@ public final class HTTPServer: @unchecked Sendable {
         let socket = try ListeningSocket(
             host: configuration.host, port: configuration.port, backlog: configuration.listenBacklog)
 
-        // Suspend/resume lets streams and long-polls wait without holding a thread.
-        var flags = MHD_USE_EPOLL_INTERNAL_THREAD.rawValue | MHD_ALLOW_SUSPEND_RESUME.rawValue
+        // Suspend/resume lets streams and long-polls wait without holding a
+        // thread; upgrade hands a connection to another protocol (``UpgradeResponse``).
+        var flags = MHD_USE_EPOLL_INTERNAL_THREAD.rawValue | MHD_ALLOW_SUSPEND_RESUME.rawValue | MHD_ALLOW_UPGRADE.rawValue
         if socket.isIPv6 { flags |= MHD_USE_IPv6.rawValue }
         var options: [MHD_OptionItem] = [
             MHD_OptionItem(option: .LISTEN_SOCKET, value: Int(socket.descriptor), ptr_value: nil),

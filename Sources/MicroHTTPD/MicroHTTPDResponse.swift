@@ -8,6 +8,8 @@ public enum MicroHTTPDResponse: Sendable {
     /// No answer yet: the request waits, holding no thread, until the
     /// pending response is completed. `endpoint`: see ``MicroHTTPDResponse/endpoint``.
     case later(PendingResponse, endpoint: Int? = nil)
+    /// 101: the connection becomes another protocol's.
+    case upgrade(UpgradeResponse)
 
     /// A complete response.
     public init(status: Int, headers: HTTPHeaders = HTTPHeaders(), body: [UInt8] = []) {
@@ -28,6 +30,7 @@ public enum MicroHTTPDResponse: Sendable {
             case let .complete(response): response.endpoint
             case let .stream(response): response.endpoint
             case let .later(_, endpoint): endpoint
+            case let .upgrade(response): response.endpoint
             }
         }
         set {
@@ -40,6 +43,9 @@ public enum MicroHTTPDResponse: Sendable {
                 self = .stream(response)
             case let .later(pending, _):
                 self = .later(pending, endpoint: newValue)
+            case var .upgrade(response):
+                response.endpoint = newValue
+                self = .upgrade(response)
             }
         }
     }
@@ -48,6 +54,9 @@ public enum MicroHTTPDResponse: Sendable {
     public mutating func addHeaders(_ fields: HTTPHeaders) {
         if case let .later(pending, _) = self {
             pending.addToAnswer(fields)
+        } else if case var .upgrade(response) = self {
+            response.headers.add(contentsOf: fields)
+            self = .upgrade(response)
         } else if var decided = DecidedResponse(self) {
             decided.addHeaders(fields)
             self = decided.answer
@@ -96,7 +105,7 @@ enum DecidedResponse: Sendable {
         switch response {
         case let .complete(response): self = .complete(response)
         case let .stream(response): self = .stream(response)
-        case .later: return nil
+        case .later, .upgrade: return nil
         }
     }
 

@@ -20,6 +20,8 @@ struct RequestContext {
     var isBodyTooLarge = false
     /// Set while the request waits for a later answer.
     var pending: PendingResponse?
+    /// What takes the connection once its 101 is sent (``UpgradeResponse``).
+    var upgraded: (@Sendable (UpgradedSocket) -> Void)?
     /// Answered on the first call, before the body: the rest is ignored.
     var isAnswered = false
     /// The responder's name for what was asked, for the observer.
@@ -90,6 +92,7 @@ struct RequestContext {
         if !body.isEmpty { body.removeAll(keepingCapacity: body.capacity <= Self.keptCapacity) }
         isBodyTooLarge = false
         pending = nil
+        upgraded = nil
         isAnswered = false
         endpoint = nil
         countsInFlight = false

@@ -9,6 +9,7 @@ extension MicroHTTPDResponse {
         case let .complete(response): response.status
         case let .stream(response): response.status
         case .later: preconditionFailure("the answer comes later")
+        case .upgrade: 101
         }
     }
 
@@ -17,6 +18,7 @@ extension MicroHTTPDResponse {
         case let .complete(response): response.headers
         case let .stream(response): response.headers
         case .later: HTTPHeaders()
+        case let .upgrade(response): response.headers
         }
     }
 
