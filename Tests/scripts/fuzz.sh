@@ -72,6 +72,7 @@ fuzz_target() {
         resp) flags=(-dict=Fuzz/resp.dict -max_len=4096) ;;
         cluster) flags=(-dict=Fuzz/cluster.dict -max_len=4096) ;;
         functions) flags=(-dict=Fuzz/functions.dict -max_len=4096) ;;
+        frames) flags=(-max_len=4096) ;;
     esac
     rm -rf "${work:?}/$target"
     mkdir -p "$work/$target" "$artifacts/$target"
@@ -103,8 +104,8 @@ fuzz_target() {
 
 for target in "${targets[@]}"; do
     case $target in
-        json | request | body | snapshot | journal | events | resp | cluster | functions) ;;
-        *) echo "fuzz: unknown target '$target' (json, request, body, snapshot, journal, events, resp, cluster, functions)" >&2; exit 2 ;;
+        json | request | body | snapshot | journal | events | resp | cluster | functions | frames) ;;
+        *) echo "fuzz: unknown target '$target' (json, request, body, snapshot, journal, events, resp, cluster, functions, frames)" >&2; exit 2 ;;
     esac
     [[ -d Fuzz/corpus/$target ]] || { echo "fuzz: no seed corpus Fuzz/corpus/$target" >&2; exit 1; }
 done
