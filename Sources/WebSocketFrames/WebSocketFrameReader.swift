@@ -114,7 +114,11 @@ public struct WebSocketFrameReader: Sendable {
         case .ping: return .ping(frame.payload)
         case .pong: return .pong(frame.payload)
         case .close:
+            // Nothing after a close is read: what came with it is let go.
             finished = true
+            buffer = []
+            start = 0
+            partial = nil
             return try Self.closeEvent(frame.payload)
         case .continuation:
             guard var message = partial else { throw WebSocketViolation(.protocolError) }

@@ -111,9 +111,13 @@ func read(_ bytes: [UInt8], piece: Int = .max, maxMessageBytes: Int = 1 << 20)
         #expect(read(clientFrame(.close, [0x03, 0xE8, 0xFF])).violation == .invalidPayload)
     }
 
-    @Test func readsNothingAfterAClose() {
+    @Test func readsNothingAfterAClose() throws {
         let bytes = clientFrame(.close, [0x03, 0xE8]) + clientFrame(.text, [0x61])
         #expect(read(bytes).events == [.close(code: 1000, reason: "")])
+        var reader = WebSocketFrameReader(maxMessageBytes: 100)
+        reader.feed(bytes)
+        #expect(try reader.next() == .close(code: 1000, reason: ""))
+        #expect(reader.bufferedBytes == 0)
     }
 
     @Test func keepsNoBytesAfterAViolation() throws {
