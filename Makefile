@@ -85,15 +85,9 @@ SANITIZER_LEAVE_OUT = TopChromeCoreTests\. StrictJSONTests\. RuleVectorTests Rul
 space := $() $()
 sanitizer_leave_out = $(subst $(space),|,$(strip $(SANITIZER_LEAVE_OUT)))
 
-## An open defect, left out of the TSan stage until mended: under the
-## thread sanitizer with the whole suite loading the machine, a Redis
-## watcher is not told of a missed change (WatchedCheckTests); it passes
-## alone under TSan and in every other stage.
-TSAN_OPEN_DEFECTS = WatchedCheckTests
-
 ## The suites that own threads or pointers under the thread sanitizer (its own build folder).
 test-tsan:
-	SWIFT="$(SWIFT)" Tests/scripts/swift-test.sh --sanitize=thread --build-path .build/tsan --leave-out '$(sanitizer_leave_out)|$(TSAN_OPEN_DEFECTS)'
+	SWIFT="$(SWIFT)" Tests/scripts/swift-test.sh --sanitize=thread --build-path .build/tsan --leave-out '$(sanitizer_leave_out)'
 
 deps:
 	scripts/install-deps.sh
