@@ -46,11 +46,18 @@ final class TestServer: @unchecked Sendable {
         service?.stop()
     }
 
-    /// A client that retries quickly, so that tests do not wait out real backoffs.
+    /// A client that retries quickly, so that tests do not wait out real
+    /// backoffs, and gives a report up after 5 s rather than two minutes: a
+    /// session left retrying when its test ends (its server stopped) must
+    /// be done before the test process exits. A report body still on the
+    /// wire then is taken for a leak by LeakSanitizer (a `Data`'s storage
+    /// pointer carries its enum's tag bits, which it cannot follow). Tests
+    /// of a longer outage say how long they need.
     func client(_ adjust: (inout TopChromeClient.Configuration) -> Void = { _ in }) -> TopChromeClient {
         var configuration = TopChromeClient.Configuration()
         configuration.retry = RetryPolicy(initialDelay: 0.02, maximumDelay: 0.1, maximumAttempts: 50, maximumRetryAfter: 0.1)
         configuration.requestTimeout = 10
+        configuration.reportRetention = 5
         adjust(&configuration)
         return TopChromeClient(baseURL: url, bearerToken: nil, configuration: configuration)
     }
