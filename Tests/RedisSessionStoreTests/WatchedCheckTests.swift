@@ -24,6 +24,10 @@ struct WatchedCheckTests {
         let commands = Counter()
         var configuration = RedisConfiguration()
         configuration.setupCommands = [ChromeFunctions.loadCommand]
+        // The test makes one check: a call timed out (1 s by default) would
+        // leave its finds to the next periodic check, which never comes here.
+        // Room for a machine loaded by the whole suite under a sanitizer.
+        configuration.commandTimeout = .seconds(60)
         configuration.metrics.roundTrip = { _, _, _ in commands.increment() }
         let client = RedisClient(seeds: seeds, configuration: configuration)
         // An idle timeout far beyond how long the test may take on a loaded
