@@ -79,7 +79,8 @@ struct StateFollower: Sendable {
         var request = try await client.request("GET", "v1/sessions/\(session.id)/events")
         request.setValue("text/event-stream", forHTTPHeaderField: "Accept")
         request.setValue("no-cache", forHTTPHeaderField: "Cache-Control")
-        request.timeoutInterval = Self.urlTimeout(client.configuration.streamIdleTimeout)
+        // Silence is `StreamIdleWatch`'s to judge, with the limit the service names.
+        request.timeoutInterval = Self.never
         if !lastEventID.isEmpty { request.setValue(lastEventID, forHTTPHeaderField: "Last-Event-ID") }
         return request
     }
@@ -94,6 +95,9 @@ struct StateFollower: Sendable {
         // slowly, not every few hundred milliseconds forever.
         var retry = 0
         var failures = 0
+        /// The heartbeat's interval the service last named, in seconds.
+        var heartbeat: Double?
+        let configuredIdleLimit = client.configuration.streamIdleTimeout
         while true {
             try Task.checkCancellation()
             let request: URLRequest
@@ -109,15 +113,24 @@ struct StateFollower: Sendable {
             var retryAfter: Double?
             var interruption: TopChromeError?
             var connectedAt: ContinuousClock.Instant?
-            let connection = EventStreamConnection(request, idleTimeout: client.configuration.streamIdleTimeout,
-                                                   bufferLimit: 1024)
-            defer { connection.close() }
+            let connection = EventStreamConnection(request, bufferLimit: 1024)
+            var idleWatch = StreamIdleWatch(connection)
+            idleWatch.restart(seconds: StreamIdleLimit.seconds(configured: configuredIdleLimit, heartbeat: heartbeat), answered: false)
+            defer {
+                idleWatch.stop()
+                connection.close()
+            }
             do {
                 var status: Int?
                 var refusal = Data()
                 for try await piece in connection.pieces {
+                    if case let .head(200, _, _, heartbeatHeader) = piece, let named = StreamIdleLimit.heartbeat(header: heartbeatHeader) {
+                        heartbeat = named
+                    }
+                    idleWatch.restart(seconds: StreamIdleLimit.seconds(configured: configuredIdleLimit, heartbeat: heartbeat),
+                                      answered: true)
                     switch piece {
-                    case let .head(code, retryAfterHeader, contentType):
+                    case let .head(code, retryAfterHeader, contentType, _):
                         status = code
                         retryAfter = retryAfterHeader.flatMap(TopChromeClient.seconds(retryAfter:))
                         if code == 200 {
@@ -202,11 +215,9 @@ struct StateFollower: Sendable {
         }
     }
 
-    /// A timeout URLSession takes: "never" as a year, since FoundationNetworking
+    /// "Never" as a timeout URLSession takes: a year, since FoundationNetworking
     /// traps on an infinite one (converting it to whole milliseconds).
-    static func urlTimeout(_ seconds: Double) -> Double {
-        seconds.isFinite ? seconds : 365 * 86_400
-    }
+    static let never: Double = 365 * 86_400
 
     /// `text/event-stream`, with or without parameters, in any case.
     static func isEventStream(_ contentType: String?) -> Bool {
