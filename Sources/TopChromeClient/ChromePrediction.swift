@@ -75,7 +75,7 @@ struct ChromePrediction {
     }
 
     /// The service's state, from the event stream (in order, each version once).
-    mutating func reconcile(with state: ChromeState) {
+    mutating func reconcile(with state: SessionState) {
         let isIncluded = { (entry: Unanswered) in entry.seq.map { $0 <= state.lastSeq ?? 0 } ?? false }
         let included = unanswered.filter(isIncluded)
         unanswered.removeAll(where: isIncluded)

@@ -11,7 +11,7 @@ extension ChromeSession {
     /// deleted (also when that is found on reconnecting), and throws
     /// `TopChromeError.sessionGone` if it did not exist when the stream
     /// opened. Cancelling the task that reads it closes the connection.
-    public nonisolated func states() -> AsyncThrowingStream<ChromeState, any Error> {
+    public nonisolated func states() -> AsyncThrowingStream<SessionState, any Error> {
         states(onConnection: { _ in })
     }
 
@@ -21,7 +21,7 @@ extension ChromeSession {
     /// if it will). The stream itself keeps reconnecting as `states()` does.
     public nonisolated func states(
         onConnection: @escaping @Sendable (StreamConnectionEvent) -> Void
-    ) -> AsyncThrowingStream<ChromeState, any Error> {
+    ) -> AsyncThrowingStream<SessionState, any Error> {
         states(onConnection: onConnection, onWait: { _ in })
     }
 
@@ -31,9 +31,9 @@ extension ChromeSession {
     package nonisolated func states(
         onConnection: @escaping @Sendable (StreamConnectionEvent) -> Void,
         onWait: @escaping @Sendable (Double) -> Void
-    ) -> AsyncThrowingStream<ChromeState, any Error> {
+    ) -> AsyncThrowingStream<SessionState, any Error> {
         let (stream, output) = AsyncThrowingStream.makeStream(
-            of: ChromeState.self, bufferingPolicy: .bufferingNewest(max(1, client.configuration.stateBufferLimit)))
+            of: SessionState.self, bufferingPolicy: .bufferingNewest(max(1, client.configuration.stateBufferLimit)))
         let follower = StateFollower(session: self, onConnection: onConnection, onWait: onWait)
         let task = Task { await follower.run(into: output) }
         output.onTermination = { _ in task.cancel() }
@@ -60,9 +60,9 @@ struct StateFollower: Sendable {
     let session: ChromeSession
     var onConnection: @Sendable (StreamConnectionEvent) -> Void = { _ in }
     var onWait: @Sendable (Double) -> Void = { _ in }
-    var client: TopChromeClient { session.client }
+    var client: ChromeService { session.client }
 
-    func run(into output: AsyncThrowingStream<ChromeState, any Error>.Continuation) async {
+    func run(into output: AsyncThrowingStream<SessionState, any Error>.Continuation) async {
         guard let key = await session.register(output) else { return }
         do {
             try await follow(into: output)
@@ -85,10 +85,10 @@ struct StateFollower: Sendable {
         return request
     }
 
-    private func follow(into output: AsyncThrowingStream<ChromeState, any Error>.Continuation) async throws {
+    private func follow(into output: AsyncThrowingStream<SessionState, any Error>.Continuation) async throws {
         var parser = ServerSentEventParser()
         /// The last state yielded, and its event id (`<version>.<tag>`).
-        var lastYielded: (id: String, state: ChromeState)?
+        var lastYielded: (id: String, state: SessionState)?
         // The backoff starts again only after a connection that stayed up
         // `stableConnectionInterval`: an answer that is cut at once (a
         // proxy, a captive portal, a crashing server) is retried ever more
@@ -132,7 +132,7 @@ struct StateFollower: Sendable {
                     switch piece {
                     case let .head(code, retryAfterHeader, contentType, _):
                         status = code
-                        retryAfter = retryAfterHeader.flatMap(TopChromeClient.seconds(retryAfter:))
+                        retryAfter = retryAfterHeader.flatMap(ChromeService.seconds(retryAfter:))
                         if code == 200 {
                             // Anything but an event stream is not the service
                             // (a captive portal's page, a proxy's answer): a failure.
@@ -148,7 +148,7 @@ struct StateFollower: Sendable {
                         for event in parser.feed(data) {
                             switch event.type {
                             case "state":
-                                let state = try TopChromeClient.decodeState(Data(event.data.utf8))
+                                let state = try ChromeService.decodeState(Data(event.data.utf8))
                                 // By id, not version, and inequality, not "greater than": a
                                 // service restored from an older state file or a Redis
                                 // failover counts again from a lower version, or names
@@ -170,7 +170,7 @@ struct StateFollower: Sendable {
                         refusal.append(data)
                     }
                 }
-                switch status.map({ TopChromeClient.classify(status: $0, body: refusal, sessionID: session.id, retryAfter: nil) }) {
+                switch status.map({ ChromeService.classify(status: $0, body: refusal, sessionID: session.id, retryAfter: nil) }) {
                 case .failure(.sessionGone) where lastYielded != nil:
                     // Deleted (or expired) while the stream was cut: the
                     // end its `deleted` event would have brought.

@@ -156,7 +156,7 @@ import TopChromeCore
     }
 
     private enum Update: Sendable {
-        case state(ChromeState)
+        case state(SessionState)
         case connection(StreamConnectionEvent)
         case waiting(Double)
         case ended((any Error)?)
@@ -220,20 +220,20 @@ import TopChromeCore
     /// names it, as it takes every change the service makes.
     @discardableResult
     public func setBehavior(_ behavior: RevealBehavior, collapsibleHeight: Double? = nil,
-                            snap: Bool = false) async throws -> ChromeState {
+                            snap: Bool = false) async throws -> SessionState {
         await outbox.drain()
         return try await session.setBehavior(behavior, collapsibleHeight: collapsibleHeight, snap: snap)
     }
 
     /// Sets the inset, after every report and change made before it.
     @discardableResult
-    public func setInset(_ inset: Double) async throws -> ChromeState {
+    public func setInset(_ inset: Double) async throws -> SessionState {
         await outbox.drain()
         return try await session.setInset(inset)
     }
 
     /// The service's state, read after every report and change made before this call.
-    public func state() async throws -> ChromeState {
+    public func state() async throws -> SessionState {
         await outbox.drain()
         return try await session.state()
     }
@@ -297,7 +297,7 @@ import TopChromeCore
         showPrediction()
     }
 
-    private func apply(_ state: ChromeState) {
+    private func apply(_ state: SessionState) {
         outbox.prediction.reconcile(with: state)
         showPrediction()
     }

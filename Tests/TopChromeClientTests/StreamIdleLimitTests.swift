@@ -52,8 +52,8 @@ import Testing
         guard let address = listening()?.split(separator: " ").first(where: { $0.hasPrefix("http://") }),
               let url = URL(string: String(address)) else { return }
 
-        let client = TopChromeClient(baseURL: url, bearerToken: nil, configuration: {
-            var configuration = TopChromeClient.Configuration()
+        let client = ChromeService(baseURL: url, bearerToken: nil, configuration: {
+            var configuration = ChromeService.Configuration()
             configuration.retry = RetryPolicy(initialDelay: 0.02, maximumDelay: 0.1, maximumAttempts: 50, maximumRetryAfter: 0.1)
             return configuration
         }())

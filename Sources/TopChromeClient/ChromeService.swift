@@ -6,7 +6,7 @@ import TopChromeCore
 
 /// The TopChrome service as an app sees it: sessions to create or attach
 /// to, each with its own ordered queue of changes and its event stream.
-public final class TopChromeClient: Sendable {
+public final class ChromeService: Sendable {
     /// What the client does when the network or the service falters, and
     /// how fast it sends.
     public struct Configuration: Sendable {
@@ -203,9 +203,9 @@ public final class TopChromeClient: Sendable {
         }
     }
 
-    static func decodeState(_ data: Data) throws -> ChromeState {
+    static func decodeState(_ data: Data) throws -> SessionState {
         do {
-            return try JSONDecoder().decode(ChromeState.self, from: data)
+            return try JSONDecoder().decode(SessionState.self, from: data)
         } catch {
             throw TopChromeError.malformedResponse("not a session state: \(String(decoding: data.prefix(200), as: UTF8.self))")
         }
@@ -243,7 +243,7 @@ struct NewSessionBody: Encodable, Equatable {
     var snap: Bool?
 }
 
-extension TopChromeClient {
+extension ChromeService {
     static func encode(_ value: some Encodable) throws -> Data {
         do {
             return try JSONEncoder().encode(value)
