@@ -87,7 +87,7 @@ SANITIZER_LEAVE_OUT = TopChromeCoreTests\. StrictJSONTests\. RuleVectorTests Rul
   RoutingTests CrossOriginTests DemoPageTests BearerTokenTests \
   OptionTableTests ServiceConfigurationTests CrossOriginConfigurationTests RedisSecurityOptionsTests \
   RequestTimeoutOptionTests TLSPrioritiesOptionTests \
-  ChromePredictionTests RetryPolicyTests ServerSentEventParserTests
+  ChromePredictionTests RetryPolicyTests ServerSentEventParserTests ScrollReportingTests NamesTests ClientImportAloneTests
 space := $() $()
 sanitizer_leave_out = $(subst $(space),|,$(strip $(SANITIZER_LEAVE_OUT)))
 
