@@ -199,9 +199,10 @@ public final class SessionAPI: HTTPResponder {
         case let .events(id?):
             guard request.method == "GET" else {
                 // HEAD: the stream's headers without a stream or a watcher.
-                return try Self.respond(to: store.requestSession(id), endpoint: endpoint) { [eventStreamHeaders] session throws(Problem) in
+                let headers = eventStreamHeaders
+                return try Self.respond(to: store.requestSession(id), endpoint: endpoint) { session throws(Problem) in
                     guard session != nil else { throw Self.unknownSession }
-                    return Self.emptyEventStream(eventStreamHeaders)
+                    return Self.emptyEventStream(headers)
                 }
             }
             return try eventStream(of: id, lastEventID: request.headers["Last-Event-ID"], endpoint: endpoint)
