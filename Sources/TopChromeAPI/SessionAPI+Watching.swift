@@ -33,9 +33,9 @@ extension SessionAPI {
         // Only for a stream that goes out: the server closes it, which ends
         // the watch; one that never goes out would hold its watcher (and
         // through it the store) forever.
-        let response: @Sendable () -> StreamingResponse = { [watchers] in
+        let response: @Sendable () -> StreamingResponse = { [watchers, eventStreamHeaders] in
             stream.onClose { watchers.remove(watcher, for: id) }
-            var response = StreamingResponse(status: 200, headers: Self.eventStreamHeaders, stream: stream)
+            var response = StreamingResponse(status: 200, headers: eventStreamHeaders, stream: stream)
             response.endpoint = endpoint
             return response
         }
@@ -122,14 +122,17 @@ extension SessionAPI {
 
     /// An event stream's answer to HEAD. An endless body has no length to
     /// state (RFC 9110 §8.6): a stream, ended before it began.
-    static func emptyEventStream() -> StreamingResponse {
+    static func emptyEventStream(_ headers: HTTPHeaders) -> StreamingResponse {
         let stream = ResponseStream()
         stream.finish()
-        return StreamingResponse(status: 200, headers: eventStreamHeaders, stream: stream)
+        return StreamingResponse(status: 200, headers: headers, stream: stream)
     }
 
     /// `X-Accel-Buffering: no` keeps reverse proxies (nginx) from holding events back.
-    static let eventStreamHeaders = HTTPHeaders([
-        ("Content-Type", "text/event-stream"), ("Cache-Control", "no-store"), ("X-Accel-Buffering", "no"),
-    ])
+    static func eventStreamHeaders(heartbeatSeconds: Int) -> HTTPHeaders {
+        HTTPHeaders([
+            ("Content-Type", "text/event-stream"), ("Cache-Control", "no-store"), ("X-Accel-Buffering", "no"),
+            ("TopChrome-Heartbeat", String(heartbeatSeconds)),
+        ])
+    }
 }

@@ -39,13 +39,18 @@ public final class SessionAPI: HTTPResponder {
     private let creationLimit: CreationRateLimit?
     /// Web pages on other origins allowed to call; nil (the default) costs one check per request.
     private let crossOrigin: CrossOriginPolicy?
+    /// An event stream's head, which names the heartbeat's interval
+    /// (`TopChrome-Heartbeat`): a client takes a stream silent for longer
+    /// than that for dead, and only the server knows its `--heartbeat`.
+    let eventStreamHeaders: HTTPHeaders
 
     public init(store: any SessionStore & SessionChangeFeed, maxBodyBytes: Int, authToken: String? = nil,
                 metricsToken: String? = nil, maxWaitSeconds: Int = 60, metrics: ServiceMetrics = ServiceMetrics(),
                 statistics: ChromeStatistics = ChromeStatistics(), moreMetrics: [any MetricsFamilies] = [],
                 readinessDetails: [any ReadinessDetail] = [], crossOrigin: CrossOriginPolicy? = nil,
-                creationRate: CreationRatePolicy? = nil) {
+                creationRate: CreationRatePolicy? = nil, heartbeatSeconds: Int = 15) {
         self.maxWaitSeconds = maxWaitSeconds
+        eventStreamHeaders = Self.eventStreamHeaders(heartbeatSeconds: heartbeatSeconds)
         self.store = store
         watchers = WatcherHub(feed: store)
         self.moreMetrics = moreMetrics
@@ -194,9 +199,10 @@ public final class SessionAPI: HTTPResponder {
         case let .events(id?):
             guard request.method == "GET" else {
                 // HEAD: the stream's headers without a stream or a watcher.
+                let headers = eventStreamHeaders
                 return try Self.respond(to: store.requestSession(id), endpoint: endpoint) { session throws(Problem) in
                     guard session != nil else { throw Self.unknownSession }
-                    return Self.emptyEventStream()
+                    return Self.emptyEventStream(headers)
                 }
             }
             return try eventStream(of: id, lastEventID: request.headers["Last-Event-ID"], endpoint: endpoint)

@@ -92,10 +92,10 @@ enum Watch {
             token = word
         }
 
-        var configuration = TopChromeClient.Configuration()
+        var configuration = ChromeService.Configuration()
         // An operator wants to see the server back within seconds, not half a minute.
         configuration.retry.maximumDelay = 2
-        let session = TopChromeClient(baseURL: url, bearerToken: token, configuration: configuration).session(id: id)
+        let session = ChromeService(baseURL: url, bearerToken: token, configuration: configuration).session(id: id)
         let outages = OutageReport(server: arguments[0], firstContactAttempts: configuration.retry.maximumAttempts,
                                    showsConnection: showConnection)
         let encoder = JSONEncoder()

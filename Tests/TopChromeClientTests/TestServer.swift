@@ -53,13 +53,13 @@ final class TestServer: @unchecked Sendable {
     /// wire then is taken for a leak by LeakSanitizer (a `Data`'s storage
     /// pointer carries its enum's tag bits, which it cannot follow). Tests
     /// of a longer outage say how long they need.
-    func client(_ adjust: (inout TopChromeClient.Configuration) -> Void = { _ in }) -> TopChromeClient {
-        var configuration = TopChromeClient.Configuration()
+    func client(_ adjust: (inout ChromeService.Configuration) -> Void = { _ in }) -> ChromeService {
+        var configuration = ChromeService.Configuration()
         configuration.retry = RetryPolicy(initialDelay: 0.02, maximumDelay: 0.1, maximumAttempts: 50, maximumRetryAfter: 0.1)
         configuration.requestTimeout = 10
         configuration.reportRetention = 5
         adjust(&configuration)
-        return TopChromeClient(baseURL: url, bearerToken: nil, configuration: configuration)
+        return ChromeService(baseURL: url, bearerToken: nil, configuration: configuration)
     }
 
     /// The requests answered so far for `method` and `route`, by the server's
@@ -117,11 +117,11 @@ func within<T: Sendable>(_ seconds: Double = 10, _ body: @escaping @Sendable () 
 /// Reads a stream of states in the background and keeps what it saw.
 final class StateRecorder: @unchecked Sendable {
     private let lock = NSLock()
-    private var seen: [ChromeState] = []
+    private var seen: [SessionState] = []
     private var ending: Result<Void, any Error>?
     private var task: Task<Void, Never>?
 
-    init(_ states: AsyncThrowingStream<ChromeState, any Error>) {
+    init(_ states: AsyncThrowingStream<SessionState, any Error>) {
         let task = Task { [self] in
             do {
                 for try await state in states { lock.withLock { seen.append(state) } }
@@ -133,12 +133,12 @@ final class StateRecorder: @unchecked Sendable {
         lock.withLock { self.task = task }
     }
 
-    var states: [ChromeState] { lock.withLock { seen } }
-    var versions: [Int] { states.map(\.version) }
+    var states: [SessionState] { lock.withLock { seen } }
+    var versions: [UInt64] { states.map(\.version) }
     /// How the stream ended, if it has.
     var end: Result<Void, any Error>? { lock.withLock { ending } }
 
-    func waitFor(within seconds: Double = 10, _ condition: ([ChromeState]) -> Bool) async -> Bool {
+    func waitFor(within seconds: Double = 10, _ condition: ([SessionState]) -> Bool) async -> Bool {
         await eventually(within: seconds) { condition(states) }
     }
 

@@ -290,7 +290,7 @@ import TopChromeClient
         try "watch-token\n".write(to: file, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(at: file) }
         let server = try TestServer { $0.auth.token = "watch-token" }
-        let session = try await TopChromeClient(baseURL: server.url, bearerToken: "watch-token").createSession()
+        let session = try await ChromeService(baseURL: server.url, bearerToken: "watch-token").createSession()
         let refused = try Self.watch([server.url.absoluteString, session.id])
         #expect(await refused.exitStatus() == 1, "401 without the token")
         let run = try Self.watch(["--auth-token-file", file.path, server.url.absoluteString, session.id])

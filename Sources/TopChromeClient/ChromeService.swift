@@ -6,7 +6,7 @@ import TopChromeCore
 
 /// The TopChrome service as an app sees it: sessions to create or attach
 /// to, each with its own ordered queue of changes and its event stream.
-public final class TopChromeClient: Sendable {
+public final class ChromeService: Sendable {
     /// What the client does when the network or the service falters, and
     /// how fast it sends.
     public struct Configuration: Sendable {
@@ -15,12 +15,12 @@ public final class TopChromeClient: Sendable {
         /// Seconds a request may take before it counts as a network error.
         public var requestTimeout: Double = 30
         /// Seconds an event stream may stay silent before it is taken for
-        /// dead and reconnected: twice the service's heartbeat (`--heartbeat`,
-        /// 15 s by default), as centrifuge's `maxServerPingDelay` does, so
-        /// one late heartbeat is forgiven and a stopped server is noticed
-        /// within 30 s. Set it to twice the heartbeat of a service that
-        /// beats slower. `.infinity`: never.
-        public var streamIdleTimeout: Double = 30
+        /// dead and reconnected. `nil` (the default): twice the heartbeat
+        /// the service names on the stream (`TopChrome-Heartbeat`, its
+        /// `--heartbeat`), so one late heartbeat is forgiven and a stopped
+        /// server is noticed within two; 30 s until it names one, or from
+        /// a proxy that drops the header. `.infinity`: never.
+        public var streamIdleTimeout: Double?
         /// Seconds an event stream must stay open before its backoff starts
         /// again from the first delay (as LaunchDarkly's EventSource does):
         /// a proxy that answers and closes at once is retried ever more slowly.
@@ -203,9 +203,9 @@ public final class TopChromeClient: Sendable {
         }
     }
 
-    static func decodeState(_ data: Data) throws -> ChromeState {
+    static func decodeState(_ data: Data) throws -> SessionState {
         do {
-            return try JSONDecoder().decode(ChromeState.self, from: data)
+            return try JSONDecoder().decode(SessionState.self, from: data)
         } catch {
             throw TopChromeError.malformedResponse("not a session state: \(String(decoding: data.prefix(200), as: UTF8.self))")
         }
@@ -243,7 +243,7 @@ struct NewSessionBody: Encodable, Equatable {
     var snap: Bool?
 }
 
-extension TopChromeClient {
+extension ChromeService {
     static func encode(_ value: some Encodable) throws -> Data {
         do {
             return try JSONEncoder().encode(value)
