@@ -60,15 +60,15 @@ public final class ChromeService: Sendable {
     let urlSession: URLSession
 
     /// Where the bearer token comes from: fixed, or asked for before every
-    /// request (tokens that rotate).
+    /// request (tokens that rotate); told which token the service refused.
     enum Token: Sendable {
         case fixed(String?)
-        case provider(@Sendable () async throws -> String?)
+        case provider(@Sendable (_ refused: String?) async throws -> String?)
 
-        func value() async throws -> String? {
+        func value(refused: String? = nil) async throws -> String? {
             switch self {
             case let .fixed(token): token
-            case let .provider(provide): try await provide()
+            case let .provider(provide): try await provide(refused)
             }
         }
     }
@@ -87,7 +87,22 @@ public final class ChromeService: Sendable {
     public convenience init(baseURL: URL, configuration: Configuration = Configuration(),
                             urlSessionConfiguration: URLSessionConfiguration = .ephemeral,
                             tokenProvider: @escaping @Sendable () async throws -> String?) {
-        self.init(baseURL: baseURL, token: .provider(tokenProvider), configuration: configuration,
+        self.init(baseURL: baseURL, token: .provider { _ in try await tokenProvider() }, configuration: configuration,
+                  urlSessionConfiguration: urlSessionConfiguration)
+    }
+
+    /// A client for short-lived tokens (the service's access tokens, or a
+    /// global token that is rotated): `tokens` is asked with nil before
+    /// every request and stream (re)connection, and, when the service
+    /// refuses a token as invalid (`401`, `error="invalid_token"`: expired,
+    /// revoked, rotated away) or a stream ends with its token (`expired`),
+    /// with that token, so it fetches a new one from the app's backend
+    /// rather than hand back the one it holds. The request is then sent once
+    /// more, and the stream resumes from its last event: the app sees no gap.
+    public convenience init(baseURL: URL, configuration: Configuration = Configuration(),
+                            urlSessionConfiguration: URLSessionConfiguration = .ephemeral,
+                            tokens: @escaping @Sendable (_ refused: String?) async throws -> String?) {
+        self.init(baseURL: baseURL, token: .provider(tokens), configuration: configuration,
                   urlSessionConfiguration: urlSessionConfiguration)
     }
 
@@ -128,8 +143,8 @@ public final class ChromeService: Sendable {
 
     // MARK: Requests
 
-    func request(_ method: String, _ path: String, body: Data? = nil) async throws -> URLRequest {
-        let bearerToken = try await token.value()
+    func request(_ method: String, _ path: String, body: Data? = nil, refusedToken: String? = nil) async throws -> URLRequest {
+        let bearerToken = try await token.value(refused: refusedToken)
         var request = URLRequest(url: baseURL.appendingPathComponent(path))
         request.httpMethod = method
         request.timeoutInterval = configuration.requestTimeout
@@ -152,25 +167,49 @@ public final class ChromeService: Sendable {
     }
 
     /// One attempt, classified: network errors, 503 and 429 may pass if
-    /// tried again; other refusals would only be refused again.
+    /// tried again; other refusals would only be refused again, but for a
+    /// token refused as invalid, which is renewed and sent once more.
     func attempt(_ request: URLRequest, sessionID: String?) async throws -> Outcome {
+        let (outcome, refused) = try await attemptOnce(request, sessionID: sessionID)
+        guard let refused, case .provider = token,
+              let renewed = try await token.value(refused: refused), renewed != refused else { return outcome }
+        var again = request
+        again.setValue("Bearer \(renewed)", forHTTPHeaderField: "Authorization")
+        return try await attemptOnce(again, sessionID: sessionID).outcome
+    }
+
+    /// One attempt, and the bearer token it carried if the service refused
+    /// it as invalid.
+    private func attemptOnce(_ request: URLRequest, sessionID: String?) async throws -> (outcome: Outcome, refusedToken: String?) {
         let data: Data, response: URLResponse
         do {
             (data, response) = try await urlSession.data(for: request)
         } catch {
             try Task.checkCancellation()
-            return .retryable(.transport(error), retryAfter: nil)
+            return (.retryable(.transport(error), retryAfter: nil), nil)
         }
         guard let http = response as? HTTPURLResponse else {
-            return .failure(.malformedResponse("not an HTTP response"))
+            return (.failure(.malformedResponse("not an HTTP response")), nil)
         }
         let outcome = Self.classify(status: http.statusCode, body: data, sessionID: sessionID,
                                     retryAfter: http.value(forHTTPHeaderField: "Retry-After"))
         if case let .success(data, status, _) = outcome,
            let stale = http.value(forHTTPHeaderField: "TopChrome-Stale-Reports").flatMap({ Int($0) }) {
-            return .success(data, status: status, staleReports: stale)
+            return (.success(data, status: status, staleReports: stale), nil)
         }
-        return outcome
+        let refused = Self.refusesTokenAsInvalid(status: http.statusCode, challenge: http.value(forHTTPHeaderField: "WWW-Authenticate"))
+            ? Self.bearerToken(of: request) : nil
+        return (outcome, refused)
+    }
+
+    /// RFC 6750 §3.1: a token expired, revoked or otherwise invalid; another may pass.
+    static func refusesTokenAsInvalid(status: Int, challenge: String?) -> Bool {
+        status == 401 && challenge?.contains("invalid_token") == true
+    }
+
+    static func bearerToken(of request: URLRequest) -> String? {
+        guard let value = request.value(forHTTPHeaderField: "Authorization"), value.hasPrefix("Bearer ") else { return nil }
+        return String(value.dropFirst("Bearer ".count))
     }
 
     static func classify(status: Int, body: Data, sessionID: String?, retryAfter: String?) -> Outcome {

@@ -62,6 +62,7 @@ private final class CurlTransfer: @unchecked Sendable {
     private var retryAfter: String?
     private var contentType: String?
     private var heartbeat: String?
+    private var challenge: String?
 
     init(_ request: URLRequest, continuation: AsyncThrowingStream<EventStreamPiece, any Error>.Continuation) {
         self.request = request
@@ -175,6 +176,8 @@ private final class CurlTransfer: @unchecked Sendable {
                 contentType = value
             } else if line[..<colon].caseInsensitiveCompare("TopChrome-Heartbeat") == .orderedSame {
                 heartbeat = value
+            } else if line[..<colon].caseInsensitiveCompare("WWW-Authenticate") == .orderedSame {
+                challenge = value
             }
         }
         return count
@@ -197,7 +200,8 @@ private final class CurlTransfer: @unchecked Sendable {
         announced = true
         var status = 0
         _ = ccurl_response_code(easy, &status)
-        continuation.yield(.head(status: status, retryAfter: retryAfter, contentType: contentType, heartbeat: heartbeat))
+        continuation.yield(.head(status: status, retryAfter: retryAfter, contentType: contentType, heartbeat: heartbeat,
+                                 challenge: challenge))
     }
 
     /// The reason in our words (``TransferFailure``), as the URLError a

@@ -75,8 +75,8 @@ struct StateFollower: Sendable {
 
     /// A reconnection names the last event it has, so the service does not
     /// send that state again.
-    func request(lastEventID: String) async throws -> URLRequest {
-        var request = try await client.request("GET", "v1/sessions/\(session.id)/events")
+    func request(lastEventID: String, refusedToken: String? = nil) async throws -> URLRequest {
+        var request = try await client.request("GET", "v1/sessions/\(session.id)/events", refusedToken: refusedToken)
         request.setValue("text/event-stream", forHTTPHeaderField: "Accept")
         request.setValue("no-cache", forHTTPHeaderField: "Cache-Control")
         // Silence is `StreamIdleWatch`'s to judge, with the limit the service names.
@@ -98,11 +98,17 @@ struct StateFollower: Sendable {
         /// The heartbeat's interval the service last named, in seconds.
         var heartbeat: Double?
         let configuredIdleLimit = client.configuration.streamIdleTimeout
+        /// The token the service refused or the last stream ended with: the
+        /// next connection asks for a new one.
+        var refusedToken: String?
+        let tokensRenew = if case .provider = client.token { true } else { false }
         while true {
             try Task.checkCancellation()
             let request: URLRequest
+            let renewing = refusedToken != nil
             do {
-                request = try await self.request(lastEventID: parser.lastEventID)
+                request = try await self.request(lastEventID: parser.lastEventID, refusedToken: refusedToken)
+                refusedToken = nil
             } catch let error as CancellationError {
                 throw error
             } catch {
@@ -123,15 +129,21 @@ struct StateFollower: Sendable {
             do {
                 var status: Int?
                 var refusal = Data()
-                for try await piece in connection.pieces {
-                    if case let .head(200, _, _, heartbeatHeader) = piece, let named = StreamIdleLimit.heartbeat(header: heartbeatHeader) {
+                var tokenEnded = false
+                reading: for try await piece in connection.pieces {
+                    if case let .head(200, _, _, heartbeatHeader, _) = piece, let named = StreamIdleLimit.heartbeat(header: heartbeatHeader) {
                         heartbeat = named
                     }
                     idleWatch.restart(seconds: StreamIdleLimit.seconds(configured: configuredIdleLimit, heartbeat: heartbeat),
                                       answered: true)
                     switch piece {
-                    case let .head(code, retryAfterHeader, contentType, _):
+                    case let .head(code, retryAfterHeader, contentType, _, challenge):
                         status = code
+                        // Refused at the door (expired, revoked, rotated): once with a new one.
+                        if tokensRenew, !renewing, ChromeService.refusesTokenAsInvalid(status: code, challenge: challenge) {
+                            tokenEnded = true
+                            break reading
+                        }
                         retryAfter = retryAfterHeader.flatMap(ChromeService.seconds(retryAfter:))
                         if code == 200 {
                             // Anything but an event stream is not the service
@@ -162,6 +174,12 @@ struct StateFollower: Sendable {
                                 }
                             case "deleted":
                                 return
+                            case "expired":
+                                // The service ends a stream when its token
+                                // expires: on at once with a new one, from
+                                // the last event, so no state is missed.
+                                tokenEnded = true
+                                break reading
                             default:
                                 break
                             }
@@ -169,6 +187,10 @@ struct StateFollower: Sendable {
                     case let .body(data):
                         refusal.append(data)
                     }
+                }
+                if tokenEnded {
+                    refusedToken = ChromeService.bearerToken(of: request) ?? ""
+                    continue
                 }
                 switch status.map({ ChromeService.classify(status: $0, body: refusal, sessionID: session.id, retryAfter: nil) }) {
                 case .failure(.sessionGone) where lastYielded != nil:

@@ -5,8 +5,9 @@ import FoundationNetworking
 
 /// What an event stream's connection hands its reader, as it arrives.
 enum EventStreamPiece: Sendable {
-    /// `heartbeat`: the `TopChrome-Heartbeat` header, the service's interval in seconds.
-    case head(status: Int, retryAfter: String?, contentType: String?, heartbeat: String?)
+    /// `heartbeat`: the `TopChrome-Heartbeat` header, the service's interval
+    /// in seconds; `challenge`: `WWW-Authenticate` (why a token was refused).
+    case head(status: Int, retryAfter: String?, contentType: String?, heartbeat: String?, challenge: String?)
     case body(Data)
 }
 
@@ -76,7 +77,8 @@ final class EventStreamConnection: NSObject, URLSessionDataDelegate, Sendable {
             let http = task.response as? HTTPURLResponse
             continuation.yield(.head(status: http?.statusCode ?? 0, retryAfter: http?.value(forHTTPHeaderField: "Retry-After"),
                                      contentType: http?.value(forHTTPHeaderField: "Content-Type"),
-                                     heartbeat: http?.value(forHTTPHeaderField: "TopChrome-Heartbeat")))
+                                     heartbeat: http?.value(forHTTPHeaderField: "TopChrome-Heartbeat"),
+                                     challenge: http?.value(forHTTPHeaderField: "WWW-Authenticate")))
         }
 
         func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {

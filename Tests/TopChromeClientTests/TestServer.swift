@@ -37,6 +37,16 @@ final class TestServer: @unchecked Sendable {
         }
     }
 
+    /// What SIGHUP does: files read again (the bearer token's among them).
+    func reload() {
+        lock.withLock { service }?.reload()
+    }
+
+    /// Changes what the next `start()` starts with.
+    func reconfigure(_ change: (inout ServiceConfiguration) -> Void) {
+        lock.withLock { change(&configuration) }
+    }
+
     /// A graceful stop: streams end, the state file is written.
     func stop() {
         let service = lock.withLock { () -> TopChromeService? in
@@ -60,6 +70,11 @@ final class TestServer: @unchecked Sendable {
         configuration.reportRetention = 5
         adjust(&configuration)
         return ChromeService(baseURL: url, bearerToken: nil, configuration: configuration)
+    }
+
+    /// The same client, its bearer token from `tokens` (see `ChromeService.init(baseURL:tokens:)`).
+    func client(tokens: @escaping @Sendable (_ refused: String?) async throws -> String?) -> ChromeService {
+        ChromeService(baseURL: url, configuration: client().configuration, tokens: tokens)
     }
 
     /// The requests answered so far for `method` and `route`, by the server's

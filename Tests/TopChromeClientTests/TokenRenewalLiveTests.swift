@@ -1,0 +1,87 @@
+import Foundation
+import Testing
+@testable import TopChromeClient
+
+/// A token the service refuses as invalid (rotated, expired, revoked) is
+/// renewed by the app's provider and the request or stream goes on, the
+/// app seeing no error and the stream no gap.
+@Suite struct TokenRenewalLiveTests {
+    @Test func aRefusedTokenIsRenewedAndTheRequestSentAgain() async throws {
+        let folder = try StateFolder()
+        let tokenFile = folder.url.appendingPathComponent("token").path
+        try "first".write(toFile: tokenFile, atomically: true, encoding: .utf8)
+        let server = try TestServer { $0.auth.token = "first"; $0.auth.tokenFile = tokenFile }
+        let backend = Backend(token: "first", next: "second")
+        let session = try await server.client(tokens: backend.token).createSession(inset: 59)
+
+        try "second".write(toFile: tokenFile, atomically: true, encoding: .utf8)
+        server.reload()
+        #expect(try await session.setInset(30).inset == 30, "sent again with the renewed token")
+        #expect(backend.refusals == ["first"], "asked once for a new one, told which was refused")
+    }
+
+    /// The service comes back with another token: the stream's reconnection
+    /// is refused, renews its token, and resumes from its last event.
+    @Test func aStreamRenewsARefusedTokenAndResumes() async throws {
+        let folder = try StateFolder()
+        let server = try TestServer { $0.auth.token = "first"; $0.stateFile.path = folder.stateFile }
+        let backend = Backend(token: "first", next: "second")
+        let session = try await server.client(tokens: backend.token).createSession(inset: 59)
+        let recorder = StateRecorder(session.states())
+        #expect(await recorder.waitFor { $0.last?.version == 1 })
+
+        server.stop()
+        server.reconfigure { $0.auth.token = "second" }
+        try server.start()
+        // Nothing else asks for a token meanwhile: the stream's reconnection meets the refusal.
+        #expect(await eventually { backend.refusals == ["first"] }, "the stream renewed its token: \(backend.refusals); ended: \(String(describing: recorder.end))")
+        try await session.setInset(30)
+        #expect(await recorder.waitFor { $0.last?.version == 2 }, "\(recorder.versions); ended: \(String(describing: recorder.end))")
+        #expect(recorder.versions == [1, 2], "each version once, in order")
+        #expect(recorder.end == nil, "still following")
+        #expect(backend.refusals == ["first"], "one renewal: \(backend.refusals)")
+        recorder.cancel()
+    }
+
+    /// Without a provider there is nothing to renew: the refusal is told.
+    @Test func aFixedTokenRefusedIsTold() async throws {
+        let server = try TestServer { $0.auth.token = "first" }
+        let session = try await ChromeService(baseURL: server.url, bearerToken: "first", configuration: server.client().configuration)
+            .createSession(inset: 59)
+        server.stop()
+        server.reconfigure { $0.auth.token = "second" }
+        try server.start()
+        await #expect {
+            try await session.setInset(30)
+        } throws: { error in
+            guard case let .rejected(problem)? = error as? TopChromeError else { return false }
+            return problem.status == 401
+        }
+    }
+}
+
+/// The app's backend as its provider sees it: the token it holds, and a
+/// new one when the service refused that.
+private final class Backend: @unchecked Sendable {
+    private let lock = NSLock()
+    private var held: String
+    private let next: String
+    private var refused: [String] = []
+
+    init(token: String, next: String) {
+        held = token
+        self.next = next
+    }
+
+    var refusals: [String] { lock.withLock { refused } }
+
+    @Sendable func token(refused token: String?) async throws -> String? {
+        lock.withLock {
+            if let token {
+                refused.append(token)
+                if token == held { held = next }
+            }
+            return held
+        }
+    }
+}
