@@ -65,6 +65,11 @@ let package = Package(
             providers: [.apt(["libssl-dev"])]
         ),
 
+        // Access tokens: compact JWS with JWT claims, verified against a JWKS
+        // (EdDSA, ES256, HS256 through libcrypto) and minted with Ed25519.
+        // No HTTP in it: the API asks it what a token allows.
+        .target(name: "AccessTokens", dependencies: ["COpenSSL", "StrictJSON"]),
+
         // A general Redis and Redis Cluster client over hiredis: pipelined
         // connections with deadlines and reconnection, slot routing, redirections.
         // Knows nothing of TopChrome.
@@ -155,6 +160,7 @@ let package = Package(
         .testTarget(name: "TopChromeCoreTests", dependencies: ["TopChromeCore", "TopChromeTesting"]),
         .testTarget(name: "MemorySessionStoreTests", dependencies: ["MemorySessionStore", "StoreParts", "TopChromeCore", "TopChromeTesting"]),
         .testTarget(name: "StrictJSONTests", dependencies: ["StrictJSON"]),
+        .testTarget(name: "AccessTokensTests", dependencies: ["AccessTokens", "StrictJSON"]),
         .testTarget(name: "SessionSnapshotsTests", dependencies: ["SessionSnapshots", "MemorySessionStore"]),
         .testTarget(name: "LockingTests", dependencies: ["Locking"]),
         .testTarget(name: "MicroHTTPDTests", dependencies: ["MicroHTTPD", "TopChromeTesting"]),
