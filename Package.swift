@@ -160,7 +160,7 @@ let package = Package(
         .testTarget(name: "TopChromeCoreTests", dependencies: ["TopChromeCore", "TopChromeTesting"]),
         .testTarget(name: "MemorySessionStoreTests", dependencies: ["MemorySessionStore", "StoreParts", "TopChromeCore", "TopChromeTesting"]),
         .testTarget(name: "StrictJSONTests", dependencies: ["StrictJSON"]),
-        .testTarget(name: "AccessTokensTests", dependencies: ["AccessTokens", "StrictJSON"]),
+        .testTarget(name: "AccessTokensTests", dependencies: ["AccessTokens", "StrictJSON", "COpenSSL"]),
         .testTarget(name: "SessionSnapshotsTests", dependencies: ["SessionSnapshots", "MemorySessionStore"]),
         .testTarget(name: "LockingTests", dependencies: ["Locking"]),
         .testTarget(name: "MicroHTTPDTests", dependencies: ["MicroHTTPD", "TopChromeTesting"]),
