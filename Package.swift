@@ -90,7 +90,7 @@ let package = Package(
         // Sees the store only through the core's SessionStore and StoreParts' SessionChangeFeed.
         .target(
             name: "TopChromeAPI",
-            dependencies: ["TopChromeCore", "StoreParts", "MicroHTTPD", "StrictJSON", "Locking", "BuildInfo"],
+            dependencies: ["TopChromeCore", "StoreParts", "MicroHTTPD", "StrictJSON", "Locking", "BuildInfo", "AccessTokens"],
             plugins: ["EmbedOpenAPI"]
         ),
 
@@ -103,7 +103,7 @@ let package = Package(
         .target(
             name: "TopChromeApp",
             dependencies: ["TopChromeAPI", "TopChromeCore", "StoreParts", "MemorySessionStore", "MicroHTTPD", "StrictJSON",
-                           "SessionSnapshots", "Locking", "Redis", "RedisSessionStore", "BuildInfo"]
+                           "SessionSnapshots", "Locking", "Redis", "RedisSessionStore", "BuildInfo", "AccessTokens"]
         ),
 
         // `make bench`: the memory store's cost per scroll report, without HTTP.
@@ -178,7 +178,7 @@ let package = Package(
         .testTarget(name: "TopChromeAppTests", dependencies: ["TopChromeApp", "TopChromeAPI", "StrictJSON", "TopChromeTesting"]),
         .testTarget(
             name: "LiveServerTests",
-            dependencies: ["TopChromeApp", "MicroHTTPD", "topchrome", "Redis", "RedisTestSupport", "TopChromeTesting"]
+            dependencies: ["TopChromeApp", "MicroHTTPD", "topchrome", "Redis", "RedisTestSupport", "TopChromeTesting", "AccessTokens"]
         ),
         .testTarget(
             name: "TopChromeClientTests",

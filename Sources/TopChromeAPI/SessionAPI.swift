@@ -1,3 +1,4 @@
+import AccessTokens
 import MicroHTTPD
 import StoreParts
 import StrictJSON
@@ -30,6 +31,8 @@ public final class SessionAPI: HTTPResponder {
     let maxBodyBytes: Int
     /// Nil when no token is configured: then requests never read it.
     private let authToken: CurrentBearerToken?
+    /// Access tokens (JWTs) for one session each; nil: none is taken.
+    private let accessGate: AccessGate?
     /// A scraper's token for `/metrics`; nil leaves `/metrics` open.
     private let metricsToken: CurrentBearerToken?
     private let metrics: ServiceMetrics
@@ -44,7 +47,7 @@ public final class SessionAPI: HTTPResponder {
                 metricsToken: String? = nil, maxWaitSeconds: Int = 60, metrics: ServiceMetrics = ServiceMetrics(),
                 statistics: ChromeStatistics = ChromeStatistics(), moreMetrics: [any MetricsFamilies] = [],
                 readinessDetails: [any ReadinessDetail] = [], crossOrigin: CrossOriginPolicy? = nil,
-                creationRate: CreationRatePolicy? = nil) {
+                creationRate: CreationRatePolicy? = nil, accessTokens: TokenVerifier? = nil) {
         self.maxWaitSeconds = maxWaitSeconds
         self.store = store
         watchers = WatcherHub(feed: store)
@@ -53,6 +56,7 @@ public final class SessionAPI: HTTPResponder {
         let token = authToken.map { CurrentBearerToken(BearerToken($0)) }
         self.authToken = token
         self.metricsToken = metricsToken.map { CurrentBearerToken(BearerToken($0)) }
+        accessGate = accessTokens.map(AccessGate.init)
         readiness = Readiness(store: { store.readiness }, details: readinessDetails, authToken: token)
         self.metrics = metrics
         self.statistics = statistics
@@ -77,6 +81,15 @@ public final class SessionAPI: HTTPResponder {
     public func replaceAuthToken(_ token: String) -> Bool {
         guard let authToken else { return false }
         authToken.replace(with: BearerToken(token))
+        return true
+    }
+
+    /// Access tokens are verified with these keys and this policy from now
+    /// on (a rotated JWKS, a new cut-off); false for an API made without.
+    @discardableResult
+    public func replaceTokenVerifier(_ verifier: TokenVerifier) -> Bool {
+        guard let accessGate else { return false }
+        accessGate.replace(with: verifier)
         return true
     }
 
@@ -131,8 +144,8 @@ public final class SessionAPI: HTTPResponder {
                         _ buffers: inout ResponseBuffers) throws(Problem) -> HTTPResponse {
         // A missing or doubled Host, like ambiguous framing, is refused by the
         // server before the request comes here (see `refusal(of:)`).
-        if let authToken, Self.isUnderV1(request.pathBytes) {
-            try authToken.value.check(request.headers["Authorization"])
+        if authToken != nil || accessGate != nil, Self.isUnderV1(request.pathBytes) {
+            try authorize(request, route)
         }
         guard let route else {
             throw .notFound("There is no resource at this path; the API lives under /v1/sessions.")
@@ -229,6 +242,15 @@ public final class SessionAPI: HTTPResponder {
         let condition = try Self.preconditions(of: request).forChange
         return try Self.respond(to: store.requestApply(inputs, to: id, if: condition), Changed(), endpoint: endpoint,
                                 reusing: &buffers)
+    }
+
+    /// The global token passes everything; else an access token passes what it allows.
+    private func authorize(_ request: HTTPRequest, _ route: Route?) throws(Problem) {
+        guard let authorization = request.headers["Authorization"] else { throw BearerToken.missing }
+        guard let credentials = BearerToken.credentials(in: authorization) else { throw BearerToken.invalid }
+        if let authToken, authToken.value.matches(Array(credentials)) { return }
+        guard let accessGate else { throw BearerToken.invalid }
+        _ = try accessGate.authorize(credentials, request.method, on: route)
     }
 
     /// `/metrics` tells what `/readyz` keeps to operators (state-file

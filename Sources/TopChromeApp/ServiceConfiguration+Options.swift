@@ -221,5 +221,5 @@ extension ServiceConfiguration {
             }
             config.fsync = policy
         },
-    ]
+    ] + tokenOptions
 }

@@ -1,3 +1,4 @@
+import AccessTokens
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -54,6 +55,13 @@ public struct ServiceConfiguration: Sendable, Equatable {
     public var metricsToken: String?
     /// Where `metricsToken` was read, read again on reload as `authTokenFile` is.
     public var metricsTokenFile: String?
+    /// Access tokens (JWTs) for one session each: see ServiceConfiguration+Tokens.swift.
+    /// The JWKS text, checked when read (kept as text so that configurations compare).
+    public var tokenKeysJWKS: String?
+    /// Where `tokenKeys` was read, read again on reload (SIGHUP) so keys rotate without a restart.
+    public var tokenKeysFile: String?
+    /// Audience, issuer, leeway and revocation cut-off that tokens are held to.
+    public var tokenPolicy = TokenVerifier.Policy()
     /// Certificate (chain) and private key for HTTPS, PEM text read at
     /// parse time so a missing file stops the start at once; both or neither.
     public var tlsCertificatePEM: String?

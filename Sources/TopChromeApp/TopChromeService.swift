@@ -85,7 +85,7 @@ public final class TopChromeService: Sendable {
                              moreMetrics: (stateFile.map { [$0] } ?? []) + tlsFamilies + [connectionMetrics],
                              readinessDetails: stateFile.map { [$0] } ?? [],
                              crossOrigin: CrossOriginPolicy(origins: configuration.corsOrigins),
-                             creationRate: configuration.creationRate)
+                             creationRate: configuration.creationRate, accessTokens: configuration.tokenVerifier)
             self.snapshots = snapshots
         case .redis, .redisSentinel:
             let errorReplies = RedisErrorReplies(logger: logger)
@@ -106,7 +106,7 @@ public final class TopChromeService: Sendable {
                              maxWaitSeconds: configuration.maxWaitSeconds, metrics: metrics, statistics: store.statistics,
                              moreMetrics: [redisMetrics] + tlsFamilies + [connectionMetrics],
                              crossOrigin: CrossOriginPolicy(origins: configuration.corsOrigins),
-                             creationRate: configuration.creationRate)
+                             creationRate: configuration.creationRate, accessTokens: configuration.tokenVerifier)
             snapshots = nil
         }
         var serverConfiguration = configuration.httpServer
