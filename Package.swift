@@ -147,7 +147,7 @@ let package = Package(
         .executableTarget(
             name: "TopChromeFuzz",
             dependencies: ["TopChromeApp", "TopChromeAPI", "TopChromeCore", "StoreParts", "MemorySessionStore", "MicroHTTPD",
-                           "StrictJSON", "SessionSnapshots", "TopChromeClient", "Redis", "RedisSessionStore", "TopChromeTesting"]
+                           "StrictJSON", "SessionSnapshots", "TopChromeClient", "Redis", "RedisSessionStore", "TopChromeTesting", "AccessTokens"]
         ),
 
         // What tests (and the fuzz harness) share: a loopback listener, a seeded

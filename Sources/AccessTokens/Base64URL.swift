@@ -1,7 +1,7 @@
 /// The URL-safe base64 of JWS (RFC 7515 §2, RFC 4648 §5): no padding, and
 /// only the canonical spelling of each value is read, so that one token has
 /// one form (a cache keyed by the token's bytes cannot be fooled by a twin).
-enum Base64URL {
+public enum Base64URL {
     private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
 
     private static let values: [UInt8] = {
@@ -10,7 +10,7 @@ enum Base64URL {
         return table
     }()
 
-    static func decode(_ text: some Collection<UInt8>) -> [UInt8]? {
+    public static func decode(_ text: some Collection<UInt8>) -> [UInt8]? {
         guard text.count % 4 != 1 else { return nil }
         var bytes: [UInt8] = []
         bytes.reserveCapacity(text.count * 3 / 4)
@@ -32,7 +32,7 @@ enum Base64URL {
         return bytes
     }
 
-    static func encode(_ bytes: some Collection<UInt8>) -> String {
+    public static func encode(_ bytes: some Collection<UInt8>) -> String {
         var symbols: [UInt8] = []
         symbols.reserveCapacity((bytes.count * 4 + 2) / 3)
         var accumulator: UInt32 = 0
