@@ -1,4 +1,7 @@
 import AccessTokens
+#if canImport(Glibc)
+import Glibc
+#endif
 import MicroHTTPD
 import StoreParts
 import StrictJSON
@@ -144,8 +147,10 @@ public final class SessionAPI: HTTPResponder {
                         _ buffers: inout ResponseBuffers) throws(Problem) -> HTTPResponse {
         // A missing or doubled Host, like ambiguous framing, is refused by the
         // server before the request comes here (see `refusal(of:)`).
+        // The access token that allowed this request, if one did: what it opens ends with it.
+        var access: AccessToken?
         if authToken != nil || accessGate != nil, Self.isUnderV1(request.pathBytes) {
-            try authorize(request, route)
+            access = try authorize(request, route)
         }
         guard let route else {
             throw .notFound("There is no resource at this path; the API lives under /v1/sessions.")
@@ -196,7 +201,9 @@ public final class SessionAPI: HTTPResponder {
             }
             // Without If-None-Match there is no state to wait past: the answer
             // is the state now, as a read gives it (and `Prefer` is not even read).
-            if preconditions.ifNoneMatch != nil, let wait = Self.preferredWait(request, cap: maxWaitSeconds) {
+            if preconditions.ifNoneMatch != nil, let wait = Self.preferredWait(request, cap: maxWaitSeconds)
+                .map({ wait in min(Int64(wait), Self.secondsLeft(access) ?? Int64(wait)) }).flatMap({ $0 > 0 ? Int($0) : nil }) {
+                // A long-poll never waits past its token's exp (Mercure's rule): it waits less, or not at all.
                 // The wait starts from the state the feed reads once it
                 // listens to the session: no change can fall between.
                 return try waitForChange(of: id, preconditions, seconds: wait, endpoint: endpoint)
@@ -211,7 +218,8 @@ public final class SessionAPI: HTTPResponder {
                     return Self.emptyEventStream()
                 }
             }
-            return try eventStream(of: id, lastEventID: request.headers["Last-Event-ID"], endpoint: endpoint)
+            return try eventStream(of: id, lastEventID: request.headers["Last-Event-ID"], endsAfter: Self.secondsLeft(access),
+                                   endpoint: endpoint)
         case let .inset(id?):
             let inset = try body(of: request, RequestBodies.inset)
             return try apply(.setInset(inset), to: id, request, endpoint, &buffers)
@@ -245,12 +253,18 @@ public final class SessionAPI: HTTPResponder {
     }
 
     /// The global token passes everything; else an access token passes what it allows.
-    private func authorize(_ request: HTTPRequest, _ route: Route?) throws(Problem) {
+    /// Returns the access token, nil for the global one.
+    private func authorize(_ request: HTTPRequest, _ route: Route?) throws(Problem) -> AccessToken? {
         guard let authorization = request.headers["Authorization"] else { throw BearerToken.missing }
         guard let credentials = BearerToken.credentials(in: authorization) else { throw BearerToken.invalid }
-        if let authToken, authToken.value.matches(Array(credentials)) { return }
+        if let authToken, authToken.value.matches(Array(credentials)) { return nil }
         guard let accessGate else { throw BearerToken.invalid }
-        _ = try accessGate.authorize(credentials, request.method, on: route)
+        return try accessGate.authorize(credentials, request.method, on: route)
+    }
+
+    /// Seconds the access token has left (none: nil); a watch ends by then.
+    private static func secondsLeft(_ access: AccessToken?) -> Int64? {
+        access.map { $0.expiresAt - Int64(time(nil)) }
     }
 
     /// `/metrics` tells what `/readyz` keeps to operators (state-file
