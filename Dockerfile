@@ -25,6 +25,12 @@ ARG OPENSSL_VERSION=3.0.*
 # The CA certificates `rediss://` trusts without --redis-ca-file: any dated
 # release, since a trust store should be the newest the mirror has.
 ARG CA_CERTIFICATES_VERSION=20*
+# Empty (as for users): the binary is built in the build stage. The tests
+# name one they built already (`make check-binary`'s, the same build),
+# mounted into the build (`podman build --volume DIR:/prebuilt:ro
+# --build-arg PREBUILT_BINARY=/prebuilt/topchrome`), so that `make test`
+# compiles the static binary once; the stage then only gathers its libraries.
+ARG PREBUILT_BINARY=
 
 # --- build -------------------------------------------------------------------
 FROM ${SWIFT_IMAGE} AS build
@@ -33,6 +39,7 @@ ARG HIREDIS_VERSION
 ARG GNUTLS_VERSION
 ARG OPENSSL_VERSION
 ARG CA_CERTIFICATES_VERSION
+ARG PREBUILT_BINARY
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
 
 # The CMicroHTTPD system-library target finds libmicrohttpd through pkg-config,
@@ -69,10 +76,14 @@ COPY Tests ./Tests
 # the run stage needs no Swift toolchain or runtime libraries, only the C
 # libraries below. Stripping drops the symbol tables (about 9 MB).
 # `make check-binary` keeps Foundation and ICU out of this binary.
-RUN swift build -c release --static-swift-stdlib --product topchrome \
- && mkdir -p /build/out \
- && strip -o /build/out/topchrome \
-      "$(swift build -c release --static-swift-stdlib --product topchrome --show-bin-path)/topchrome"
+RUN mkdir -p /build/out \
+ && if [ -n "${PREBUILT_BINARY}" ]; then \
+      cp "${PREBUILT_BINARY}" /build/out/topchrome; \
+    else \
+      swift build -c release --static-swift-stdlib --product topchrome \
+      && strip -o /build/out/topchrome \
+           "$(swift build -c release --static-swift-stdlib --product topchrome --show-bin-path)/topchrome"; \
+    fi
 
 # The run stage's whole file system, staged here at the paths it will have:
 # - the binary, owned by root so the service user cannot replace it;

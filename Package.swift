@@ -15,18 +15,27 @@ let package = Package(
         .executable(name: "topchrome-watch", targets: ["topchrome-watch"]),
     ],
     targets: [
-        // The domain: state, rules, ids, reports and the store interface, in
-        // the Swift standard library alone (no imports, no dependencies), so
+        // The domain: state, rules, ids, reports and the store seam's
+        // protocols (SessionStore, SessionChangeFeed, SessionSubscriber,
+        // LaterAnswer), in the Swift standard library alone (no imports, no dependencies), so
         // that an app can link it. SourceBoundaryTests keep it so.
         .target(name: "TopChromeCore"),
 
-        // What every store shares with the API across threads: the change
-        // feed and who watches which session, and the rules' running counts.
-        .target(name: "StoreParts", dependencies: ["TopChromeCore", "Locking"]),
+        // Who watches which session, and how a change reaches them: every
+        // store's subscriptions, and the outbox that tells watchers after
+        // the store's lock is released.
+        .target(name: "SessionWatching", dependencies: ["TopChromeCore", "Locking"]),
+
+        // The store's side of an answer that comes later: the lock-guarded
+        // PendingAnswer its I/O thread completes (the core's LaterAnswer).
+        .target(name: "LaterAnswers", dependencies: ["TopChromeCore", "Locking"]),
+
+        // What the rules did, counted across sessions and threads for /metrics.
+        .target(name: "RuleStatistics", dependencies: ["TopChromeCore", "Locking"]),
 
         // Sessions in this process: sharded tables of packed slots, idle
         // expiry, changes told to watchers after a shard's lock is released.
-        .target(name: "MemorySessionStore", dependencies: ["TopChromeCore", "StoreParts"]),
+        .target(name: "MemorySessionStore", dependencies: ["TopChromeCore", "SessionWatching", "RuleStatistics"]),
 
         // A strict RFC 8259 reader and a small writer for request and response bodies.
         .target(name: "StrictJSON"),
@@ -81,16 +90,16 @@ let package = Package(
         // shared vectors in its tests.
         .target(
             name: "RedisSessionStore",
-            dependencies: ["TopChromeCore", "StoreParts", "Redis", "Locking"],
+            dependencies: ["TopChromeCore", "SessionWatching", "LaterAnswers", "RuleStatistics", "Redis", "Locking"],
             exclude: ["topchrome.lua", "topchrome-rules.lua"],
             plugins: ["EmbedFunctionLibrary"]
         ),
 
         // The v1 API: routing, JSON in and out, problem details, watchers, /metrics.
-        // Sees the store only through the core's SessionStore and StoreParts' SessionChangeFeed.
+        // Sees the store only through the core's SessionStore and SessionChangeFeed.
         .target(
             name: "TopChromeAPI",
-            dependencies: ["TopChromeCore", "StoreParts", "MicroHTTPD", "StrictJSON", "Locking", "BuildInfo", "AccessTokens"],
+            dependencies: ["TopChromeCore", "RuleStatistics", "MicroHTTPD", "StrictJSON", "Locking", "BuildInfo", "AccessTokens"],
             plugins: ["EmbedOpenAPI"]
         ),
 
@@ -101,8 +110,8 @@ let package = Package(
         // The application's wiring: configuration, which store and how it is
         // set up, the state file, logs, and what runs periodically.
         .target(
-            name: "TopChromeApp",
-            dependencies: ["TopChromeAPI", "TopChromeCore", "StoreParts", "MemorySessionStore", "MicroHTTPD", "StrictJSON",
+            name: "TopChromeServer",
+            dependencies: ["TopChromeAPI", "TopChromeCore", "SessionWatching", "RuleStatistics", "MemorySessionStore", "MicroHTTPD", "StrictJSON",
                            "SessionSnapshots", "Locking", "Redis", "RedisSessionStore", "BuildInfo", "AccessTokens"]
         ),
 
@@ -118,7 +127,7 @@ let package = Package(
         .plugin(name: "EmbedBuildCommit", capability: .buildTool()),
 
         // The executable: read configuration, start, wait for a signal, stop.
-        .executableTarget(name: "topchrome", dependencies: ["TopChromeApp"]),
+        .executableTarget(name: "topchrome", dependencies: ["TopChromeServer"]),
 
         // Debian's libcurl, seen from Swift: the client reads event streams
         // with it on Linux (CurlEventStream.swift says why not URLSession).
@@ -141,24 +150,30 @@ let package = Package(
         // the server binary does not link the client's Foundation networking.
         .executableTarget(name: "topchrome-watch", dependencies: ["TopChromeClient"]),
 
-        // libFuzzer targets over everything that reads untrusted bytes (scripts/fuzz.sh,
+        // libFuzzer targets over everything that reads untrusted bytes (Tests/scripts/fuzz.sh,
         // Fuzz/README.md). Built with -DFUZZING and libFuzzer + AddressSanitizer;
         // a plain build replays inputs through the same checks.
         .executableTarget(
             name: "TopChromeFuzz",
-            dependencies: ["TopChromeApp", "TopChromeAPI", "TopChromeCore", "StoreParts", "MemorySessionStore", "MicroHTTPD",
+            dependencies: ["TopChromeServer", "TopChromeAPI", "TopChromeCore", "MemorySessionStore", "MicroHTTPD",
                            "StrictJSON", "SessionSnapshots", "TopChromeClient", "Redis", "RedisSessionStore", "TopChromeTesting", "AccessTokens"]
         ),
 
         // What tests (and the fuzz harness) share: a loopback listener, a seeded
         // generator, the API asked in this process, a store that answers later.
         // No test framework in it, so the fuzz binary can link it.
-        .target(name: "TopChromeTesting", dependencies: ["MicroHTTPD", "TopChromeCore", "StoreParts"]),
+        .target(name: "TopChromeTesting", dependencies: ["MicroHTTPD", "TopChromeCore", "LaterAnswers"]),
+        // The API's contract as every transport's tests ask it: the API in
+        // this process on either store path, and the checks of its answers.
+        .target(name: "ContractTestSupport",
+                dependencies: ["TopChromeTesting", "TopChromeAPI", "MemorySessionStore", "TopChromeCore"],
+                path: "Tests/ContractTestSupport"),
         .testTarget(name: "TopChromeTestingTests",
-                    dependencies: ["TopChromeTesting", "TopChromeCore", "TopChromeAPI", "StoreParts", "MemorySessionStore"]),
+                    dependencies: ["TopChromeTesting", "TopChromeCore", "TopChromeAPI", "MemorySessionStore"]),
 
         .testTarget(name: "TopChromeCoreTests", dependencies: ["TopChromeCore", "TopChromeTesting"]),
-        .testTarget(name: "MemorySessionStoreTests", dependencies: ["MemorySessionStore", "StoreParts", "TopChromeCore", "TopChromeTesting"]),
+        .testTarget(name: "MemorySessionStoreTests",
+                    dependencies: ["MemorySessionStore", "SessionWatching", "TopChromeCore", "TopChromeTesting"]),
         .testTarget(name: "StrictJSONTests", dependencies: ["StrictJSON"]),
         .testTarget(name: "AccessTokensTests", dependencies: ["AccessTokens", "StrictJSON", "COpenSSL"]),
         .testTarget(name: "SessionSnapshotsTests", dependencies: ["SessionSnapshots", "MemorySessionStore"]),
@@ -169,20 +184,21 @@ let package = Package(
         .testTarget(name: "RedisTests", dependencies: ["Redis", "RedisTestSupport", "TopChromeTesting"]),
         .testTarget(
             name: "RedisSessionStoreTests",
-            dependencies: ["RedisSessionStore", "TopChromeCore", "StoreParts", "MemorySessionStore", "Redis", "RedisTestSupport",
+            dependencies: ["RedisSessionStore", "TopChromeCore", "MemorySessionStore", "Redis", "RedisTestSupport",
                            "TopChromeTesting"]
         ),
         .testTarget(name: "TopChromeAPITests",
-                    dependencies: ["TopChromeAPI", "StoreParts", "MemorySessionStore", "StrictJSON", "TopChromeCore", "TopChromeTesting",
-                                   "COpenSSL"]),
-        .testTarget(name: "TopChromeAppTests", dependencies: ["TopChromeApp", "TopChromeAPI", "StrictJSON", "TopChromeTesting"]),
+                    dependencies: ["TopChromeAPI", "RuleStatistics", "MemorySessionStore", "StrictJSON", "TopChromeCore", "TopChromeTesting",
+                                   "COpenSSL", "ContractTestSupport"]),
+        .testTarget(name: "TopChromeServerTests", dependencies: ["TopChromeServer", "TopChromeAPI", "StrictJSON", "TopChromeTesting"]),
         .testTarget(
             name: "LiveServerTests",
-            dependencies: ["TopChromeApp", "MicroHTTPD", "topchrome", "Redis", "RedisTestSupport", "TopChromeTesting", "AccessTokens"]
+            dependencies: ["TopChromeServer", "TopChromeAPI", "TopChromeCore", "MemorySessionStore", "MicroHTTPD", "topchrome", "Redis",
+                           "RedisTestSupport", "TopChromeTesting", "ContractTestSupport", "AccessTokens"]
         ),
         .testTarget(
             name: "TopChromeClientTests",
-            dependencies: ["TopChromeClient", "TopChromeCore", "TopChromeApp", "topchrome", "topchrome-watch", "TopChromeTesting"]
+            dependencies: ["TopChromeClient", "TopChromeCore", "TopChromeServer", "topchrome", "topchrome-watch", "TopChromeTesting"]
         ),
     ],
     swiftLanguageModes: [.v6]

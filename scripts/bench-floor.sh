@@ -18,6 +18,8 @@
 # Settings (environment): RUNS=3 WRK_CONNS=32 WRK_DURATION=5s SESSIONS=1000
 # THREADS= (both servers' worker threads; default: cores) REDIS_CONNECTIONS=
 # (TopChrome's --redis-connections) LOG_LEVEL=info INSTRUCTIONS=1
+#
+# Takes 1–5 min, as every benchmark here (BENCHMARKS.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 : "${RUNS:=3}" "${WRK_CONNS:=32}" "${WRK_DURATION:=5s}" "${SESSIONS:=1000}" "${THREADS:=$(nproc)}"

@@ -8,6 +8,8 @@
 #
 # Settings (environment): SESSIONS_LIST="1000 100000" ROUNDS=6
 #   WRK_CONNS=32 WRK_DURATION=5s FSYNC=everysec
+#
+# Takes 1–5 min, as every benchmark here (BENCHMARKS.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 : "${SESSIONS_LIST:=1000 100000}" "${ROUNDS:=6}" "${WRK_CONNS:=32}" "${WRK_DURATION:=5s}" "${FSYNC:=everysec}"

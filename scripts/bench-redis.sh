@@ -37,6 +37,8 @@
 # --redis-connections on Redis; default: one per two cores, up to 4) LOG_LEVEL=info (the replicas'
 # --log-level: info, the default users run, writes an access line per request)
 # INSTRUCTIONS=1 (0 skips the callgrind counts, a minute under valgrind)
+#
+# Takes 1–5 min, as every benchmark here (BENCHMARKS.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 : "${RUNS:=3}" "${WRK_CONNS:=32}" "${WRK_DURATION:=5s}" "${SESSIONS:=1000}" "${CEILING_N:=200000}"
@@ -49,7 +51,7 @@ done
 swift build -c release --product topchrome >/dev/null
 binary=.build/release/topchrome
 work=$(mktemp -d)
-gcc -O2 -std=gnu11 -Wall -Wextra -Werror -o "$work/fanout" Benchmarks/fanout/fanout.c
+gcc -O2 -std=gnu11 -Wall -Wextra -Werror -o "$work/fanout" Benchmarks/fanout/fanout.c Benchmarks/fanout/measure.c Benchmarks/fanout/control.c Benchmarks/fanout/figures.c
 export BENCH_LUA_DIR="$PWD/Benchmarks/wrk"
 
 source scripts/server.sh

@@ -13,6 +13,8 @@
 # workload again on sessions created with each (at --log-level warn); "" skips it.
 # LOG_LEVELS="warn info": the HTTP workloads run once per server --log-level;
 # `info` is the default, an access-log line per request, written to a file.
+#
+# Takes 1–5 min, as every benchmark here (BENCHMARKS.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 : "${WRK_THREADS:=1}" "${WRK_CONNS:=32}" "${WRK_DURATION:=5s}" "${SESSIONS:=1000}"
@@ -28,7 +30,7 @@ swift build -c release --product TopChromeBench >/dev/null
 binary=.build/release/topchrome
 # The image's binary (static Swift stdlib, stripped), built in .build/static.
 failed_binary=0
-scripts/check-binary.sh >/dev/null || failed_binary=1
+Tests/scripts/check-binary.sh >/dev/null || failed_binary=1
 image_binary=.build/static/topchrome.stripped
 work=$(mktemp -d)
 server_pid=
@@ -168,5 +170,5 @@ fi
 
 # --- the core without HTTP -----------------------------------------------------
 .build/release/TopChromeBench
-[ "$failed_binary" -eq 0 ] || echo "scripts/check-binary.sh failed: run it for the reason" >&2
+[ "$failed_binary" -eq 0 ] || echo "Tests/scripts/check-binary.sh failed: run it for the reason" >&2
 exit $(( failed || failed_binary ))

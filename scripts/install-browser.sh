@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Installs what the browser check (scripts/check-demo.py) needs, only what is
+# Installs what the browser check (Tests/scripts/check-demo.py) needs, only what is
 # missing: Debian's chromium and chromium-driver, and selenium in the project's
 # Python environment .build/python (made by scripts/install-deps.sh --test).
+#
+# Takes seconds when nothing is missing, a few minutes on a fresh machine.
 set -euo pipefail
 
 root="$(cd "$(dirname "$0")/.." && pwd)"

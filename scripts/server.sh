@@ -1,4 +1,6 @@
 # Sourced by the scripts that run the server.
+#
+# Checks nothing and takes no time itself: what the scripts that run the server share.
 
 # Benchmarks and checks create sessions from one address far faster than any
 # app: no creation limit for the servers they start (a variable, which any

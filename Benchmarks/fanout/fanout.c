@@ -46,7 +46,7 @@
  *
  * Only 127.0.0.1 is ever contacted.
  *
- * Build: gcc -O2 -std=gnu11 -Wall -Wextra -o fanout fanout.c
+ * Build: gcc -O2 -std=gnu11 -Wall -Wextra -o fanout fanout.c measure.c control.c figures.c
  * Usage: fanout -p PORT -n N [-w PORT,PORT...] [-r ROUNDS] [-P SERVER_PID]
  *               [-c CONNECTING] [-g GAP_MS] [-s SETTLE_MS] [-t TIMEOUT_MS] [-v]
  */
@@ -65,6 +65,7 @@
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
+#include "fanout.h"
 
 #define MAX_EVENTS 4096
 #define CONTROL UINT32_MAX /* epoll tag of the control connection */
@@ -87,17 +88,18 @@ struct watcher {
 static const char MARKER[] = "\nid: ";
 #define MARKER_LEN 5
 
-static int port, n_watchers, rounds = 20, max_connecting = 256;
+int port;
+static int n_watchers, rounds = 20, max_connecting = 256;
 static int gap_ms = 100, settle_ms = 500, timeout_ms = 10000, verbose;
-static long server_pid;
+long server_pid;
 #define MAX_WATCH_PORTS 16
 static int watch_ports[MAX_WATCH_PORTS], n_watch_ports;
-static char session_id[64];
+char session_id[64];
 
 static struct watcher *watchers;
 static int ready;                 /* watchers with their initial state */
 static int connecting;            /* opened, initial state not yet seen */
-static uint64_t initial_version;  /* the version every new watcher must see */
+uint64_t initial_version;  /* the version every new watcher must see */
 static uint64_t expected;         /* the version of the running round; 0 = none */
 static int64_t t0;                /* when this round's PUT was written */
 static int64_t *latencies;        /* this round's, one per watcher, ns */
@@ -105,176 +107,6 @@ static int received;              /* watchers that have this round's event */
 static int64_t *remote_latencies; /* this round's, of the remote watchers only */
 static int remote_received, n_remote;
 
-static void die(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fputs("fanout: FAILED: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-    exit(2);
-}
-
-static int64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-/* VmRSS of the server in KiB, or -1 without a pid. */
-static long server_rss_kib(void)
-{
-    if (server_pid <= 0) return -1;
-    char path[64], line[256];
-    snprintf(path, sizeof path, "/proc/%ld/status", server_pid);
-    FILE *f = fopen(path, "r");
-    if (!f) die("cannot read %s (server gone?)", path);
-    long kib = -1;
-    while (fgets(line, sizeof line, f))
-        if (sscanf(line, "VmRSS: %ld kB", &kib) == 1) break;
-    fclose(f);
-    return kib;
-}
-
-/* CPU time (user + system) the server has used, in ms (clock-tick resolution), or -1. */
-static double server_cpu_ms(void)
-{
-    if (server_pid <= 0) return -1;
-    char path[64], text[1024];
-    snprintf(path, sizeof path, "/proc/%ld/stat", server_pid);
-    FILE *f = fopen(path, "r");
-    if (!f) die("cannot read %s (server gone?)", path);
-    size_t len = fread(text, 1, sizeof text - 1, f);
-    fclose(f);
-    text[len] = '\0';
-    unsigned long utime, stime;
-    const char *after_name = strrchr(text, ')'); /* the command name may hold spaces */
-    if (!after_name || sscanf(after_name + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu",
-                              &utime, &stime) != 2)
-        die("cannot parse %s", path);
-    return (utime + stime) * 1000.0 / sysconf(_SC_CLK_TCK);
-}
-
-/* This process's CPU time (user + system), in ms. */
-static double own_cpu_ms(void)
-{
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    return (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e3 + (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e3;
-}
-
-static int open_socket(int port)
-{
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0) die("socket: %s (raise ulimit -n?)", strerror(errno));
-    int one = 1;
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    struct sockaddr_in addr = { .sin_family = AF_INET, .sin_port = htons(port) };
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK); /* 127.0.0.1 only */
-    if (connect(fd, (struct sockaddr *)&addr, sizeof addr) < 0 && errno != EINPROGRESS)
-        die("connect: %s", strerror(errno));
-    return fd;
-}
-
-static void write_all(int fd, const char *buf, size_t len, const char *what)
-{
-    while (len > 0) {
-        ssize_t n = write(fd, buf, len);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) die("writing %s: %s", what, n < 0 ? strerror(errno) : "short write");
-        buf += n;
-        len -= (size_t)n;
-    }
-}
-
-/* ---- control connection: tiny HTTP/1.1 client for Content-Length replies ---- */
-
-static int control_fd;
-static char control_buf[16384];
-static size_t control_len;
-
-/* If control_buf holds a whole response: its status, and its body copied
- * (NUL-terminated) into body; consumes it and returns 1. Else 0. */
-static int control_response(int *status, char *body, size_t body_size)
-{
-    control_buf[control_len] = '\0';
-    char *end = strstr(control_buf, "\r\n\r\n");
-    if (!end) return 0;
-    size_t header_len = (size_t)(end - control_buf) + 4, content_length = 0;
-    for (char *p = control_buf; p && p < end; p = strstr(p, "\r\n"), p = p ? p + 2 : p)
-        if (strncasecmp(p, "content-length:", 15) == 0) content_length = strtoul(p + 15, NULL, 10);
-    if (control_len < header_len + content_length) return 0;
-    if (sscanf(control_buf, "HTTP/1.%*d %d", status) != 1) die("bad control reply: %.80s", control_buf);
-    size_t copy = content_length < body_size - 1 ? content_length : body_size - 1;
-    memcpy(body, control_buf + header_len, copy);
-    body[copy] = '\0';
-    control_len -= header_len + content_length;
-    memmove(control_buf, control_buf + header_len + content_length, control_len);
-    return 1;
-}
-
-/* Reads what the control socket has; returns whether a response is complete. */
-static int control_read(int *status, char *body, size_t body_size)
-{
-    for (;;) {
-        if (control_len >= sizeof control_buf - 1) die("control reply too large");
-        ssize_t n = read(control_fd, control_buf + control_len, sizeof control_buf - 1 - control_len);
-        if (n > 0) { control_len += (size_t)n; continue; }
-        if (n == 0) die("server closed the control connection");
-        if (errno == EAGAIN) break;
-        if (errno != EINTR) die("control read: %s", strerror(errno));
-    }
-    return control_response(status, body, body_size);
-}
-
-static uint64_t json_version(const char *body)
-{
-    const char *v = strstr(body, "\"version\":");
-    if (!v) die("no version in reply: %.200s", body);
-    return strtoull(v + 10, NULL, 10);
-}
-
-static char control_request[512];
-
-static int control_put_inset(int inset)
-{
-    char json[32];
-    int body_len = snprintf(json, sizeof json, "{\"inset\": %d}", inset);
-    return snprintf(control_request, sizeof control_request,
-                    "PUT /v1/sessions/%s/inset HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
-                    "Content-Type: application/json\r\nContent-Length: %d\r\n\r\n%s",
-                    session_id, port, body_len, json);
-}
-
-/* Creates the session, blocking (poll-free busy loop is fine: once, at start). */
-static void create_session(void)
-{
-    control_fd = open_socket(port);
-    int len = snprintf(control_request, sizeof control_request,
-                       "POST /v1/sessions HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
-                       "Content-Type: application/json\r\nContent-Length: 12\r\n\r\n{\"inset\": 0}",
-                       port);
-    int64_t deadline = now_ns() + 5000000000LL;
-    for (;;) { /* wait for the connection */
-        ssize_t n = write(control_fd, control_request, (size_t)len);
-        if (n == len) break;
-        if (n >= 0 || (errno != EAGAIN && errno != ENOTCONN)) die("sending POST: %s", strerror(errno));
-        if (now_ns() > deadline) die("cannot connect to 127.0.0.1:%d", port);
-        usleep(1000);
-    }
-    int status;
-    char body[1024];
-    while (!control_read(&status, body, sizeof body)) {
-        if (now_ns() > deadline) die("no reply to POST /v1/sessions");
-        usleep(1000);
-    }
-    if (status != 201) die("POST /v1/sessions answered %d: %s", status, body);
-    const char *id = strstr(body, "\"id\":\"");
-    if (!id || sscanf(id + 6, "%63[0-9a-f]", session_id) != 1) die("no id in %s", body);
-    initial_version = json_version(body);
-}
 
 /* ---- watchers ---- */
 
@@ -394,32 +226,6 @@ static int poll_once(int wait_ms, int *put_status, char *put_body, size_t put_bo
         }
     }
     return put_done;
-}
-
-static int compare_i64(const void *a, const void *b)
-{
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return (x > y) - (x < y);
-}
-
-static int compare_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-/* Nearest-rank percentile of a sorted array, in ms. */
-static double percentile_ms(const int64_t *sorted, int n, double p)
-{
-    int rank = (int)((p / 100.0) * n + 0.999999);
-    if (rank < 1) rank = 1;
-    return sorted[rank - 1] / 1e6;
-}
-
-static double median(double *values, int n)
-{
-    qsort(values, (size_t)n, sizeof *values, compare_double);
-    return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
 }
 
 int main(int argc, char **argv)

@@ -7,7 +7,9 @@ public final class ChangeBarrier: @unchecked Sendable {
 
     public init() {}
 
-    /// Before any request reaches the store.
+    /// Before any request reaches the store. Capture the journal weakly:
+    /// it takes its changes from the store that holds this barrier, and a
+    /// strong capture makes the three a cycle that is never freed.
     public func set(_ flush: @escaping @Sendable () -> Void) {
         self.flush = flush
     }

@@ -4,7 +4,8 @@ import Glibc
 #elseif canImport(Musl)
 import Musl
 #endif
-import StoreParts
+import RuleStatistics
+import SessionWatching
 import TopChromeCore
 
 /// Sessions in memory, split into shards with a lock each, so that clients
@@ -17,7 +18,7 @@ import TopChromeCore
 /// States a slot cannot hold — a version of 2^40 or more, a seq of
 /// `UInt64.max`, the id 0/0 — are kept aside in a dictionary; only restored
 /// or hand-made states are like that.
-public final class InMemorySessionStore: SessionStore, SessionChangeFeed {
+public final class InMemorySessionStore: SessionStore, FeedOverSubscriptions {
     public let rules: ChromeRules
     /// Sessions held at most.
     public let capacity: Int
@@ -197,9 +198,7 @@ public final class InMemorySessionStore: SessionStore, SessionChangeFeed {
     /// that took the outbox's baton, with the shard unlocked.
     @inline(never)
     private func deliverCollected(in shard: Shard) {
-        while let batch = shard.withLock({ $0.outbox.nextBatch() }) {
-            for delivery in batch { subscriptions.deliver(delivery) }
-        }
+        subscriptions.deliver(batchesFrom: { shard.withLock { $0.outbox.nextBatch() } })
     }
 
     public func remove(_ id: SessionID, if condition: VersionCondition) -> StoreOutcome {

@@ -3,6 +3,7 @@ import Glibc
 #elseif canImport(Musl)
 import Musl
 #endif
+import SessionWatching
 import TopChromeCore
 
 // The memory store's shards: each a lock and the sessions it guards.

@@ -29,7 +29,8 @@ private func handle(
                               version: HTTPTokens.version(version))
         collectHeaders(of: connection, into: &context.pointee.headers)
         requestContext.pointee = UnsafeMutableRawPointer(context)
-        if let fault = context.pointee.headers.headFault(version: context.pointee.version) {
+        var declaredLength: Int?
+        if let fault = context.pointee.headFault(declaredLength: &declaredLength) {
             // Refused before a byte of the body is read, the responder never
             // asked, and the connection closed after the answer: whatever
             // followed the head is never read as a request. (libmicrohttpd
@@ -40,8 +41,8 @@ private func handle(
             return queue(dispatcher.responder.refusal(of: fault), on: connection, context: context,
                          dispatcher: dispatcher, closing: true)
         }
-        if let declared = MHD_lookup_connection_value(connection, .HEADER_KIND, "Content-Length"),
-           HTTPTokens.exceeds(declared, dispatcher.maxBodyBytes) {
+        // Read in the head's pass: asking libmicrohttpd walks its fields once more.
+        if let declaredLength, declaredLength > dispatcher.maxBodyBytes {
             context.pointee.isBodyTooLarge = true
         }
         // Counted before the stop flag is read (the stop sets the flag before
@@ -98,11 +99,7 @@ private func respond(
 ) -> MHD_Result {
     guard context.pointee.answering() else { return .NO }
     var request = context.pointee.lendRequest()
-    // Without trusted proxies (the usual case) the peer is the client, and
-    // the proxies are not copied (a retain and a release) to say so.
-    request.client = dispatcher.trustedProxies.ranges.isEmpty
-        ? context.pointee.client
-        : dispatcher.trustedProxies.client(of: context.pointee.client, forwardedFor: request.headers)
+    request.client = dispatcher.client(of: context.pointee.client, forwardedFor: request.headers)
     let response = dispatcher.responder.respond(to: request, reusing: &context.pointee.responseBuffers)
     context.pointee.takeBack(&request)
     // Consumed, so the answer's buffers have one owner and `keep` empties
@@ -346,7 +343,7 @@ private func record(
 ) {
     dispatcher.observer?.completed(HTTPExchange(
         method: context.pointee.method, pathBytes: context.pointee.path,
-        client: dispatcher.trustedProxies.client(of: context.pointee.client, forwardedFor: context.pointee.headers),
+        client: dispatcher.client(of: context.pointee.client, forwardedFor: context.pointee.headers),
         endpoint: context.pointee.endpoint,
         status: status, bodyBytes: bodyBytes,
         duration: ContinuousClock.now - context.pointee.startedAt, isStream: isStream, identity: identity))

@@ -200,4 +200,12 @@ final class RequestDispatcher: Sendable {
         self.maxBodyBytes = maxBodyBytes
         self.tlsIdentities = tlsIdentities
     }
+
+    /// Who asked (see ``HTTPExchange/client``). Without trusted proxies,
+    /// the usual case, the peer, found without copying the proxies or the
+    /// request's fields (each a retain and a release).
+    @inline(__always)
+    func client(of peer: String?, forwardedFor headers: borrowing HTTPHeaders) -> String? {
+        trustedProxies.ranges.isEmpty ? peer : trustedProxies.client(of: peer, forwardedFor: headers)
+    }
 }

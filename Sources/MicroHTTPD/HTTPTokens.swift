@@ -47,16 +47,19 @@ enum HTTPTokens {
         count == token.utf8CodeUnitCount && memcmp(text, token.utf8Start, count) == 0
     }
 
-    /// Whether a `Content-Length` value's leading digits exceed `limit`.
-    /// libmicrohttpd refuses a malformed value (400) before the handler runs.
-    static func exceeds(_ text: UnsafePointer<CChar>, _ limit: Int) -> Bool {
-        var value = 0, index = 0
-        while true {
-            let byte = UInt8(bitPattern: text[index])
-            guard byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") else { return false }
-            value = value * 10 + Int(byte - UInt8(ascii: "0"))
-            if value > limit { return true }
-            index += 1
+    /// A `Content-Length` value's leading digits as a number, `Int.max`
+    /// when too long for one; nil without a leading digit. libmicrohttpd
+    /// refuses a malformed value (400) before the handler runs.
+    static func leadingDecimal(_ text: UnsafeBufferPointer<UInt8>) -> Int? {
+        guard let first = text.first, first >= UInt8(ascii: "0"), first <= UInt8(ascii: "9") else { return nil }
+        var value = 0
+        for byte in text {
+            guard byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") else { break }
+            let (tens, overflowed) = value.multipliedReportingOverflow(by: 10)
+            let (sum, overflowedToo) = tens.addingReportingOverflow(Int(byte - UInt8(ascii: "0")))
+            if overflowed || overflowedToo { return .max }
+            value = sum
         }
+        return value
     }
 }

@@ -8,7 +8,7 @@
 /// state does.
 struct RequestContext {
     private(set) var method = ""
-    /// The target's path (see ``HTTPRequest/pathBytes``), in a buffer each request reuses.
+    /// The target's path (see ``MicroHTTPDRequest/pathBytes``), in a buffer each request reuses.
     private(set) var path: [UInt8] = []
     private(set) var version = ""
     private(set) var startedAt = ContinuousClock.now
@@ -44,16 +44,26 @@ struct RequestContext {
     /// Nil in a context made for one request.
     var connection: Unmanaged<OpenConnection>?
 
+    /// The request's own ids, read as its head is checked (``headFault()``).
+    var givenIdentity = GivenIdentity()
+
     /// Made request ids on this connection: its prefix, and its requests
     /// counted (see ``RequestIdentity``). Kept by ``reset()``.
     private let idPrefix = RequestIdentity.connectionPrefix()
     private var requestNumber: UInt64 = 0
 
     /// The current request's identity, from its fields or made. Mutating
-    /// only so that, reached through the context's pointer, it reads the
-    /// fields in place rather than a copy of the whole context.
+    /// only so that, reached through the context's pointer, it reads in
+    /// place rather than from a copy of the whole context.
     mutating func currentIdentity() -> RequestIdentity {
-        RequestIdentity(headers: headers, prefix: idPrefix, number: requestNumber)
+        RequestIdentity(given: givenIdentity, prefix: idPrefix, number: requestNumber)
+    }
+
+    /// The reason to refuse the request's head, if any (see
+    /// ``HTTPHeaders/headFault(version:)``); notes its own ids on the way,
+    /// and the length its `Content-Length` declares.
+    mutating func headFault(declaredLength: inout Int?) -> RequestHeadFault? {
+        headers.headFault(version: version, noting: &givenIdentity, declaredLength: &declaredLength)
     }
 
     /// Buffers above this many bytes are let go between requests, so one
@@ -76,6 +86,7 @@ struct RequestContext {
         path.removeAll(keepingCapacity: path.capacity <= Self.keptCapacity)
         version = ""
         headers.removeAll(keepingCapacity: headers.byteCapacity <= Self.keptCapacity)
+        if !givenIdentity.isEmpty { givenIdentity = GivenIdentity() }
         if !body.isEmpty { body.removeAll(keepingCapacity: body.capacity <= Self.keptCapacity) }
         isBodyTooLarge = false
         pending = nil
@@ -88,12 +99,12 @@ struct RequestContext {
     /// The request for the responder. Its buffers are moved into it, not
     /// shared (sharing is a retain and a release each); ``takeBack(_:)``
     /// moves them back once the responder has answered.
-    mutating func lendRequest() -> HTTPRequest {
+    mutating func lendRequest() -> MicroHTTPDRequest {
         var lentPath: [UInt8] = [], lentHeaders = HTTPHeaders(), lentBody: [UInt8] = []
         swap(&path, &lentPath)
         swap(&headers, &lentHeaders)
         swap(&body, &lentBody)
-        return HTTPRequest(method: method, pathBytes: lentPath, version: version, headers: lentHeaders, body: lentBody,
+        return MicroHTTPDRequest(method: method, pathBytes: lentPath, version: version, headers: lentHeaders, body: lentBody,
                            isBodyTooLarge: isBodyTooLarge)
     }
 
@@ -111,7 +122,7 @@ struct RequestContext {
         connection?._withUnsafeGuaranteedRef { $0.answering() } ?? true
     }
 
-    mutating func takeBack(_ request: inout HTTPRequest) {
+    mutating func takeBack(_ request: inout MicroHTTPDRequest) {
         swap(&path, &request.pathBytes)
         swap(&headers, &request.headers)
         swap(&body, &request.body)

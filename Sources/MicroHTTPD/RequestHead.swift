@@ -91,6 +91,16 @@ extension HTTPHeaders {
     /// scanned once for CR and LF; `Transfer-Encoding` values are read
     /// further only when present.
     public func headFault(version: String) -> RequestHeadFault? {
+        var given = GivenIdentity(), declaredLength: Int?
+        return headFault(version: version, noting: &given, declaredLength: &declaredLength)
+    }
+
+    /// ``headFault(version:)``, reading on the way what the server needs
+    /// of the head besides (the pass looks at every name anyway): the
+    /// request's own ids, and the first `Content-Length` as a number (see
+    /// ``HTTPTokens/leadingDecimal(_:)``), nil without one.
+    func headFault(version: String, noting given: inout GivenIdentity,
+                   declaredLength: inout Int?) -> RequestHeadFault? {
         var contentLengths = 0, transferEncodings = 0, hosts = 0, lengthIsDecimal = true
         var fieldFault: RequestHeadFault?
         forEachField { name, value in
@@ -98,12 +108,17 @@ extension HTTPHeaders {
             case (4, UInt8(ascii: "h")) where name.caseInsensitiveEquals(Self.bytes("host")):
                 hosts += 1
             case (14, UInt8(ascii: "c")) where name.caseInsensitiveEquals(Self.bytes("Content-Length")):
+                if contentLengths == 0 { declaredLength = HTTPTokens.leadingDecimal(value) }
                 contentLengths += 1
                 // Digits and white space only: no CR or LF to look for.
                 lengthIsDecimal = lengthIsDecimal && Self.isDecimal(value)
                 return true
             case (17, UInt8(ascii: "t")) where name.caseInsensitiveEquals(Self.bytes("Transfer-Encoding")):
                 transferEncodings += 1
+            case (11, UInt8(ascii: "t")), (12, UInt8(ascii: "x")):
+                // `traceparent`, `X-Request-Id`, or another name, which is checked as any other.
+                given.read(name: name, value: value)
+                fallthrough
             default:
                 guard Self.isToken(name) else {
                     fieldFault = .fieldNameNotAToken
@@ -120,7 +135,14 @@ extension HTTPHeaders {
             }
             return true
         }
-        if let fieldFault { return fieldFault }
+        if let fieldFault {
+            // The pass stopped at the fault; the ids after it still name the refusal.
+            forEachField { name, value in
+                given.read(name: name, value: value)
+                return true
+            }
+            return fieldFault
+        }
         if contentLengths > 1 { return .severalContentLengths }
         if !lengthIsDecimal { return .malformedContentLength }
         if hosts > 1 { return .severalHosts }

@@ -26,27 +26,12 @@ public struct RequestIdentity: Sendable {
         }
     }
 
-    /// The identity of a request with these `headers`, the connection's
-    /// `prefix` and the request's `number` there (1 and up).
-    init(headers: borrowing HTTPHeaders, prefix: UInt64, number: UInt64) {
-        var trace: (high: UInt64, low: UInt64)?, given: GivenRequestID?
-        var sawTrace = false, sawRequest = false
-        // By length and first letter before comparing: every request has a
-        // `Content-Type` or a `Content-Length`, few have either of these.
-        headers.forEachField { name, value in
-            if name.count == 11, name[0] | 0x20 == UInt8(ascii: "t"), !sawTrace, name.caseInsensitiveEquals(Self.traceparentName) {
-                sawTrace = true
-                trace = Self.traceID(inTraceparent: value)
-            } else if name.count == 12, name[0] | 0x20 == UInt8(ascii: "x"), !sawRequest,
-                      name.caseInsensitiveEquals(Self.requestIDName) {
-                sawRequest = true
-                given = GivenRequestID(value)
-            }
-            return !(sawTrace && sawRequest)
-        }
+    /// The identity of a request whose fields said `given`, on a
+    /// connection with this `prefix`, the request's `number` there (1 and up).
+    init(given: borrowing GivenIdentity, prefix: UInt64, number: UInt64) {
         madeID = (prefix, number)
-        traceID = trace ?? madeID
-        givenRequestID = given
+        traceID = given.traceID ?? madeID
+        givenRequestID = given.requestID
     }
 
     /// 128 bits as 32 lowercase hex digits, four words stored at `target`.
@@ -70,8 +55,8 @@ public struct RequestIdentity: Sendable {
         return (nibbles &+ 0x3030_3030_3030_3030 &+ letters &* 39).bigEndian
     }
 
-    private static var traceparentName: UnsafeBufferPointer<UInt8> { StaticString("traceparent").buffer }
-    private static var requestIDName: UnsafeBufferPointer<UInt8> { StaticString("x-request-id").buffer }
+    static var traceparentName: UnsafeBufferPointer<UInt8> { StaticString("traceparent").buffer }
+    static var requestIDName: UnsafeBufferPointer<UInt8> { StaticString("x-request-id").buffer }
     /// The trace-id of a `traceparent` of version 00 (W3C Trace Context
     /// §3.2): `00-<32 hex trace-id>-<16 hex parent-id>-<2 hex flags>`,
     /// lowercase, neither id all zeros; nil for anything else.
@@ -107,6 +92,34 @@ public struct RequestIdentity: Sendable {
         z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
         z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
         return z ^ (z >> 31)
+    }
+}
+
+/// A request's `traceparent` and `X-Request-Id`, each from its first
+/// field, read in the pass that checks the request's head: looking for
+/// them among the fields afterwards walked every field once more.
+struct GivenIdentity {
+    /// The `traceparent`'s trace-id, when well formed.
+    private(set) var traceID: (high: UInt64, low: UInt64)?
+    private(set) var requestID: GivenRequestID?
+    private var sawTrace = false, sawRequestID = false
+
+    /// Something was read: only then is there anything to forget between requests.
+    var isEmpty: Bool { !(sawTrace || sawRequestID) }
+
+    /// By length and first letter before comparing: every request has a
+    /// `Host`, and a body a `Content-Type` and `Content-Length`; few have either of these.
+    @inline(__always)
+    mutating func read(name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) {
+        if name.count == 11, name[0] | 0x20 == UInt8(ascii: "t"), !sawTrace,
+           name.caseInsensitiveEquals(RequestIdentity.traceparentName) {
+            sawTrace = true
+            traceID = RequestIdentity.traceID(inTraceparent: value)
+        } else if name.count == 12, name[0] | 0x20 == UInt8(ascii: "x"), !sawRequestID,
+                  name.caseInsensitiveEquals(RequestIdentity.requestIDName) {
+            sawRequestID = true
+            requestID = GivenRequestID(value)
+        }
     }
 }
 

@@ -248,7 +248,7 @@ public final class PendingResponse: @unchecked Sendable, Suspending {
 
     /// The answer once there is one, for a caller with no connection to
     /// wait on (a test, a fuzz harness); nil while the request still waits.
-    public var answer: HTTPResponse? {
+    public var answer: MicroHTTPDResponse? {
         lock.withLock { response?.answer }
     }
 

@@ -11,7 +11,7 @@ import Locking
 /// comes back subscribes again and asks once more: a switch may have
 /// happened while it was away. Sentinels are asked with their own `AUTH`
 /// (`sentinelUsername`/`sentinelPassword`), never the data nodes'.
-final class SentinelResolver: @unchecked Sendable {
+public final class SentinelResolver: @unchecked Sendable {
     let sentinels: [RedisNode]
     let masterName: String
     private let configuration: RedisConfiguration
@@ -65,15 +65,27 @@ final class SentinelResolver: @unchecked Sendable {
     private func ask(_ candidates: ArraySlice<RedisNode>, completion: @escaping @Sendable (RedisNode?) -> Void) {
         guard let sentinel = candidates.first, !lock.withLock({ closed }) else { return completion(nil) }
         let connection = RedisConnection(to: sentinel, configuration: configuration)
-        connection.send(["SENTINEL", "get-master-addr-by-name", masterName], deadline: .now + configuration.commandTimeout) { result in
+        connection.send(Self.primaryQuery(masterName), deadline: .now + configuration.commandTimeout) { result in
             connection.close()
-            if case .success(.array(let parts)) = result, parts.count == 2, let host = parts[0].string,
-               let port = parts[1].string.flatMap({ Int($0) }), (1...65535).contains(port) {
-                completion(RedisNode(host: host, port: port))
+            if case .success(let reply) = result, let primary = Self.primary(in: reply) {
+                completion(primary)
             } else {
                 self.ask(candidates.dropFirst(), completion: completion)
             }
         }
+    }
+
+    /// The question a sentinel is asked for the primary of `masterName`.
+    public static func primaryQuery(_ masterName: String) -> [[UInt8]] {
+        [Array("SENTINEL".utf8), Array("get-master-addr-by-name".utf8), Array(masterName.utf8)]
+    }
+
+    /// The primary in a sentinel's answer to `primaryQuery`: `[host, port]`;
+    /// nil for anything else (a null reply: the sentinel knows no such master).
+    public static func primary(in reply: RESPValue) -> RedisNode? {
+        guard case .array(let parts) = reply, parts.count == 2, let host = parts[0].string,
+              let port = parts[1].string.flatMap({ Int($0) }), (1...65535).contains(port) else { return nil }
+        return RedisNode(host: host, port: port)
     }
 
     private static let subscribe = RESPRequest(["SUBSCRIBE", "+switch-master"])

@@ -1,6 +1,6 @@
 import Locking
 import Redis
-import StoreParts
+import SessionWatching
 import TopChromeCore
 
 /// Changes of sessions in Redis, for this replica's watchers, whichever
@@ -16,7 +16,9 @@ import TopChromeCore
 /// changes in the gap were not heard. A watcher whose first state has not
 /// come within the client's command timeout (Redis away, the channel not
 /// live) is answered with a failure, as a request would be
-/// (`joinTimeout`, the client's command timeout).
+/// (`joinTimeout`, the client's command timeout). Watchers are told after
+/// the feed's lock is released, through a `ChangeOutbox` as in the memory
+/// store: one may unsubscribe while told, and none holds up a subscribe.
 final class RedisChangeFeed: @unchecked Sendable {
     let functions: ChromeFunctions
     let subscriber: RedisSubscriber
@@ -27,6 +29,8 @@ final class RedisChangeFeed: @unchecked Sendable {
     private let lock = PthreadLock()
     /// Guarded by `lock`.
     private var channels: [SessionID: Channel] = [:]
+    /// Guarded by `lock`: what watchers are to be told once it is released.
+    private var outbox = ChangeOutbox()
 
     private final class Channel {
         var subscription: RedisSubscriber.Subscription?
@@ -165,9 +169,10 @@ final class RedisChangeFeed: @unchecked Sendable {
         let ended = lock.withLock { () -> RedisSubscriber.Subscription? in
             guard let channel = channels[id] else { return nil }
             channel.isLive = false
-            subscriptions.publishUnheard(id)
+            outbox.add(subscriptions.collectUnheard(id))
             return endIfUnwatched(id)
         }
+        deliverWaiting()
         if let ended { release(ended, of: id) }
     }
 
@@ -181,11 +186,12 @@ final class RedisChangeFeed: @unchecked Sendable {
             }
             channel.messagesHeard += 1
             for key in channel.joining.keys { channel.joining[key]?.heard.append(event) }
-            // Under the lock: a subscriber being started meanwhile gets
-            // what it missed first, then this.
-            subscriptions.publish(event)
+            // Collected under the lock: a subscriber being started meanwhile
+            // gets what it missed first, then this.
+            outbox.add(subscriptions.collect(event))
             return endIfUnwatched(id)
         }
+        deliverWaiting()
         if let ended { release(ended, of: id) }
     }
 
@@ -215,7 +221,8 @@ final class RedisChangeFeed: @unchecked Sendable {
                         if channel.messagesHeard == heardBefore {
                             // What watchers hold now, even if older (a failover lost changes).
                             channel.last = session.map { EntityTag(version: $0.state.version, tag: $0.tag) }
-                            subscriptions.publishResynchronized(session.map { .changed($0) } ?? .removed(id))
+                            outbox.add(subscriptions.collect(session.map { .changed($0) } ?? .removed(id),
+                                                             isResynchronization: true))
                         }
                     case .failure:
                         break  // read again by the next check (`keepWatchedSessionsAlive`)
@@ -223,13 +230,14 @@ final class RedisChangeFeed: @unchecked Sendable {
                 }
                 return endIfUnwatched(id)
             }
+            deliverWaiting()
             if let ended { release(ended, of: id) }
             for (reply, result) in replies { reply(result) }
         }
     }
 
-    /// Adds a joining subscriber and hands it what it missed after `result`'s
-    /// state; under the lock. What to reply.
+    /// Adds a joining subscriber and puts what it missed after `result`'s
+    /// state in the outbox for it; under the lock. What to reply.
     private func start(_ joining: Joining, on id: SessionID,
                        with result: Result<Session?, StoreError>) -> Result<Session?, StoreError> {
         guard case let .success(session?) = result else { return result }
@@ -245,19 +253,31 @@ final class RedisChangeFeed: @unchecked Sendable {
         for event in joining.heard {
             switch event {
             case let .changed(later) where later.state.version > session.state.version:
-                if !joining.subscriber.sessionChanged(SessionChange(later)) {
-                    subscriptions.remove(joining.subscriber, from: id)
-                    return result
-                }
+                outbox.add(.changed(SessionChange(later), to: joining.subscriber))
             case .changed:
                 break
             case .removed:
                 subscriptions.remove(joining.subscriber, from: id)
-                joining.subscriber.sessionRemoved(id)
+                outbox.add(.removed(id, to: joining.subscriber))
                 return result
             }
         }
         return result
+    }
+
+    /// Tells watchers what the outbox holds, unless another thread is at
+    /// it; with the lock released. A watcher that answers it is done (a
+    /// long-poll told its session is unheard) may have been its channel's
+    /// last: that channel is ended then, as an unsubscribe ends it.
+    private func deliverWaiting() {
+        guard lock.withLock({ outbox.takeBaton() }) else { return }
+        var left: Set<SessionID> = []
+        while let batch = lock.withLock({ outbox.nextBatch() }) {
+            for delivery in batch where subscriptions.deliver(delivery) { left.insert(delivery.sessionID) }
+        }
+        for id in left {
+            if let ended = lock.withLock({ endIfUnwatched(id) }) { release(ended, of: id) }
+        }
     }
 
     /// Stops listening to a channel nobody here watches any more. The
@@ -325,7 +345,7 @@ final class RedisChangeFeed: @unchecked Sendable {
                 guard let channel = channels[id], channel.isLive else { continue }
                 switch state {
                 case .gone:
-                    subscriptions.publish(.removed(id))
+                    outbox.add(subscriptions.collect(.removed(id)))
                     if let subscription = endIfUnwatched(id) { ended.append((subscription, id)) }
                 case let .tagged(tag) where tag != channel.last?.description:
                     channel.needsResynchronization = true
@@ -336,6 +356,7 @@ final class RedisChangeFeed: @unchecked Sendable {
                 }
             }
         }
+        deliverWaiting()
         for (subscription, id) in ended { release(subscription, of: id) }
         for (id, number) in reads { read(id, number: number, resynchronizing: true) }
     }

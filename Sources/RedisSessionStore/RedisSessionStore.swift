@@ -1,5 +1,7 @@
+import LaterAnswers
 import Redis
-import StoreParts
+import RuleStatistics
+import SessionWatching
 import TopChromeCore
 
 /// Sessions in Redis or a Redis Cluster, shared by every replica of the
@@ -7,7 +9,7 @@ import TopChromeCore
 /// Redis, so no replica holds state of its own and any replica can serve
 /// any session. Changes reach watchers on every replica through sharded
 /// pub/sub (see ``RedisChangeFeed``).
-public final class RedisSessionStore: SessionStore, SessionChangeFeed {
+public final class RedisSessionStore: SessionStore, FeedOverSubscriptions {
     public let functions: ChromeFunctions
     /// What the rules did, counted from each batch's reply.
     public let statistics = ChromeStatistics()

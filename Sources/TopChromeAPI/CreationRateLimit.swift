@@ -58,7 +58,7 @@ final class CreationRateLimit: MetricsFamilies, @unchecked Sendable {
         case limited(retryAfter: Int)
     }
 
-    /// Takes one creation from the bucket of `client` (as ``HTTPRequest/client``
+    /// Takes one creation from the bucket of `client` (as ``MicroHTTPDRequest/client``
     /// gives it; nil, or text that is no address, shares one bucket).
     func take(for client: String?, at now: ContinuousClock.Instant = .now) -> Decision {
         let key = client.flatMap(ClientAddress.init)?.subscriberBlock
@@ -92,9 +92,11 @@ final class CreationRateLimit: MetricsFamilies, @unchecked Sendable {
     }
 
     func render() -> String {
-        "# HELP topchrome_session_creations_limited_total Session creations refused with 429: their client address created faster than --create-rate.\n"
-            + "# TYPE topchrome_session_creations_limited_total counter\n"
-            + "topchrome_session_creations_limited_total \(limited.load(ordering: .relaxed))\n"
+        var text = MetricsText()
+        text.family("topchrome_session_creations_limited_total", .counter,
+                    help: "Session creations refused with 429: their client address created faster than --create-rate.")
+        text.sample("topchrome_session_creations_limited_total", limited.load(ordering: .relaxed))
+        return text.text
     }
 
     private static func seconds(_ duration: Duration) -> Double {

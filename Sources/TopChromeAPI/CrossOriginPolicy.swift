@@ -41,7 +41,7 @@ public struct CrossOriginPolicy: Sendable {
         status: 403, detail: "This origin may not call the API from a browser; the server names the origins it allows with --cors-origin.")
 
     /// `Origin` if it is one of ours.
-    private func allowedOrigin(of request: HTTPRequest) -> String? {
+    private func allowedOrigin(of request: MicroHTTPDRequest) -> String? {
         guard let origin = request.headers.combined("Origin"), origins.contains(origin) else { return nil }
         return origin
     }
@@ -52,7 +52,7 @@ public struct CrossOriginPolicy: Sendable {
     /// from an origin not allowed gets 403 without CORS headers: the browser
     /// stops there, as it would on a 204 without them, and its developer
     /// tools show why.
-    func preflightAnswer(to request: HTTPRequest) -> HTTPResponse? {
+    func preflightAnswer(to request: MicroHTTPDRequest) -> MicroHTTPDResponse? {
         guard request.method == "OPTIONS", request.headers.contains("Origin"),
               request.headers.contains("Access-Control-Request-Method") else { return nil }
         guard let origin = allowedOrigin(of: request) else {
@@ -60,7 +60,7 @@ public struct CrossOriginPolicy: Sendable {
             refusal.headers.add(name: "Vary", value: "Origin")
             return .complete(refusal)
         }
-        return HTTPResponse(status: 204, headers: HTTPHeaders([
+        return MicroHTTPDResponse(status: 204, headers: HTTPHeaders([
             ("Access-Control-Allow-Origin", origin),
             ("Access-Control-Allow-Methods", Self.allowedMethods),
             ("Access-Control-Allow-Headers", Self.allowedHeaders),
@@ -72,7 +72,7 @@ public struct CrossOriginPolicy: Sendable {
     /// Adds to an answer what lets a page from an allowed origin read it,
     /// problems and event streams included. Every answer says `Vary: Origin`,
     /// so a cache never hands one made for one origin to another.
-    func addHeaders(to response: inout HTTPResponse, for request: HTTPRequest) {
+    func addHeaders(to response: inout MicroHTTPDResponse, for request: MicroHTTPDRequest) {
         var fields = HTTPHeaders()
         if let origin = allowedOrigin(of: request) {
             fields.add(name: "Access-Control-Allow-Origin", value: origin)

@@ -1,5 +1,5 @@
 /// `GET /`: a page that shows what the service does, for a person and for the
-/// browser check (`scripts/check-demo.py`). The island hides and shows only
+/// browser check (`Tests/scripts/check-demo.py`). The island hides and shows only
 /// from the service's state, which an `EventSource` delivers, never from the
 /// page's own scroll position: the service is the one source of truth, as it is
 /// for a remote app. The page reports its vertical scrolling, and a horizontal

@@ -2,7 +2,7 @@ import TopChromeCore
 
 /// What the API tells the recorder about a request it answered, in the one
 /// number the server carries from the response to its observer
-/// (``HTTPResponse/endpoint``): the route's template, and the first 32 bits
+/// (``MicroHTTPDResponse/endpoint``): the route's template, and the first 32 bits
 /// of the session id the path named, both read once by the API's routing.
 public struct ExchangeEndpoint: Equatable {
     public var template: Route.Template

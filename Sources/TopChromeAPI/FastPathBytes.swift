@@ -236,7 +236,7 @@ extension Route {
         self = route
     }
 
-    /// The route for a request's ``HTTPRequest/pathBytes``.
+    /// The route for a request's ``MicroHTTPDRequest/pathBytes``.
     init?(pathBytes: [UInt8]) {
         guard let route = pathBytes.withUnsafeBufferPointer({ Route(bytes: $0) }) else { return nil }
         self = route

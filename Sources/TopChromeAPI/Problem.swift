@@ -27,6 +27,9 @@ struct Problem: Error, Equatable {
         /// RFC 6750's `insufficient_scope`: another session, or reading
         /// only; a new token of the same grant will not help.
         case insufficientScope
+        /// A body over the server's limit, which it names (`maxBodyBytes`),
+        /// so a client can send what it holds again in parts that fit.
+        case contentTooLarge(limit: Int)
     }
 
     static func == (a: Problem, b: Problem) -> Bool {
@@ -61,9 +64,15 @@ struct Problem: Error, Equatable {
             case .insufficientScope:
                 object.member("type") { $0.string("urn:topchrome:problem:insufficient-scope") }
                 object.member("title") { $0.string("Insufficient scope") }
+            case .contentTooLarge:
+                object.member("type") { $0.string("urn:topchrome:problem:content-too-large") }
+                object.member("title") { $0.string(Self.title(for: status)) }
             }
             object.member("status") { $0.number(status) }
             object.member("detail") { $0.string(detail) }
+            if case let .contentTooLarge(limit) = kind {
+                object.member("maxBodyBytes") { $0.number(limit) }
+            }
             if case let .quotaExceeded(policy) = kind {
                 object.member("violated-policies") { array in
                     array.raw("[")

@@ -34,7 +34,7 @@ extension SessionAPI {
     static func respond<Made: StoreAnswerResponse>(
         to answer: StoreAnswer<Made.Value>, _ made: Made, endpoint: Int,
         ifUnsure: String = changeMayHaveHappened, reusing buffers: inout ResponseBuffers
-    ) throws(Problem) -> HTTPResponse {
+    ) throws(Problem) -> MicroHTTPDResponse {
         switch answer {
         case let .now(result):
             var response = try made.response(to: value(result, ifUnsure: ifUnsure), reusing: &buffers)
@@ -57,7 +57,7 @@ extension SessionAPI {
 
     /// ``respond(to:_:endpoint:ifUnsure:reusing:)`` for an answer that is a stream.
     static func respond<Value>(to answer: StoreAnswer<Value>, endpoint: Int,
-                               _ respond: @escaping @Sendable (Value) throws(Problem) -> StreamingResponse) throws(Problem) -> HTTPResponse {
+                               _ respond: @escaping @Sendable (Value) throws(Problem) -> StreamingResponse) throws(Problem) -> MicroHTTPDResponse {
         switch answer {
         case let .now(result):
             var response = try respond(value(result))
@@ -157,11 +157,11 @@ extension SessionAPI {
         return CompleteResponse(status: status, headers: headers, body: body)
     }
 
-    static func json(_ status: Int, _ members: KeyValuePairs<String, String>) -> HTTPResponse {
+    static func json(_ status: Int, _ members: KeyValuePairs<String, String>) -> MicroHTTPDResponse {
         var json = JSONWriter()
         json.object { object in
             for (name, value) in members { object.member(name) { $0.string(value) } }
         }
-        return HTTPResponse(status: status, headers: HTTPHeaders([("Content-Type", "application/json")]), body: json.bytes)
+        return MicroHTTPDResponse(status: status, headers: HTTPHeaders([("Content-Type", "application/json")]), body: json.bytes)
     }
 }

@@ -12,7 +12,7 @@ extension SessionAPI {
     static let creationPolicyName = "create"
 
     /// The fields for an allowed creation; throws the 429 for one refused.
-    static func allowance(_ limit: CreationRateLimit, _ request: HTTPRequest) throws(Problem) -> HTTPHeaders {
+    static func allowance(_ limit: CreationRateLimit, _ request: MicroHTTPDRequest) throws(Problem) -> HTTPHeaders {
         let policy = "\"\(creationPolicyName)\";q=\(limit.policy.burst);w=\(limit.policy.window)"
         switch limit.take(for: request.client) {
         case let .allowed(remaining, fullIn):

@@ -12,7 +12,7 @@ extension SessionAPI {
     /// `Prefer: wait=N` (RFC 7240), capped; nil when absent or 0. Values
     /// may be quoted and preferences may carry parameters (`wait=5; x=y`).
     /// A number of seconds too large for an `Int` is still a long wait: the cap.
-    static func preferredWait(_ request: HTTPRequest, cap: Int) -> Int? {
+    static func preferredWait(_ request: MicroHTTPDRequest, cap: Int) -> Int? {
         guard let prefer = request.headers.combined("Prefer") else { return nil }
         for preference in prefer.split(separator: ",") {
             let token = preference.split(separator: ";", maxSplits: 1).first ?? ""
@@ -30,13 +30,13 @@ extension SessionAPI {
     }
 
 
-    static func preconditions(of request: HTTPRequest) throws(Problem) -> Preconditions {
+    static func preconditions(of request: MicroHTTPDRequest) throws(Problem) -> Preconditions {
         try Preconditions(ifMatch: request.headers.combined("If-Match"), ifNoneMatch: request.headers.combined("If-None-Match"))
     }
 
     /// Checks the media type, then reads the body with `read`.
     func body<Value>(
-        of request: HTTPRequest, _ read: ([UInt8]) throws(BodyError) -> Value
+        of request: MicroHTTPDRequest, _ read: ([UInt8]) throws(BodyError) -> Value
     ) throws(Problem) -> Value {
         // An empty body has no media type to speak of (`curl -X POST -d ''` labels it a form).
         // `application/json` exactly, as nearly every client sends it, is checked without making a String.

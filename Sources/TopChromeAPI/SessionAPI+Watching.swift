@@ -10,7 +10,7 @@ extension SessionAPI {
     /// does not have, or with 304 when the time is up. Holds no thread
     /// meanwhile. The preconditions are checked against the state the feed read.
     func waitForChange(of id: SessionID, _ preconditions: Preconditions, seconds: Int,
-                       endpoint: Int) throws(Problem) -> HTTPResponse {
+                       endpoint: Int) throws(Problem) -> MicroHTTPDResponse {
         let watcher = LongPollWatcher(id: id, isNew: preconditions.noneMatchCondition, waitSeconds: seconds)
         try watch(id, by: watcher, answering: watcher.pending) { [watchers] current throws(Problem) in
             guard preconditions.matchCondition.holds(for: current.entityTag) else { throw Self.preconditionFailed }
@@ -27,7 +27,7 @@ extension SessionAPI {
 
     /// Server-Sent Events: the current state at once, then every change.
     /// `endsAfter`: seconds until the access token that opened it expires.
-    func eventStream(of id: SessionID, lastEventID: String?, endsAfter: Int64?, endpoint: Int) throws(Problem) -> HTTPResponse {
+    func eventStream(of id: SessionID, lastEventID: String?, endsAfter: Int64?, endpoint: Int) throws(Problem) -> MicroHTTPDResponse {
         let lastEventID = lastEventID.flatMap { EntityTag($0.trimmingOWS.utf8) }
         let stream = ResponseStream()
         let watcher = EventStreamWatcher(id: id, stream: stream)

@@ -3,7 +3,7 @@ import AccessTokens
 import Glibc
 #endif
 import MicroHTTPD
-import StoreParts
+import RuleStatistics
 import StrictJSON
 import Synchronization
 import TopChromeCore
@@ -116,15 +116,15 @@ public final class SessionAPI: HTTPResponder {
         watchers.closeAll()
     }
 
-    public func respond(to request: HTTPRequest) -> HTTPResponse {
+    public func respond(to request: MicroHTTPDRequest) -> MicroHTTPDResponse {
         var buffers = ResponseBuffers()
         return respond(to: request, reusing: &buffers)
     }
 
-    public func respond(to request: HTTPRequest, reusing buffers: inout ResponseBuffers) -> HTTPResponse {
+    public func respond(to request: MicroHTTPDRequest, reusing buffers: inout ResponseBuffers) -> MicroHTTPDResponse {
         let route = Route(pathBytes: request.pathBytes)
         let endpoint = ExchangeEndpoint(route).rawValue
-        var response: HTTPResponse
+        var response: MicroHTTPDResponse
         if let crossOrigin, let preflight = crossOrigin.preflightAnswer(to: request) {
             // Before the token and the methods: a browser sends neither for it.
             response = preflight
@@ -143,8 +143,8 @@ public final class SessionAPI: HTTPResponder {
     }
 
     /// `buffers`: room for a state answer, the everyday one; `endpoint`: the route's, for the answers that name it.
-    private func answer(_ request: HTTPRequest, _ route: Route?, _ endpoint: Int,
-                        _ buffers: inout ResponseBuffers) throws(Problem) -> HTTPResponse {
+    private func answer(_ request: MicroHTTPDRequest, _ route: Route?, _ endpoint: Int,
+                        _ buffers: inout ResponseBuffers) throws(Problem) -> MicroHTTPDResponse {
         // A missing or doubled Host, like ambiguous framing, is refused by the
         // server before the request comes here (see `refusal(of:)`).
         // The access token that allowed this request, if one did: what it opens ends with it.
@@ -159,7 +159,8 @@ public final class SessionAPI: HTTPResponder {
             throw .methodNotAllowed(request.method, allowed: route.allowedMethods)
         }
         if request.isBodyTooLarge {
-            throw Problem(status: 413, detail: "The body is larger than the limit of \(maxBodyBytes) bytes.")
+            throw Problem(status: 413, detail: "The body is larger than the limit of \(maxBodyBytes) bytes.",
+                          kind: .contentTooLarge(limit: maxBodyBytes))
         }
 
         switch route {
@@ -168,7 +169,7 @@ public final class SessionAPI: HTTPResponder {
         case .readiness:
             return try readiness.answer(isReady: isReady, authorization: request.headers["Authorization"])
         case .openAPI:
-            return HTTPResponse(status: 200, headers: HTTPHeaders([("Content-Type", "application/yaml")]),
+            return MicroHTTPDResponse(status: 200, headers: HTTPHeaders([("Content-Type", "application/yaml")]),
                                 body: Array(openAPIDocument.utf8))
         case .metrics:
             if let metricsToken { try Self.checkScraper(request.headers["Authorization"], metricsToken, authToken) }
@@ -177,10 +178,10 @@ public final class SessionAPI: HTTPResponder {
                                       watchers: watchers.count, statistics: statistics)
             for families in moreMetrics { text += families.render() }
             if let creationLimit { text += creationLimit.render() }
-            return HTTPResponse(status: 200, headers: HTTPHeaders([("Content-Type", "text/plain; version=0.0.4; charset=utf-8")]),
+            return MicroHTTPDResponse(status: 200, headers: HTTPHeaders([("Content-Type", "text/plain; version=0.0.4; charset=utf-8")]),
                                 body: Array(text.utf8))
         case .demo:
-            return HTTPResponse(status: 200, headers: HTTPHeaders([("Content-Type", "text/html; charset=utf-8"),
+            return MicroHTTPDResponse(status: 200, headers: HTTPHeaders([("Content-Type", "text/html; charset=utf-8"),
                                                                    ("Cache-Control", "no-cache")] + demoPageSecurityHeaders),
                                 body: Array(demoPage.utf8))
         case .sessions:
@@ -238,15 +239,15 @@ public final class SessionAPI: HTTPResponder {
     }
 
     /// One input, the usual change: no array is built for it.
-    private func apply(_ input: ChromeInput, to id: SessionID, _ request: HTTPRequest, _ endpoint: Int,
-                       _ buffers: inout ResponseBuffers) throws(Problem) -> HTTPResponse {
+    private func apply(_ input: ChromeInput, to id: SessionID, _ request: MicroHTTPDRequest, _ endpoint: Int,
+                       _ buffers: inout ResponseBuffers) throws(Problem) -> MicroHTTPDResponse {
         let condition = try Self.preconditions(of: request).forChange
         return try Self.respond(to: store.requestApply(input, to: id, if: condition), Changed(), endpoint: endpoint,
                                 reusing: &buffers)
     }
 
-    private func apply(_ inputs: [ChromeInput], to id: SessionID, _ request: HTTPRequest, _ endpoint: Int,
-                       _ buffers: inout ResponseBuffers) throws(Problem) -> HTTPResponse {
+    private func apply(_ inputs: [ChromeInput], to id: SessionID, _ request: MicroHTTPDRequest, _ endpoint: Int,
+                       _ buffers: inout ResponseBuffers) throws(Problem) -> MicroHTTPDResponse {
         let condition = try Self.preconditions(of: request).forChange
         return try Self.respond(to: store.requestApply(inputs, to: id, if: condition), Changed(), endpoint: endpoint,
                                 reusing: &buffers)
@@ -254,7 +255,7 @@ public final class SessionAPI: HTTPResponder {
 
     /// The global token passes everything; else an access token passes what it allows.
     /// Returns the access token, nil for the global one.
-    private func authorize(_ request: HTTPRequest, _ route: Route?) throws(Problem) -> AccessToken? {
+    private func authorize(_ request: MicroHTTPDRequest, _ route: Route?) throws(Problem) -> AccessToken? {
         guard let authorization = request.headers["Authorization"] else { throw BearerToken.missing }
         guard let credentials = BearerToken.credentials(in: authorization) else { throw BearerToken.invalid }
         if let authToken, authToken.value.matches(Array(credentials)) { return nil }

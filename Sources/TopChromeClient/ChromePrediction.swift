@@ -65,6 +65,15 @@ struct ChromePrediction {
         predicted = replaying(unanswered, on: base)
     }
 
+    /// Reports that will never reach the service: the service's state will
+    /// never include them, so the prediction stops showing them.
+    mutating func forget(_ seqs: Set<UInt64>) {
+        let before = unanswered.count
+        unanswered.removeAll { $0.seq.map(seqs.contains) ?? false }
+        guard unanswered.count != before, let base else { return }
+        predicted = replaying(unanswered, on: base)
+    }
+
     /// The service's state, from the event stream (in order, each version once).
     mutating func reconcile(with state: ChromeState) {
         let isIncluded = { (entry: Unanswered) in entry.seq.map { $0 <= state.lastSeq ?? 0 } ?? false }

@@ -100,10 +100,12 @@ extension ChromeSession {
         return state
     }
 
-    /// Sends one batch, retrying while the service is unreachable; a retry
-    /// also carries the reports that arrived meanwhile. A batch the service
-    /// calls stale (its seqs not above one it applied: another life of this
-    /// session numbered higher) is numbered above that and sent once more.
+    /// Sends one batch, retrying while the service is out of reach (for
+    /// `reportRetention`); a retry also carries the reports that arrived
+    /// meanwhile, as many as fit in one body. A batch the service calls
+    /// stale (its seqs not above one it applied: another life of this
+    /// session numbered higher) is numbered above that and sent once more;
+    /// one it finds too large (413) goes again as two halves, in order.
     func sendReport(_ batch: ScrollBatch) async {
         var batch = batch
         // A retry keeps its seqs: if the first try did arrive, the service
@@ -111,13 +113,14 @@ extension ChromeSession {
         var isRepeat = false
         var renumbered = false
         var retry = 0
+        var firstFailure: ContinuousClock.Instant?
         while ending == nil {
             let outcome: TopChromeClient.Outcome
             do {
                 let body = try batch.body()
                 outcome = try await client.attempt(client.request("POST", "v1/sessions/\(id)/scroll", body: body), sessionID: id)
             } catch {
-                failReport(error)
+                failReport(error, seqs: batch.seqs, count: batch.count)
                 return
             }
             switch outcome {
@@ -126,36 +129,59 @@ extension ChromeSession {
                 if let state { learn(state) }
                 // Only a batch stale as a whole is sent again: one partly
                 // applied would be applied twice.
-                guard staleReports == batch.count, !isRepeat else { return }
+                guard staleReports == batch.count, !isRepeat else {
+                    tell(.reportsDelivered)
+                    return
+                }
                 // Numbered below what the service applied: renumber and send
                 // once more (only once: a second stale answer means another
                 // client is numbering this session, and its reports win).
                 let seq = batch.lastSeq.map(String.init) ?? "?"
                 client.log("session \(id): report \(seq) was stale (the service applied \(state?.lastSeq.map(String.init) ?? "?")); sending it above that")
                 guard !renumbered else {
-                    failReport(TopChromeError.malformedResponse("report \(seq) ignored as stale twice"))
+                    failReport(TopChromeError.malformedResponse("report \(seq) ignored as stale twice"), seqs: batch.seqs, count: batch.count)
                     return
                 }
                 renumbered = true
                 batch.renumber(nextSeq)
+            case let .failure(.rejected(problem)) where problem.status == 413 && batch.count > 1:
+                // The service's limit is below ours: learn it (a proxy's 413
+                // names none; then halve), and send what was refused in halves.
+                bodyLimit = min(bodyLimit, problem.maxBodyBytes ?? batch.bodyBytes / 2)
+                client.log("session \(id): \(batch.count) reports were too large for one request; sending them in halves")
+                let (first, rest) = batch.halves()
+                await sendReport(first)
+                await sendReport(rest)
+                return
             case let .failure(error):
-                if case .sessionGone = error { end(with: error) } else { failReport(error) }
+                if case .sessionGone = error { end(with: error) } else { failReport(error, seqs: batch.seqs, count: batch.count) }
                 return
             case let .retryable(error, retryAfter):
-                guard retry + 1 < client.configuration.retry.maximumAttempts else {
-                    failReport(error)
+                let since = firstFailure ?? ContinuousClock.now
+                firstFailure = since
+                guard ContinuousClock.now - since < Self.duration(seconds: client.configuration.reportRetention) else {
+                    failReport(error, seqs: batch.seqs, count: batch.count)
                     return
                 }
                 client.log("session \(id): report failed (\(error)); retrying")
+                waitingToRetry = batch
+                dropReportsBeyondBound()
                 do {
                     try await client.configuration.retry.pause(retry: retry, retryAfter: retryAfter)
                 } catch {
-                    failReport(error)
+                    let kept = waitingToRetry ?? batch
+                    waitingToRetry = nil
+                    failReport(error, seqs: kept.seqs, count: kept.count)
                     return
                 }
+                // What the bound left of it while it waited.
+                batch = waitingToRetry ?? batch
+                waitingToRetry = nil
+                if batch.count == 0 { return }  // all of it dropped: the queue goes on
                 retry += 1
                 isRepeat = true
-                if case let .scroll(later) = queue.first?.kind {
+                if case let .scroll(later) = queue.first?.kind, batch.canTake(later, within: bodyLimit),
+                   batch.count + later.count <= client.configuration.maximumQueuedReports {
                     let newer = queue.removeFirst()
                     doneThrough = max(doneThrough, newer.ticket - 1)
                     batch.append(later)
@@ -164,14 +190,60 @@ extension ChromeSession {
         }
     }
 
-    func failReport(_ error: any Error) {
+    /// An outage longer than the queue keeps: the oldest reports are
+    /// dropped (the batch waiting to be retried first, then the queued
+    /// ones) and told as lost, so the reports waiting stay within
+    /// `maximumQueuedReports`, besides the one request on the wire.
+    /// Dropping a newer one instead would leave the service short of the
+    /// newest state.
+    func dropReportsBeyondBound() {
+        // A batch on the wire is not counted: it cannot be shortened, and
+        // dropping newer reports in its place would lose the newest state.
+        var excess = (waitingToRetry?.count ?? 0) - client.configuration.maximumQueuedReports
+        for case let .scroll(batch) in queue.map(\.kind) { excess += batch.count }
+        guard excess > 0 else { return }
+        var dropped: [UInt64] = []
+        if var waiting = waitingToRetry {
+            dropped = waiting.removeOldest(min(excess, waiting.count))
+            excess -= dropped.count
+            waitingToRetry = waiting
+        }
+        var index = 0
+        while excess > 0, index < queue.count {
+            guard case var .scroll(batch) = queue[index].kind else {
+                index += 1
+                continue
+            }
+            let seqs = batch.removeOldest(min(excess, batch.count))
+            dropped += seqs
+            excess -= seqs.count
+            if batch.count == 0 {
+                queue.remove(at: index)
+            } else {
+                queue[index].kind = .scroll(batch)
+                index += 1
+            }
+        }
+        failReport(TopChromeError.reportsDropped(dropped.count), seqs: dropped, count: dropped.count)
+    }
+
+    func failReport(_ error: any Error, seqs: [UInt64], count: Int) {
         reportFailure = error
-        client.log("session \(id): report failed: \(error)")
-        if let error = error as? TopChromeError { tellFailure(error) }
+        client.log("session \(id): \(count) report(s) lost: \(error)")
+        let reason = error as? TopChromeError ?? .transport(error)
+        tell(.reportsLost(reason, seqs: seqs, count: count))
     }
 
     func tellFailure(_ error: TopChromeError) {
-        for observe in failureObservers { observe(error) }
+        tell(.failed(error))
+    }
+
+    func tell(_ news: SessionNews) {
+        for observe in observers.values { observe(news) }
+    }
+
+    static func duration(seconds value: Double) -> Duration {
+        value.isFinite ? .nanoseconds(Int64(max(0, value) * 1e9)) : .seconds(Int64.max / 2)
     }
 
     func nextSeq() -> UInt64 {

@@ -56,7 +56,13 @@ public actor ChromeSession {
     var ending: TopChromeError?
     /// A report that failed, for the next `flush` to throw.
     var reportFailure: (any Error)?
-    var failureObservers: [@Sendable (TopChromeError) -> Void] = []
+    /// Who hears of the reports' fate, by the key they stop hearing by.
+    var observers: [ObjectIdentifier: @Sendable (SessionNews) -> Void] = [:]
+    /// The largest body sent: the configured one until a 413 names the service's.
+    var bodyLimit: Int
+    /// The batch between two attempts, while the service is out of reach:
+    /// its reports are the oldest kept, so the bound drops them first.
+    var waitingToRetry: ScrollBatch?
     /// The highest seq this session used or saw the service apply: reports
     /// are numbered above it, from 1 for a new session. Not the clock: a
     /// clock stepped back would make every report stale.
@@ -66,6 +72,7 @@ public actor ChromeSession {
     init(id: String, client: TopChromeClient, known state: ChromeState?) {
         self.id = id
         self.client = client
+        bodyLimit = client.configuration.maximumBodyBytes
         lastSeq = state?.lastSeq ?? 0
     }
 
@@ -85,7 +92,7 @@ public actor ChromeSession {
         guard axis == .vertical, ending == nil else { return nil }
         if let reason = Self.refusal(contentOffsetY: contentOffsetY, contentInsetTop: contentInsetTop,
                                      contentHeight: contentHeight, viewportHeight: viewportHeight) {
-            failReport(TopChromeError.invalidValue(reason))
+            failReport(TopChromeError.invalidValue(reason), seqs: [], count: 1)
             return nil
         }
         let seq = nextSeq()
@@ -93,7 +100,7 @@ public actor ChromeSession {
                                                  phase: phase?.rawValue, contentHeight: contentHeight,
                                                  viewportHeight: viewportHeight))
         lastTicket += 1
-        if case var .scroll(waiting) = queue.last?.kind {
+        if case var .scroll(waiting) = queue.last?.kind, waiting.canTake(batch, within: bodyLimit) {
             // Taken out first, so the batch grows in place, not copied per report.
             queue.removeLast()
             waiting.append(batch)
@@ -101,6 +108,7 @@ public actor ChromeSession {
         } else {
             queue.append(Operation(ticket: lastTicket, kind: .scroll(batch)))
         }
+        dropReportsBeyondBound()
         sendIfIdle()
         return seq
     }
@@ -194,9 +202,14 @@ public actor ChromeSession {
         sendIfIdle()
     }
 
-    /// `observe` hears of every report that fails (and of the session's end).
-    func observeFailures(_ observe: @escaping @Sendable (TopChromeError) -> Void) {
-        failureObservers.append(observe)
+    /// `observe` hears of every batch of reports delivered or lost, and of
+    /// failures nobody waits for (the session's end included).
+    func observe(as key: ObjectIdentifier, _ observe: @escaping @Sendable (SessionNews) -> Void) {
+        observers[key] = observe
+    }
+
+    func stopObserving(_ key: ObjectIdentifier) {
+        observers[key] = nil
     }
 
     /// A state seen anywhere (an answer, the event stream): reports are
@@ -285,4 +298,15 @@ public actor ChromeSession {
     func streamFoundSessionGone() {
         end(with: .sessionGone(id: id))
     }
+}
+
+/// What a session tells the `RemoteTopChrome` that follows it, besides states.
+enum SessionNews: Sendable {
+    /// Reports that will never reach the service, and why: `seqs` are those
+    /// numbered (a report refused before numbering has none), `count` all.
+    case reportsLost(TopChromeError, seqs: [UInt64], count: Int)
+    /// A batch of reports reached the service.
+    case reportsDelivered
+    /// A change nobody waited for failed (a `disappear`), or the session ended.
+    case failed(TopChromeError)
 }

@@ -103,12 +103,15 @@ public struct Problem: Codable, Sendable, Hashable {
     public var title: String?
     public var status: Int
     public var detail: String?
+    /// With a 413 (`urn:topchrome:problem:content-too-large`): the largest body the service takes.
+    public var maxBodyBytes: Int?
 
-    public init(type: String? = nil, title: String? = nil, status: Int, detail: String? = nil) {
+    public init(type: String? = nil, title: String? = nil, status: Int, detail: String? = nil, maxBodyBytes: Int? = nil) {
         self.type = type
         self.title = title
         self.status = status
         self.detail = detail
+        self.maxBodyBytes = maxBodyBytes
     }
 }
 
@@ -122,25 +125,41 @@ public enum TopChromeError: Error, Sendable, Hashable, CustomStringConvertible {
     case rejected(Problem)
     /// The service stayed unavailable (503, 429) through every retry.
     case unavailable(Problem)
-    /// No answer through every retry (connection refused, reset, timed out).
-    case transport(String)
+    /// No answer through every retry (connection refused, reset, timed
+    /// out), with the `URLError` code that says which (`.notConnectedToInternet`,
+    /// `.timedOut`, `.cannotConnectToHost`…) where the system gave one.
+    case transport(String, code: URLError.Code? = nil)
+
+    /// A failure to reach the service, in these words, keeping its code.
+    static func transport(_ error: any Error) -> TopChromeError {
+        .transport(error.localizedDescription, code: (error as? URLError)?.code)
+    }
     /// An answer that is not what the API promises (an event stream that is
     /// not `text/event-stream`: a captive portal or a proxy's page).
     case malformedResponse(String)
     /// A value the API cannot take (a non-finite offset or inset): refused
     /// before anything is sent.
     case invalidValue(String)
+    /// An outage outlasted `Configuration.maximumQueuedReports`: this many
+    /// of the oldest reports were dropped unsent.
+    case reportsDropped(Int)
 
     public var description: String {
         switch self {
         case let .sessionGone(id): "session \(id) is gone"
         case let .rejected(problem), let .unavailable(problem):
             "\(problem.status) \(problem.title ?? "")\(problem.detail.map { ": " + $0 } ?? "")"
-        case let .transport(reason): "no answer: \(reason)"
+        case let .transport(reason, _): "no answer: \(reason)"
         case let .malformedResponse(reason): "malformed response: \(reason)"
         case let .invalidValue(reason): "invalid value: \(reason)"
+        case let .reportsDropped(count): "\(count) of the oldest reports were dropped: more waited than the client keeps"
         }
     }
+}
+
+/// `localizedDescription` and alerts read the description, not "error 3".
+extension TopChromeError: LocalizedError {
+    public var errorDescription: String? { description }
 }
 
 /// Where a `RemoteTopChrome` stands with the service's event stream.

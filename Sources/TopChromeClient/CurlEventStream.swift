@@ -1,4 +1,4 @@
-#if canImport(CCurl)
+#if os(Linux) && !TOPCHROME_URLSESSION_EVENT_STREAMS
 import CCurl
 import Foundation
 #if canImport(FoundationNetworking)

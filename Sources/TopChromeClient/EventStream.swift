@@ -79,7 +79,7 @@ struct StateFollower: Sendable {
         var request = try await client.request("GET", "v1/sessions/\(session.id)/events")
         request.setValue("text/event-stream", forHTTPHeaderField: "Accept")
         request.setValue("no-cache", forHTTPHeaderField: "Cache-Control")
-        request.timeoutInterval = client.configuration.streamIdleTimeout
+        request.timeoutInterval = Self.urlTimeout(client.configuration.streamIdleTimeout)
         if !lastEventID.isEmpty { request.setValue(lastEventID, forHTTPHeaderField: "Last-Event-ID") }
         return request
     }
@@ -179,7 +179,7 @@ struct StateFollower: Sendable {
             } catch {
                 // The connection failed or was cut: reconnect, unless the reader left.
                 try Task.checkCancellation()
-                interruption = .transport(error.localizedDescription)
+                interruption = .transport(error)
             }
             if let connectedAt, ContinuousClock.now - connectedAt >= .seconds(client.configuration.stableConnectionInterval) {
                 retry = 0
@@ -200,6 +200,12 @@ struct StateFollower: Sendable {
             try await Task.sleep(nanoseconds: UInt64(delay * 1_000_000_000))
             retry += 1
         }
+    }
+
+    /// A timeout URLSession takes: "never" as a year, since FoundationNetworking
+    /// traps on an infinite one (converting it to whole milliseconds).
+    static func urlTimeout(_ seconds: Double) -> Double {
+        seconds.isFinite ? seconds : 365 * 86_400
     }
 
     /// `text/event-stream`, with or without parameters, in any case.

@@ -1,10 +1,12 @@
+import Foundation
 import Observation
 import TopChromeCore
 
 /// The top chrome of one screen, kept by the service: put it next to the
 /// outer vertical scroll view, report its geometry, read `inset`,
-/// `isRevealed` and `collapsedFraction` anywhere, and `connection` and
-/// `lastError` to show when the mirror is not live. Properties change on
+/// `isRevealed` and `collapsedFraction` anywhere, `connection` and
+/// `lastError` to show when the mirror is not live, and `lastReportError`
+/// and `reportsLost` to show reports that never reached the service. Properties change on
 /// the main actor, and only when their value does, so a view reading
 /// `isRevealed` redraws on flips only.
 ///
@@ -29,11 +31,18 @@ import TopChromeCore
     public private(set) var behavior: RevealBehavior = .revealAtTop
     /// Whether `inset` and `isRevealed` are live, being retried, or stopped.
     public private(set) var connection: ConnectionState = .stopped
-    /// Why the mirror is not live, or why a report failed: `.sessionGone`
+    /// Why the mirror is not live (or a `disappear` failed): `.sessionGone`
     /// (deleted, or expired after the service's idle TTL), `.rejected`
     /// (a 401 with a wrong token, say), `.unavailable` (503, 429), or
     /// `.transport` (offline). Cleared when the stream is live again.
     public private(set) var lastError: TopChromeError?
+    /// Why the last reports that failed for good never reached the service
+    /// (refused, out of reach past `reportRetention`, dropped past
+    /// `maximumQueuedReports`); kept apart from `lastError`, which a
+    /// reconnection clears, and cleared only when a report arrives.
+    public var lastReportError: TopChromeError? { news.lastReportError }
+    /// How many reports never reached the service, since this object was made.
+    public var reportsLost: Int { news.reportsLost }
     /// The session followed; replaced by the one `onSessionGone` gives.
     public private(set) var session: ChromeSession
 
@@ -43,11 +52,17 @@ import TopChromeCore
     @ObservationIgnored public var onSessionGone: (@MainActor () async -> ChromeSession?)?
 
     @ObservationIgnored private var following: Task<Void, Never>?
+    /// The task reading the stream now, which `reconnect()` ends.
+    @ObservationIgnored private var reading: Task<Void, Never>?
+    /// Set by `reconnect()`: the stream that ends opens again at once.
+    @ObservationIgnored private var reconnecting = false
     /// Reports and disappearances in the order the view made them, and the
     /// prediction; one task hands them to the session.
     @ObservationIgnored private let outbox: ReportOutbox
-    /// Where the sessions' failures wait for this object (see `FailureRelay`).
-    @ObservationIgnored private let failures = FailureRelay()
+    /// Where the sessions' news wait for this object (see `SessionNewsRelay`).
+    @ObservationIgnored private let news: SessionNewsRelay
+    /// The session the relay hears, for `deinit`, which runs off the main actor.
+    @ObservationIgnored private nonisolated let observed: ObservedSession
 
     /// Until the first state arrives: no inset, island shown, as at the top.
     public init(session: ChromeSession) {
@@ -55,11 +70,17 @@ import TopChromeCore
         inset = 0
         isRevealed = true
         outbox = ReportOutbox(session: session)
-        observeFailures(of: session)
+        news = SessionNewsRelay(following: session)
+        observed = ObservedSession(session)
+        observe(session)
     }
 
+    /// The session may live on (another screen follows it): it stops
+    /// telling this object's relay, or each object made would stay in it.
     deinit {
         outbox.close()
+        let session = observed.session, key = ObjectIdentifier(news)
+        Task { await session.stopObserving(key) }
     }
 
     /// Follows the session's states until the calling task is cancelled,
@@ -69,11 +90,13 @@ import TopChromeCore
     public func follow() async {
         // The relay holds this object only while it follows (which holds it
         // anyway), so the session never keeps it alive afterwards.
-        failures.target = self
-        if let missed = failures.takeMissed() { lastError = missed }
+        news.target = self
+        let (missed, lost) = news.takeMissed()
+        if let missed { lastError = missed }
+        forget(lost)
         defer {
             connection = .stopped
-            failures.target = nil
+            news.target = nil
         }
         while !Task.isCancelled {
             connection = .connecting
@@ -85,12 +108,14 @@ import TopChromeCore
             let reader = Task {
                 do {
                     for try await state in states { updates.continuation.yield(.state(state)) }
-                    updates.continuation.yield(.ended(nil))
+                    // A cancelled read ends as a deleted session's does: only the latter is gone.
+                    if !Task.isCancelled { updates.continuation.yield(.ended(nil)) }
                 } catch {
                     updates.continuation.yield(.ended(error))
                 }
                 updates.continuation.finish()
             }
+            reading = reader
             await withTaskCancellationHandler {
                 for await update in updates.stream {
                     switch update {
@@ -117,6 +142,11 @@ import TopChromeCore
                 reader.cancel()
             }
             reader.cancel()
+            reading = nil
+            if reconnecting, !gone, !Task.isCancelled {
+                reconnecting = false
+                continue
+            }
             guard gone, !Task.isCancelled else { return }
             lastError = .sessionGone(id: session.id)
             connection = .stopped
@@ -145,6 +175,16 @@ import TopChromeCore
         following = nil
     }
 
+    /// Opens the event stream again now, with the backoff from its start:
+    /// for when the app knows the network is back (the device came online,
+    /// the app came to the foreground) and should not wait out a backoff
+    /// grown through an outage. Nothing happens while not following.
+    public func reconnect() {
+        guard let reading else { return }
+        reconnecting = true
+        reading.cancel()
+    }
+
     /// The outer vertical scroll view's geometry; applied at once (once the
     /// first state told the behaviour) and queued, returns at once. Call it
     /// from every `scrollViewDidScroll`, with `phase: .ended` when the finger
@@ -155,7 +195,7 @@ import TopChromeCore
         // One the service would refuse moves nothing here either.
         if let reason = ChromeSession.refusal(contentOffsetY: contentOffsetY, contentInsetTop: contentInsetTop,
                                               contentHeight: contentHeight, viewportHeight: viewportHeight) {
-            lastError = .invalidValue(reason)
+            news.refused(.invalidValue(reason))
             return
         }
         let report = ScrollReport(contentOffsetY: contentOffsetY, contentInsetTop: contentInsetTop, phase: phase,
@@ -185,40 +225,76 @@ import TopChromeCore
         return try await session.setBehavior(behavior, collapsibleHeight: collapsibleHeight, snap: snap)
     }
 
+    /// Sets the inset, after every report and change made before it.
+    @discardableResult
+    public func setInset(_ inset: Double) async throws -> ChromeState {
+        await outbox.drain()
+        return try await session.setInset(inset)
+    }
+
+    /// The service's state, read after every report and change made before this call.
+    public func state() async throws -> ChromeState {
+        await outbox.drain()
+        return try await session.state()
+    }
+
+    /// Deletes the session, after every report and change made before it.
+    public func delete() async throws {
+        await outbox.drain()
+        try await session.delete()
+    }
+
+    /// Returns when every report and change made before this call has been
+    /// sent or has failed; throws a report's failure since the last flush.
+    public func flush() async throws {
+        await outbox.drain()
+        try await session.flush()
+    }
+
     /// The app goes to the background: sends what is queued now and returns
     /// when it is sent (call it inside a background task). A failure is
-    /// kept in `lastError`.
+    /// kept in `lastReportError`.
     public func suspend() async {
         await outbox.drain()
         await session.suspend()
     }
 
     private func switchTo(_ fresh: ChromeSession) {
+        let key = ObjectIdentifier(news), left = session
+        Task { await left.stopObserving(key) }
         session = fresh
+        observed.session = fresh
         outbox.session = fresh
         outbox.prediction.reset()
         lastError = nil
-        observeFailures(of: fresh)
+        news.follow(fresh)
+        observe(fresh)
     }
 
-    /// Failed reports and commands queued without a caller (`disappear`)
-    /// show in `lastError`. Through the relay, not a weak reference: the
-    /// session outlives this object, and LeakSanitizer mistakes a weak
+    /// Reports lost or delivered, and commands queued without a caller
+    /// (`disappear`) that failed. Through the relay, not a weak reference:
+    /// the session outlives this object, and LeakSanitizer mistakes a weak
     /// reference's side table for a leak.
-    private func observeFailures(of session: ChromeSession) {
+    private func observe(_ session: ChromeSession) {
         // The session keeps this closure: it must not hold the session
         // (a cycle neither would leave), so it names it by identity.
-        let relay = failures, named = ObjectIdentifier(session)
-        let tell: @Sendable (TopChromeError) -> Void = { error in
-            Task { @MainActor in relay.tell(error, about: named) }
+        let relay = news, named = ObjectIdentifier(session), key = ObjectIdentifier(news)
+        let tell: @Sendable (SessionNews) -> Void = { news in
+            Task { @MainActor in relay.tell(news, about: named) }
         }
-        Task { await session.observeFailures(tell) }
+        Task { await session.observe(as: key, tell) }
     }
 
     /// A failure the relay hands on while this object follows.
-    fileprivate func failed(_ error: TopChromeError, in session: ObjectIdentifier) {
-        guard ObjectIdentifier(self.session) == session else { return }
+    func failed(_ error: TopChromeError) {
         lastError = error
+    }
+
+    /// Reports that never reach the service leave the prediction.
+    func forget(_ seqs: Set<UInt64>) {
+        guard !seqs.isEmpty else { return }
+        outbox.prediction.forget(seqs)
+        showPrediction()
     }
 
     private func apply(_ state: ChromeState) {
@@ -237,26 +313,18 @@ import TopChromeCore
     }
 }
 
-/// Hands a session's failures to its `RemoteTopChrome` while that follows,
-/// and keeps the newest for the next `follow()` otherwise. It holds the
-/// object only while it follows: a session, which the object holds, must
-/// not hold the object the rest of the time, or neither would ever be freed.
-@MainActor private final class FailureRelay {
-    var target: RemoteTopChrome?
-    private var missed: (TopChromeError, ObjectIdentifier)?
+/// A session readable from any thread: what `RemoteTopChrome.deinit` needs
+/// to stop its observation.
+private final class ObservedSession: @unchecked Sendable {
+    private let lock = NSLock()
+    private var current: ChromeSession
 
-    func tell(_ error: TopChromeError, about session: ObjectIdentifier) {
-        if let target {
-            target.failed(error, in: session)
-        } else {
-            missed = (error, session)
-        }
+    init(_ session: ChromeSession) {
+        current = session
     }
 
-    /// The newest failure told while nobody followed.
-    func takeMissed() -> TopChromeError? {
-        defer { missed = nil }
-        guard let (error, session) = missed, let target, ObjectIdentifier(target.session) == session else { return nil }
-        return error
+    var session: ChromeSession {
+        get { lock.withLock { current } }
+        set { lock.withLock { current = newValue } }
     }
 }

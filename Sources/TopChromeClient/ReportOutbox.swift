@@ -16,7 +16,8 @@ import TopChromeCore
     private var pending: [Change] = []
     /// Wakes the task that drains `pending`; one wake-up is as good as many.
     private nonisolated let wake: AsyncStream<Void>.Continuation
-    private var draining = false
+    /// One drain at a time, or two could hand changes over out of order.
+    private let drains = OneAtATime()
 
     init(session: ChromeSession) {
         self.session = session
@@ -35,10 +36,8 @@ import TopChromeCore
 
     /// Hands what is pending to the session, in order.
     func drain() async {
-        // One drain at a time, or two could hand changes over out of order.
-        while draining { try? await Task.sleep(nanoseconds: 1_000_000) }
-        draining = true
-        defer { draining = false }
+        await drains.begin()
+        defer { drains.end() }
         while !pending.isEmpty {
             let change = pending.removeFirst()
             switch change {

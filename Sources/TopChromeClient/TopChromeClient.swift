@@ -14,10 +14,13 @@ public final class TopChromeClient: Sendable {
         public var retry = RetryPolicy()
         /// Seconds a request may take before it counts as a network error.
         public var requestTimeout: Double = 30
-        /// Seconds an event stream may stay silent before it is reconnected.
-        /// The service sends a heartbeat every 15 s by default, so several
-        /// missed heartbeats mean the connection is dead. `.infinity`: never.
-        public var streamIdleTimeout: Double = 50
+        /// Seconds an event stream may stay silent before it is taken for
+        /// dead and reconnected: twice the service's heartbeat (`--heartbeat`,
+        /// 15 s by default), as centrifuge's `maxServerPingDelay` does, so
+        /// one late heartbeat is forgiven and a stopped server is noticed
+        /// within 30 s. Set it to twice the heartbeat of a service that
+        /// beats slower. `.infinity`: never.
+        public var streamIdleTimeout: Double = 30
         /// Seconds an event stream must stay open before its backoff starts
         /// again from the first delay (as LaunchDarkly's EventSource does):
         /// a proxy that answers and closes at once is retried ever more slowly.
@@ -27,6 +30,20 @@ public final class TopChromeClient: Sendable {
         /// newest. 50 ms is about one frame budget of the service: steady
         /// 120 Hz scrolling costs at most 20 requests a second.
         public var minimumSendInterval: Double = 0.05
+        /// The largest request body sent, in bytes: reports are batched
+        /// below it. The service's `--max-body-bytes` (64 KiB by default);
+        /// a session that meets a smaller one learns it from the 413's
+        /// `maxBodyBytes` and splits what it holds to fit.
+        public var maximumBodyBytes = 65_536
+        /// Seconds a report keeps being retried while the service is out of
+        /// reach (unreachable, 503, 429) before it counts as lost.
+        public var reportRetention: Double = 120
+        /// Reports a session keeps in order while they cannot be sent (an
+        /// outage): 16,384 is over two minutes of scrolling at 120 Hz.
+        /// A request on the wire is not counted (it cannot be shortened).
+        /// Beyond it the oldest are dropped, each counted in
+        /// `RemoteTopChrome.reportsLost`, never silently.
+        public var maximumQueuedReports = 16_384
         /// States a slow reader of `states()` may fall behind by; beyond
         /// that the oldest are dropped (the newest state wins).
         public var stateBufferLimit = 16
@@ -142,7 +159,7 @@ public final class TopChromeClient: Sendable {
             (data, response) = try await urlSession.data(for: request)
         } catch {
             try Task.checkCancellation()
-            return .retryable(.transport(error.localizedDescription), retryAfter: nil)
+            return .retryable(.transport(error), retryAfter: nil)
         }
         guard let http = response as? HTTPURLResponse else {
             return .failure(.malformedResponse("not an HTTP response"))

@@ -9,7 +9,10 @@ enum EventStreamPiece: Sendable {
     case body(Data)
 }
 
-#if !canImport(CCurl)
+// Linux reads event streams with libcurl (CurlEventStream.swift says why);
+// `make test-client-urlsession` builds this path on Linux as well, with
+// TOPCHROME_URLSESSION_EVENT_STREAMS, so it is compiled and run there.
+#if !os(Linux) || TOPCHROME_URLSESSION_EVENT_STREAMS
 /// One HTTP request whose answer is read as it arrives, through a data
 /// delegate (where there is no libcurl to use directly: Apple's platforms;
 /// see CurlEventStream.swift for why Linux does not use URLSession here).
@@ -27,7 +30,7 @@ final class EventStreamConnection: NSObject, URLSessionDataDelegate, Sendable {
     init(_ request: URLRequest, idleTimeout: Double, bufferLimit: Int) {
         (pieces, continuation) = AsyncThrowingStream.makeStream(of: Piece.self, bufferingPolicy: .bufferingOldest(bufferLimit))
         let configuration = URLSessionConfiguration.ephemeral
-        configuration.timeoutIntervalForRequest = idleTimeout
+        configuration.timeoutIntervalForRequest = StateFollower.urlTimeout(idleTimeout)
         let delegate = Delegate(continuation)
         urlSession = URLSession(configuration: configuration, delegate: delegate, delegateQueue: nil)
         task = urlSession.dataTask(with: request)

@@ -65,7 +65,8 @@ enum ClusterTarget {
         let node = RedisNode(Substring(text))
         if let node {
             checkConnectable(node, input: input)
-            check(RedisNode(Substring(node.description)) == node, "\(node) does not read back: \(input)")
+            // The wire form, not `description`, which brackets IPv6 hosts for people.
+            check(RedisNode(Substring("\(node.host):\(node.port)")) == node, "\(node) does not read back: \(input)")
         }
         if let expected = addressAsRedisWrites(bytes[...]) {
             check(node == expected, "\(text) read as \(String(describing: node)), expected \(String(describing: expected)): \(input)")

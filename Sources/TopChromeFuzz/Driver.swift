@@ -47,7 +47,7 @@ enum FuzzDriver {
             text += "  " + target.name.padding(toLength: 11, withPad: " ", startingAt: 0) + target.summary + "\n"
         }
         #if !FUZZING
-        text += "\nThis build has no libFuzzer (build with -DFUZZING, see scripts/fuzz.sh): it replays the given files.\n"
+        text += "\nThis build has no libFuzzer (build with -DFUZZING, see Tests/scripts/fuzz.sh): it replays the given files.\n"
         #endif
         FileHandle.standardError.write(Data(text.utf8))
         exit(2)

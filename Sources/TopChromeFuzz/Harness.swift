@@ -4,7 +4,7 @@ import Glibc
 import MemorySessionStore
 import MicroHTTPD
 import StrictJSON
-import TopChromeApp
+import TopChromeServer
 import TopChromeCore
 import TopChromeTesting
 
@@ -24,23 +24,23 @@ final class Harness: Sendable {
 
     private init(authToken: String?) {
         var configuration = ServiceConfiguration()
-        configuration.maxSessions = 4
-        configuration.maxBodyBytes = 3000
-        configuration.sessionTTL = 0
-        configuration.maxWatchers = 3
-        configuration.maxWatchersPerSession = 2
+        configuration.limits.maxSessions = 4
+        configuration.limits.maxBodyBytes = 3000
+        configuration.sessions.ttl = 0
+        configuration.limits.maxWatchers = 3
+        configuration.limits.maxWatchersPerSession = 2
         // Long-polls end within a second, so their timers do not pile up.
-        configuration.maxWaitSeconds = 1
-        configuration.authToken = authToken
+        configuration.limits.maxWaitSeconds = 1
+        configuration.auth.token = authToken
         // The model keeps no clock: inputs create sessions thousands of
         // times a second, so the creation limit (its own tests) is off.
-        configuration.createRate = 0
+        configuration.limits.createRate = 0
         self.configuration = configuration
         service = TopChromeService(configuration: configuration)
         strictTags = getenv("TOPCHROME_FUZZ_LENIENT_ETAGS").map { String(cString: $0) } != "1"
     }
 
-    var store: InMemorySessionStore { service.memoryStore! }
+    var store: InMemorySessionStore { service.backend.memoryStore! }
 }
 
 /// What a request came to.
@@ -128,8 +128,8 @@ struct World {
     mutating func perform(_ scripted: ScriptedRequest) -> Bool {
         let configuration = harness.configuration
         let headers = scripted.headers.map { ($0.0, expand($0.1)) }
-        let tooLarge = scripted.body.count > configuration.maxBodyBytes
-        let request = HTTPRequest(
+        let tooLarge = scripted.body.count > configuration.limits.maxBodyBytes
+        let request = MicroHTTPDRequest(
             method: scripted.method, path: expand(scripted.path), version: scripted.version,
             headers: HTTPHeaders(headers), body: tooLarge ? [] : scripted.body, isBodyTooLarge: tooLarge)
         let body = scripted.body
@@ -151,7 +151,7 @@ struct World {
             check(FramingModel.readings(headers, version: request.version).count == 1,
                   "a head whose body could be read more than one way went to the API: bytes of its body could be routed as a request\n\(context())")
         }
-        let response = fault.map { HTTPResponse.complete(harness.service.api.refusal(of: $0)) } ?? harness.service.api.respond(to: request)
+        let response = fault.map { MicroHTTPDResponse.complete(harness.service.api.refusal(of: $0)) } ?? harness.service.api.respond(to: request)
 
         // HEAD of a stream is its headers alone: a status, not a stream.
         let outcome: Outcome = response.pending != nil ? .pending
@@ -254,15 +254,15 @@ struct World {
     // MARK: The model
 
     private func expectedOutcomes(
-        _ request: HTTPRequest, resource: (HTTPModel.Resource, SessionID?)?, state: ChromeState?,
+        _ request: MicroHTTPDRequest, resource: (HTTPModel.Resource, SessionID?)?, state: ChromeState?,
         count: Int, watchers: Int
     ) -> Set<Outcome> {
         let headers = request.headers.fields.map { ($0.name, $0.value) }
         let strict = harness.strictTags
-        let capacity = harness.configuration.maxSessions
+        let capacity = harness.configuration.limits.maxSessions
         return Chooser.all { choose -> Outcome in
             if let status = FramingModel.refusal(headers, version: request.version) { return .status(status) }
-            if let token = harness.configuration.authToken, request.path == "/v1" || request.path.hasPrefix("/v1/"),
+            if let token = harness.configuration.auth.token, request.path == "/v1" || request.path.hasPrefix("/v1/"),
                !choose(HTTPModel.authorized(HTTPModel.header(headers, "Authorization"), token: token)) {
                 return .status(401)
             }
@@ -333,20 +333,20 @@ struct World {
         }
     }
 
-    private func expectedState(_ kind: HTTPModel.Resource, request: HTTPRequest, before: ChromeState) -> ChromeState {
-        StateModel.after(kind, body: request.body, before: before, threshold: harness.configuration.revealThreshold)
+    private func expectedState(_ kind: HTTPModel.Resource, request: MicroHTTPDRequest, before: ChromeState) -> ChromeState {
+        StateModel.after(kind, body: request.body, before: before, threshold: harness.configuration.sessions.revealThreshold)
     }
 
     // MARK: Checks of the answer
 
-    private func checkHeaders(_ response: HTTPResponse, _ context: () -> String) {
+    private func checkHeaders(_ response: MicroHTTPDResponse, _ context: () -> String) {
         for field in response.headers {
             let bad = (field.name + field.value).utf8.contains { $0 == 0x0D || $0 == 0x0A || $0 == 0 }
             check(!bad, "response header \(field.name) carries CR, LF or NUL\n\(context())")
         }
     }
 
-    private func checkProblem(_ response: HTTPResponse, status: Int, resource: HTTPModel.Resource?, _ context: () -> String) {
+    private func checkProblem(_ response: MicroHTTPDResponse, status: Int, resource: HTTPModel.Resource?, _ context: () -> String) {
         check(response.headers["Content-Type"] == "application/problem+json",
               "a \(status) without Content-Type application/problem+json\n\(context())")
         if let mismatch = JSONTools.problemMismatch(response.body, status: status) {
@@ -364,7 +364,7 @@ struct World {
         }
     }
 
-    private func checkState(_ response: HTTPResponse, id: SessionID, state: ChromeState, _ context: () -> String) {
+    private func checkState(_ response: MicroHTTPDResponse, id: SessionID, state: ChromeState, _ context: () -> String) {
         func summary() -> String { "\(context())\n\(World.describe(response))" }
         check(response.headers["Content-Type"] == "application/json", "state without Content-Type application/json\n\(summary())")
         check(response.headers["ETag"] == "\"\(etag(state))\"", "ETag is not \(etag(state))\n\(summary())")
@@ -382,14 +382,14 @@ struct World {
         }
     }
 
-    private static func describe(_ request: HTTPRequest, tooLarge: Bool, originalBody: [UInt8]) -> String {
+    private static func describe(_ request: MicroHTTPDRequest, tooLarge: Bool, originalBody: [UInt8]) -> String {
         var text = "request: \(request.method) \(request.path) \(request.version)\n"
         for field in request.headers { text += "  \(field.name): \(field.value)\n" }
         text += tooLarge ? "  body: \(originalBody.count) bytes (over the limit)" : "  body: \(printable(request.body))"
         return text
     }
 
-    private static func describe(_ response: HTTPResponse) -> String {
+    private static func describe(_ response: MicroHTTPDResponse) -> String {
         if response.pending != nil { return "response: later (a long-poll)" }
         var text = "response: \(response.status)\n"
         for field in response.headers { text += "  \(field.name): \(field.value)\n" }

@@ -82,8 +82,16 @@ enum JSONTools {
             return "problem body is not JSON (\(error.message) at \(error.offset))"
         }
         guard case let .object(members) = value else { return "problem body is not an object" }
-        guard Set(members.keys) == ["type", "title", "status", "detail"] else {
+        // A 413 also names the limit, for a client to split its batch by.
+        let expected: Set<String> = status == 413 ? ["type", "title", "status", "detail", "maxBodyBytes"]
+            : ["type", "title", "status", "detail"]
+        guard Set(members.keys) == expected else {
             return "problem members are \(members.keys.sorted())"
+        }
+        if status == 413 {
+            guard case let .number(limit, _) = members["maxBodyBytes"], limit >= 0, limit == limit.rounded() else {
+                return "a 413's maxBodyBytes is not a whole number"
+            }
         }
         guard case .string = members["type"], case .string = members["title"], case .string = members["detail"] else {
             return "type, title and detail must be strings"

@@ -5,5 +5,5 @@
 //   TopChromeFuzz TARGET [libFuzzer flags] [CORPUS_DIR...]   (built with -DFUZZING)
 //   TopChromeFuzz TARGET FILE_OR_DIR...                      (plain build: replays the inputs)
 //
-// See Driver.swift for the targets and scripts/fuzz.sh for how to run them.
+// See Driver.swift for the targets and Tests/scripts/fuzz.sh for how to run them.
 FuzzDriver.main()

@@ -1,5 +1,5 @@
 import Foundation
-import StoreParts
+import LaterAnswers
 import TopChromeCore
 
 /// A store whose every answer comes later, on another thread, after a
@@ -18,7 +18,9 @@ public final class AnswersLaterStore: SessionStore, SessionChangeFeed {
 
     public var readiness: StoreReadiness { store.readiness }
     public var sessionCount: Int? { store.sessionCount }
-    public var subscriptions: SessionSubscriptions { store.subscriptions }
+    public var subscriberCount: Int { store.subscriberCount }
+    public func allSubscribers() -> [any SessionSubscriber] { store.allSubscribers() }
+    public func endAllSubscriptions() -> [any SessionSubscriber] { store.endAllSubscriptions() }
 
     public func requestCreate(inset: Double, settings: RevealSettings) -> StoreAnswer<Session> {
         later(store.requestCreate(inset: inset, settings: settings))

@@ -3,7 +3,7 @@ import Foundation
 /// How many times longer than written a test waits for what must happen:
 /// under a sanitizer the code runs several times slower, on a loaded
 /// machine slower again, and a bound meant as "it does happen" must not
-/// fail for that. `TOPCHROME_TEST_TIME_SCALE` (scripts/swift-test.sh sets
+/// fail for that. `TOPCHROME_TEST_TIME_SCALE` (Tests/scripts/swift-test.sh sets
 /// it for sanitizer runs); 1 when unset.
 public let testTimeScale: Double = {
     guard let text = ProcessInfo.processInfo.environment["TOPCHROME_TEST_TIME_SCALE"], let scale = Double(text), scale >= 1 else {

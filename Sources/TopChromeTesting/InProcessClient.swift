@@ -6,7 +6,7 @@ import MicroHTTPD
 /// what the server adds (lengths, dates, HEAD and 304 without bodies). An
 /// answer that comes later is waited for, as the server's suspended
 /// connection would.
-public struct InProcessClient: Sendable {
+public struct InProcessClient: ContractClient, Sendable {
     private let responder: any HTTPResponder
     /// A body longer than this reaches the responder as the server hands
     /// it one: empty, and flagged too large.
@@ -21,24 +21,17 @@ public struct InProcessClient: Sendable {
     }
 
     /// The answer, once there is one; a stream's body is left in its stream.
-    @discardableResult
-    public func request(_ method: String, _ path: String, headers: [(String, String)] = [],
-                        body: [UInt8] = []) throws -> ReceivedResponse {
-        let response = try answer(method, path, headers: headers, body: body)
+    public func execute(_ method: String, _ path: String, headers: [(String, String)],
+                        body: [UInt8]?) throws -> ReceivedResponse {
+        let response = try answer(method, path, headers: headers, body: body ?? [])
         return ReceivedResponse(status: response.status, headers: response.headers.fields, body: response.body)
-    }
-
-    /// A JSON request, as `curl --json` sends it.
-    @discardableResult
-    public func json(_ method: String, _ path: String, _ body: String, headers: [(String, String)] = []) throws -> ReceivedResponse {
-        try request(method, path, headers: [("Content-Type", "application/json")] + headers, body: Array(body.utf8))
     }
 
     /// The responder's own answer, once decided: complete, or a stream.
     public func answer(_ method: String, _ path: String, headers: [(String, String)] = [],
-                       body: [UInt8] = []) throws -> HTTPResponse {
+                       body: [UInt8] = []) throws -> MicroHTTPDResponse {
         let tooLarge = body.count > maxBodyBytes
-        let request = HTTPRequest(method: method, path: path, headers: HTTPHeaders(headers),
+        let request = MicroHTTPDRequest(method: method, path: path, headers: HTTPHeaders(headers),
                                   body: tooLarge ? [] : body, isBodyTooLarge: tooLarge)
         let response = responder.respond(to: request)
         guard let pending = response.pending else { return response }

@@ -195,7 +195,7 @@ final class OutageReport: @unchecked Sendable {
             // A server that answered (503, 429) is not one that cannot be
             // reached, and one that says its store is away is up itself.
             let trouble = switch error {
-            case let .transport(reason): "cannot reach \(server) (\(reason))"
+            case let .transport(reason, _): "cannot reach \(server) (\(reason))"
             case let .unavailable(problem) where Self.blamesTheStore(problem):
                 "the session store behind \(server) is unavailable (\(problem.detail ?? "503"))"
             default: "\(server) is unavailable (\(error.description))"

@@ -2,7 +2,7 @@
 import Glibc
 #endif
 import FoundationEssentials
-import TopChromeApp
+import TopChromeServer
 
 /// Reads the configuration, starts the service, reloads its secrets on
 /// SIGHUP, and stops gracefully on SIGTERM or SIGINT.
@@ -52,7 +52,7 @@ enum Launcher {
             print(TopChromeService.versionLine)
             exit(0)
         case let .serve(configuration) where subcommand == "healthcheck":
-            exit(HealthCheck.run(host: configuration.host, port: configuration.port))
+            exit(HealthCheck.run(host: configuration.http.host, port: configuration.http.port))
         case let .serve(configuration) where subcommand == "check-config":
             exit(checkConfiguration(configuration))
         case let .serve(configuration) where subcommand == "redis-functions load":
@@ -90,7 +90,7 @@ enum Launcher {
         }
 
         logger.log(.info, "topchrome stopping", ["signal": .int(Int(received)),
-                                                 "timeout_ms": .int(Int(configuration.shutdownTimeout * 1000))],
+                                                 "timeout_ms": .int(Int(configuration.http.shutdownTimeout * 1000))],
                    always: true)
         let outcome = service.stop()
         if outcome.lostSessions != nil {
@@ -114,7 +114,7 @@ enum Launcher {
     /// sessions come back, was the last stop clean, and was anything dropped.
     private static func logStart(of service: TopChromeService, _ started: TopChromeService.StartOutcome) {
         let logger = service.logger
-        var fields: [(String, LogValue)] = [("store", .string(service.configuration.storeAddress))]
+        var fields: [(String, LogValue)] = [("store", .string(service.configuration.store.description))]
         if let recovery = started.recovery {
             fields.append(("sessions_restored", .int(recovery.sessions.count)))
             fields.append(("last_stop", .string(recovery.stoppedCleanly.map { $0 ? "clean" : "unclean" } ?? "none")))
@@ -142,11 +142,11 @@ enum Launcher {
     /// Loads the Redis function library on every primary, for a service
     /// that runs as a Redis user who may only call it.
     private static func loadFunctionLibrary(_ configuration: ServiceConfiguration) -> Int32 {
-        guard configuration.store != .memory else {
+        guard case let .redis(endpoints) = configuration.store else {
             fail("topchrome redis-functions load: needs --store redis://HOST:PORT[,HOST:PORT...] (rediss:// over TLS) or redis-sentinel://HOST:PORT[,HOST:PORT...]/MASTERNAME", status: 2)
         }
-        let load = FunctionLibraryLoad(storage: configuration.store, configuration: configuration.redisClient,
-                                       keyPrefix: configuration.redisKeyPrefix, needs: configuration.redisPermissionsNeeded)
+        let load = FunctionLibraryLoad(endpoints: endpoints, configuration: configuration.redis.client,
+                                       keyPrefix: configuration.redis.keyPrefix, needs: configuration.redis.permissionsNeeded)
         for line in load.loaded + load.notes { print(line) }
         for failure in load.problems + load.failures {
             printToStandardError("topchrome redis-functions load: \(failure)")
@@ -157,10 +157,10 @@ enum Launcher {
     /// `redis-functions list`: the libraries of every build on each primary,
     /// this build's marked; `delete-unused` deletes the others.
     private static func listFunctionLibraries(_ configuration: ServiceConfiguration, deleteUnused: Bool) -> Int32 {
-        guard configuration.store != .memory else {
+        guard case let .redis(endpoints) = configuration.store else {
             fail("topchrome redis-functions: needs --store redis://HOST:PORT[,HOST:PORT...] (rediss:// over TLS) or redis-sentinel://HOST:PORT[,HOST:PORT...]/MASTERNAME", status: 2)
         }
-        let listing = FunctionLibraries(storage: configuration.store, configuration: configuration.redisClient, deleteUnused: deleteUnused)
+        let listing = FunctionLibraries(endpoints: endpoints, configuration: configuration.redis.client, deleteUnused: deleteUnused)
         for line in listing.lines { print(line) }
         for failure in listing.failures { printToStandardError("topchrome redis-functions: \(failure)") }
         return listing.exitStatus

@@ -8,7 +8,7 @@ import Testing
     /// an ordinary client is still answered at once. (From one address,
     /// with the per-address cap off: `SlowClientsLiveTests` has it on.)
     @Test func idleAndTricklingConnectionsDoNotStarveOthers() throws {
-        let server = try LiveServer { $0.maxConnectionsPerIP = 0 }
+        let server = try LiveServer { $0.limits.maxConnectionsPerIP = 0 }
         var idle: [TestHTTPClient] = []
         var tricklers: [TestHTTPClient] = []
         for _ in 0..<500 { idle.append(try server.client()) }
@@ -28,7 +28,7 @@ import Testing
     }
 
     @Test func idleConnectionsAreClosedAfterTheIdleTimeout() throws {
-        let server = try LiveServer { $0.idleTimeout = 1 }
+        let server = try LiveServer { $0.http.idleTimeout = 1 }
         let client = try server.client()
         #expect(try client.request("GET", "/healthz").status == 200)
         client.setReadTimeout(seconds: 4)
@@ -38,7 +38,7 @@ import Testing
     @Test func oneAddressCannotTakeEveryConnection() throws {
         // Memory only: a Redis-backed server is first probed for readiness,
         // and that connection may not be seen closed yet when this counts.
-        let server = try LiveServer(memoryOnly: true) { $0.maxConnectionsPerIP = 4 }
+        let server = try LiveServer(memoryOnly: true) { $0.limits.maxConnectionsPerIP = 4 }
         let held = try (0..<4).map { _ in try server.client() }
         for client in held { #expect(try client.request("GET", "/healthz").status == 200) }
         let extra = try server.client()

@@ -4,7 +4,7 @@ import Testing
 /// Who gets in: the bearer token and TLS, over real connections.
 @Suite struct AccessLiveTests {
     @Test func bearerTokenGuardsTheAPI() throws {
-        let server = try LiveServer(memoryOnly: true) { $0.authToken = "s3cret-token" }
+        let server = try LiveServer(memoryOnly: true) { $0.auth.token = "s3cret-token" }
         let client = try server.client()
 
         let missing = try client.request("POST", "/v1/sessions")
@@ -18,7 +18,7 @@ import Testing
         #expect(try client.request("POST", "/v1/sessions", headers: [("Authorization", "Basic czNjcmV0")]).status == 401)
         #expect(try client.request("GET", "/v1/sessions/\(String(repeating: "0", count: 32))").status == 401,
                 "no probing of ids without the token")
-        #expect(server.service.memoryStore!.count == 0)
+        #expect(server.service.backend.memoryStore!.count == 0)
 
         let created = try client.request("POST", "/v1/sessions", headers: [("Authorization", "Bearer s3cret-token")])
         #expect(created.status == 201)
@@ -32,8 +32,8 @@ import Testing
     @Test func tlsServesHTTPSAndRefusesPlainHTTP() throws {
         let pki = try ThrowawayPKI()
         let server = try LiveServer(memoryOnly: true) {
-            $0.tlsCertificatePEM = pki.certificatePEM
-            $0.tlsKeyPEM = pki.keyPEM
+            $0.tls.certificatePEM = pki.certificatePEM
+            $0.tls.keyPEM = pki.keyPEM
         }
         #expect(server.service.url.hasPrefix("https://"))
         let url = "https://localhost:\(server.port)"

@@ -16,8 +16,8 @@ import TopChromeTesting
         let signer = try TokenSigner(seed: Array(repeating: 3, count: 32), keyID: "app-1")
         self.signer = signer
         server = try LiveServer { configuration in
-            configuration.authToken = Self.admin
-            configuration.tokenKeysJWKS = String(decoding: signer.jwks, as: UTF8.self)
+            configuration.auth.token = Self.admin
+            configuration.tokens.keysJWKS = String(decoding: signer.jwks, as: UTF8.self)
         }
     }
 
@@ -96,12 +96,12 @@ import TopChromeTesting
     @Test func aRememberedTokenStillExpires() throws {
         // exp two seconds ahead, no leeway forgiven: accepted now (and remembered), refused once the clock passes it.
         let strict = try LiveServer { configuration in
-            configuration.authToken = Self.admin
-            configuration.tokenKeysJWKS = String(decoding: signer.jwks, as: UTF8.self)
-            configuration.tokenPolicy.leewaySeconds = 0
+            configuration.auth.token = Self.admin
+            configuration.tokens.keysJWKS = String(decoding: signer.jwks, as: UTF8.self)
+            configuration.tokens.policy.leewaySeconds = 0
         }
         let created = try strict.client().json("POST", "/v1/sessions", "", headers: [("Authorization", "Bearer \(Self.admin)")])
-        let id = try #require(try created.json["id"] as? String)
+        let id = try #require(created.json["id"] as? String)
         let expiresAt = Self.now + 2
         let short = signer.token(sessionID: id, scope: "read", now: expiresAt - 2, lifetime: 2)
         #expect(try strict.client().request("GET", "/v1/sessions/\(id)", headers: [("Authorization", "Bearer \(short)")]).status == 200)

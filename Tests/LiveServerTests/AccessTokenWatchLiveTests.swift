@@ -15,8 +15,8 @@ import TopChromeTesting
         let signer = try TokenSigner(seed: Array(repeating: 3, count: 32), keyID: "app-1")
         self.signer = signer
         server = try LiveServer { configuration in
-            configuration.authToken = Self.admin
-            configuration.tokenKeysJWKS = String(decoding: signer.jwks, as: UTF8.self)
+            configuration.auth.token = Self.admin
+            configuration.tokens.keysJWKS = String(decoding: signer.jwks, as: UTF8.self)
         }
     }
 

@@ -9,8 +9,8 @@ import TopChromeTesting
     @Test func streamsOnOneReplicaFollowSessionsOnEveryShard() throws {
         let cluster = try RedisClusterFixture.primariesOnly()
         let prefix = "shards\(UInt32.random(in: 0...UInt32.max)):"
-        let first = try LiveServer(store: .redis(cluster.seeds), keyPrefix: prefix)
-        let second = try LiveServer(store: .redis(cluster.seeds), keyPrefix: prefix)
+        let first = try LiveServer(store: .redis(.seeds(cluster.seeds)), keyPrefix: prefix)
+        let second = try LiveServer(store: .redis(.seeds(cluster.seeds)), keyPrefix: prefix)
         #expect(first.waitUntilReady() && second.waitUntilReady())
         var ids: [String] = []
         var shards = Set<Int>()

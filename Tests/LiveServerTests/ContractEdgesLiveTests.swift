@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 import TopChromeCore
-import TopChromeApp
+import TopChromeServer
 import TopChromeTesting
 
 /// The edges of the contract (openapi.yaml) over loopback: malformed ids,
@@ -11,7 +11,7 @@ import TopChromeTesting
     let server: LiveServer
 
     init() throws {
-        server = try LiveServer(memoryOnly: true) { $0.maxWaitSeconds = 1 }
+        server = try LiveServer(memoryOnly: true) { $0.limits.maxWaitSeconds = 1 }
     }
 
     static let zero = SessionID(high: 0, low: 0)
@@ -19,10 +19,10 @@ import TopChromeTesting
     /// The all-zero id is refused by every parser, but a store can be made
     /// to hold it; a malformed id must not reach it (or anything else).
     func plantZeroSession() throws {
-        try server.service.memoryStore!.restore([Session(id: Self.zero, state: ChromeState(inset: 59), tag: server.service.memoryStore!.epoch)])
+        try server.service.backend.memoryStore!.restore([Session(id: Self.zero, state: ChromeState(inset: 59), tag: server.service.backend.memoryStore!.epoch)])
     }
 
-    var zeroState: ChromeState? { server.service.memoryStore!.session(Self.zero)?.state }
+    var zeroState: ChromeState? { server.service.backend.memoryStore!.session(Self.zero)?.state }
 
     func expectNotFound(_ response: ReceivedResponse, _ what: String, sourceLocation: SourceLocation = #_sourceLocation) {
         #expect(response.status == 404, "\(what): \(response.status) \(response.text)", sourceLocation: sourceLocation)
@@ -64,7 +64,7 @@ import TopChromeTesting
 
         #expect(zeroState == ChromeState(inset: 59))
         #expect(try client.request("GET", "/v1/sessions/\(known)").etagVersion == 1)
-        #expect(server.service.memoryStore!.count == 2)
+        #expect(server.service.backend.memoryStore!.count == 2)
         #expect(server.service.watcherCount == 0)
     }
 
@@ -117,7 +117,7 @@ import TopChromeTesting
         let client = try server.client()
         #expect(try client.json("PUT", "/v1/sessions/\(id)/inset", #"{"inset": 5, "inset": 50}"#).status == 400)
         #expect(try client.json("POST", "/v1/sessions", #"{"inset": 5, "inset": 50}"#).status == 400)
-        #expect(server.service.memoryStore!.count == 1)
+        #expect(server.service.backend.memoryStore!.count == 1)
     }
 
     /// An endless stream has no length: HEAD states none (RFC 9110 §8.6),
@@ -146,7 +146,7 @@ import TopChromeTesting
     }
 
     @Test func bearerSchemeTakesOneOrMoreSpacesAndTrailingWhiteSpace() throws {
-        let guarded = try LiveServer(memoryOnly: true) { $0.authToken = "s3cret-token" }
+        let guarded = try LiveServer(memoryOnly: true) { $0.auth.token = "s3cret-token" }
         let client = try guarded.client()
         for field in ["Bearer  s3cret-token", "Bearer s3cret-token ", "Bearer s3cret-token\t", "bearer   s3cret-token \t "] {
             let response = try client.request("POST", "/v1/sessions", headers: [("Authorization", field)])
@@ -156,6 +156,6 @@ import TopChromeTesting
             let response = try client.request("POST", "/v1/sessions", headers: [("Authorization", field)])
             #expect(response.status == 401, "\(field.debugDescription)")
         }
-        #expect(guarded.service.memoryStore!.count == 4)
+        #expect(guarded.service.backend.memoryStore!.count == 4)
     }
 }

@@ -14,8 +14,8 @@ import TopChromeTesting
 
     init() throws {
         server = try LiveServer { configuration in
-            configuration.createRate = 1
-            configuration.createBurst = 5
+            configuration.limits.createRate = 1
+            configuration.limits.createBurst = 5
         }
     }
 
@@ -99,9 +99,9 @@ import TopChromeTesting
     @Test func aTrustedProxysClientIsTheOneLimited() throws {
         let proxy4 = try #require(AddressRange("127.0.0.4"))
         let proxied = try LiveServer { configuration in
-            configuration.createRate = 1
-            configuration.createBurst = 2
-            configuration.trustedProxies = [proxy4]
+            configuration.limits.createRate = 1
+            configuration.limits.createBurst = 2
+            configuration.http.trustedProxies = [proxy4]
         }
         let proxy = try TestHTTPClient(port: proxied.port, from: "127.0.0.4")
         func create(for client: String) throws -> Int {

@@ -11,8 +11,8 @@ import Testing
 
     init() throws {
         server = try LiveServer { configuration in
-            configuration.corsOrigins = [Self.page]
-            configuration.authToken = "cors-token"
+            configuration.http.corsOrigins = [Self.page]
+            configuration.auth.token = "cors-token"
         }
     }
 

@@ -8,7 +8,7 @@ import TopChromeTesting
 /// whole wait and a stream until its next heartbeat.
 @Suite struct DepartedWatchersLiveTests {
     @Test func longPollsWhoseClientsLeftFreeTheirPlaces() throws {
-        let server = try LiveServer { $0.maxWatchers = 50 }
+        let server = try LiveServer { $0.limits.maxWatchers = 50 }
         let id = try server.createSession()
         let etag = try server.etag(id)
         var polls: [TestHTTPClient] = []
@@ -42,7 +42,7 @@ import TopChromeTesting
 
     @Test func eventStreamsWhoseClientsLeftFreeTheirPlaces() throws {
         // Heartbeats far apart: the departure is not noticed through them.
-        let server = try LiveServer { $0.heartbeatSeconds = 3600 }
+        let server = try LiveServer { $0.sessions.heartbeatSeconds = 3600 }
         let id = try server.createSession()
         var streams: [TestHTTPClient] = []
         for _ in 0..<50 {

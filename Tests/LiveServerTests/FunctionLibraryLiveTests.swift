@@ -1,7 +1,9 @@
 import Foundation
+import Redis
 import RedisSessionStore
 import RedisTestSupport
 import Testing
+import TopChromeServer
 
 /// The function library as operators of a locked-down Redis meet it: loaded
 /// once by `topchrome redis-functions load`, called by a user who may not
@@ -16,7 +18,7 @@ import Testing
         _ = try redisCLI(port: redis.port, "ACL", "SETUSER", "default", "-function")
         #expect(try redisCLI(port: redis.port, "FUNCTION", "LIST").contains("NOPERM"))
 
-        let server = try LiveServer(store: .redis([redis.node]), keyPrefix: "locked:")
+        let server = try LiveServer(store: .redis(.seeds([redis.node])), keyPrefix: "locked:")
         #expect(server.waitUntilReady(), "a user who may not load the library is no reason to refuse a connection")
         let id = try server.createSession()
         #expect(try server.client().json("POST", "/v1/sessions/\(id)/scroll", #"{"contentOffsetY": 300}"#).status == 200)
@@ -49,12 +51,25 @@ import Testing
     /// Without an operator's load, the first call on a primary loads it.
     @Test func theServiceLoadsItWhereACallFindsItMissing() throws {
         let redis = try RedisServer()
-        let server = try LiveServer(store: .redis([redis.node]), keyPrefix: "lazy:")
+        let server = try LiveServer(store: .redis(.seeds([redis.node])), keyPrefix: "lazy:")
         #expect(server.waitUntilReady())
         #expect(!(try redisCLI(port: redis.port, "FUNCTION", "LIST")).contains(ChromeFunctions.libraryName), "not on connecting")
         let id = try server.createSession()
         #expect(try server.client().request("GET", "/v1/sessions/\(id)").status == 200)
         #expect(try redisCLI(port: redis.port, "FUNCTION", "LIST").contains(ChromeFunctions.libraryName))
+    }
+
+    /// On a cluster, the library goes to every primary the slot map names,
+    /// asked of the first seed, and to no replica, even a replica seed.
+    @Test func onAClusterItIsLoadedOnEveryPrimary() throws {
+        let cluster = try RedisClusterFixture.shared()
+        let primaries = Set(try cluster.primaries().map(\.node))
+        let replicas = cluster.seeds.filter { !primaries.contains($0) }
+        var admin = RedisConfiguration()
+        admin.commandTimeout = .seconds(5)
+        let load = FunctionLibraryLoad(endpoints: .seeds(replicas + Array(primaries)), configuration: admin)
+        #expect(load.exitStatus == 0, "\(load.failures)")
+        #expect(Set(load.loaded) == Set(primaries.map { "loaded \(ChromeFunctions.libraryName) on \($0)" }), "\(load.loaded)")
     }
 
     @Test func loadingWithoutARedisStoreIsAUsageError() throws {

@@ -1,7 +1,7 @@
 import Foundation
 import Redis
 import RedisTestSupport
-import TopChromeApp
+import TopChromeServer
 import TopChromeTesting
 
 /// A real TopChrome server on a free loopback port, stopped when released.
@@ -21,30 +21,30 @@ final class LiveServer: Sendable {
     ///   needs what only it has (a state file, a session count).
     init(memoryOnly: Bool = false, _ configure: (inout ServiceConfiguration) -> Void = { _ in }) throws {
         var configuration = ServiceConfiguration()
-        configuration.port = 0
-        configuration.threads = 2
+        configuration.http.port = 0
+        configuration.http.threads = 2
         // A test is one address creating sessions far faster than any app;
         // the tests of the limit set it.
-        configuration.createRate = 0
+        configuration.limits.createRate = 0
         let shared = ProcessInfo.processInfo.environment["TOPCHROME_TEST_STORE"]
         if !memoryOnly, shared == "redis" {
-            configuration.store = .redis([try Self.sharedRedis.get().node])
-            configuration.redisKeyPrefix = "live\(UInt64.random(in: 0...UInt64.max)):"
+            configuration.store = .redis(.seeds([try Self.sharedRedis.get().node]))
+            configuration.redis.keyPrefix = "live\(UInt64.random(in: 0...UInt64.max)):"
         } else if !memoryOnly, shared == "rediss" {
             let redis = try Self.sharedTLSRedis.get()
-            configuration.store = .redis([redis.node])
-            configuration.redisTLS = try RedisTLS(caFile: redis.pki?.caFile)
-            configuration.redisUsername = "topchrome"
-            configuration.redisPassword = Self.aclPassword
+            configuration.store = .redis(.seeds([redis.node], transport: .tls))
+            configuration.redis.tls = try RedisTLS(caFile: redis.pki?.caFile)
+            configuration.redis.username = "topchrome"
+            configuration.redis.password = Self.aclPassword
             // Under the ACL's `topchrome:` prefix, a server's own below it.
-            configuration.redisKeyPrefix = "topchrome:live\(UInt64.random(in: 0...UInt64.max)):"
+            configuration.redis.keyPrefix = "topchrome:live\(UInt64.random(in: 0...UInt64.max)):"
         }
         if !memoryOnly, shared == "redis" || shared == "rediss" {
             // The v1 tests are about the API, not about Redis's speed: with
             // the whole suite sharing two cores, a watcher's channel once took
             // longer than the default second to be confirmed (a 503 where
             // the test waited for a 304). Tests of timeouts set their own.
-            configuration.redisTimeout = 5
+            configuration.redis.timeout = 5
         }
         configure(&configuration)
         service = TopChromeService(configuration: configuration)
@@ -58,7 +58,7 @@ final class LiveServer: Sendable {
     convenience init(store: SessionStorage, keyPrefix: String, _ configure: (inout ServiceConfiguration) -> Void = { _ in }) throws {
         try self.init(memoryOnly: true) { configuration in
             configuration.store = store
-            configuration.redisKeyPrefix = keyPrefix
+            configuration.redis.keyPrefix = keyPrefix
             configure(&configuration)
         }
     }
@@ -75,7 +75,7 @@ final class LiveServer: Sendable {
         var admin = RedisConfiguration()
         admin.tls = try RedisTLS(caFile: redis.pki?.caFile)
         admin.commandTimeout = .seconds(5)
-        let load = FunctionLibraryLoad(storage: .redis([redis.node]), configuration: admin)
+        let load = FunctionLibraryLoad(endpoints: .seeds([redis.node], transport: .tls), configuration: admin)
         guard load.exitStatus == 0 else { throw RedisTestSetupError(description: "\(load.failures)") }
         return redis
     }

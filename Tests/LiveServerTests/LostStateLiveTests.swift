@@ -2,7 +2,7 @@ import Foundation
 import Redis
 import RedisTestSupport
 import Testing
-import TopChromeApp
+import TopChromeServer
 import TopChromeTesting
 
 /// A failover, or a start from an older backup or state file, can lose a
@@ -16,7 +16,7 @@ import TopChromeTesting
     /// failover that lost the change leaves), change it otherwise.
     @Test func onRedisALostStateNeverNamesTheStateThatTookItsVersion() throws {
         let redis = try RedisServer()
-        let server = try LiveServer(store: .redis([redis.node]), keyPrefix: "lost:")
+        let server = try LiveServer(store: .redis(.seeds([redis.node])), keyPrefix: "lost:")
         #expect(server.waitUntilReady())
         let id = try server.createSession()
         let key = "lost:{\(id)}"
@@ -43,16 +43,16 @@ import TopChromeTesting
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
         let path = folder.appendingPathComponent("state.jsonl").path
-        let before = try LiveServer(memoryOnly: true) { $0.stateFile = path }
+        let before = try LiveServer(memoryOnly: true) { $0.stateFile.path = path }
         let id = try before.createSession()
         before.service.stop()
         let older = try Data(contentsOf: URL(fileURLWithPath: path))
-        let again = try LiveServer(memoryOnly: true) { $0.stateFile = path }
+        let again = try LiveServer(memoryOnly: true) { $0.stateFile.path = path }
         let lost = try again.client().json("PUT", "/v1/sessions/\(id)/inset", #"{"inset": 10}"#)
         again.service.stop()
         // A crash before the last snapshot: the file is older than what the client saw.
         try older.write(to: URL(fileURLWithPath: path))
-        let server = try LiveServer(memoryOnly: true) { $0.stateFile = path }
+        let server = try LiveServer(memoryOnly: true) { $0.stateFile.path = path }
         let taken = try server.client().json("PUT", "/v1/sessions/\(id)/inset", #"{"inset": 30}"#)
         try checkALostStateIsNoCurrentOne(server, id, lost: lost, taken: taken)
     }
@@ -85,7 +85,7 @@ import TopChromeTesting
     /// creates and changes get 503 with Retry-After; nothing is lost.
     @Test func aFullRedisServesReadsAndDeletesAndRefusesChanges() throws {
         let redis = try RedisServer(["--maxmemory-policy", "noeviction"])
-        let server = try LiveServer(store: .redis([redis.node]), keyPrefix: "full:")
+        let server = try LiveServer(store: .redis(.seeds([redis.node])), keyPrefix: "full:")
         #expect(server.waitUntilReady())
         let kept = try server.createSession(inset: 12), doomed = try server.createSession(inset: 13)
         let stream = try EventStreamClient(port: server.port, sessionID: kept)
@@ -121,7 +121,7 @@ import TopChromeTesting
     /// alike) still serves reads; changes get 503.
     @Test func aRedisThatTakesNoWritesStillServesReads() throws {
         let redis = try RedisServer()
-        let server = try LiveServer(store: .redis([redis.node]), keyPrefix: "nowrites:")
+        let server = try LiveServer(store: .redis(.seeds([redis.node])), keyPrefix: "nowrites:")
         #expect(server.waitUntilReady())
         let id = try server.createSession(inset: 7)
         let etag = try server.etag(id)

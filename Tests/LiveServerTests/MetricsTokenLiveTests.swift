@@ -15,8 +15,8 @@ import TopChromeTesting
 
     @Test func metricsAnswerTheScrapersTokenOrTheAPIsOnly() throws {
         let server = try LiveServer { configuration in
-            configuration.metricsToken = Self.scraper
-            configuration.authToken = Self.operatorToken
+            configuration.auth.metricsToken = Self.scraper
+            configuration.auth.token = Self.operatorToken
         }
         for token in [nil, "wrong", "scraper-token"] {
             let refused = try metrics(server, token: token)
@@ -36,7 +36,7 @@ import TopChromeTesting
 
     /// Without the option `/metrics` stays open, as before, even with an API token.
     @Test func withoutAMetricsTokenMetricsStayOpen() throws {
-        let server = try LiveServer { $0.authToken = Self.operatorToken }
+        let server = try LiveServer { $0.auth.token = Self.operatorToken }
         #expect(try metrics(server, token: nil).status == 200)
     }
 }

@@ -16,7 +16,7 @@ import TopChromeTesting
             _ = try redisCLI(port: node.port, "CONFIG", "SET", "cluster-require-full-coverage", "no")
         }
         let prefix = "partial\(UInt32.random(in: 0...UInt32.max)):"
-        let server = try LiveServer(store: .redis(cluster.seeds), keyPrefix: prefix) { $0.redisTimeout = 0.5 }
+        let server = try LiveServer(store: .redis(.seeds(cluster.seeds)), keyPrefix: prefix) { $0.redis.timeout = 0.5 }
         #expect(server.waitUntilReady())
         let unserved = { () -> Int? in
             let metrics = (try? server.client().request("GET", "/metrics").text) ?? ""

@@ -146,8 +146,8 @@ import Testing
     @Test func stopsDuringSnapshotsKeepEveryAcknowledgedDelete() throws {
         for round in 0..<2 {
             let path = folder.appendingPathComponent("round-\(round).jsonl").path
-            let server = try LiveServer(memoryOnly: true) { $0.stateFile = path; $0.logLevel = .warn }
-            let store = server.service.memoryStore!
+            let server = try LiveServer(memoryOnly: true) { $0.stateFile.path = path; $0.logging.level = .warn }
+            let store = server.service.backend.memoryStore!
             let ids = try (0..<5_000).map { _ in try store.create(inset: 0).id.description }
             final class Progress: @unchecked Sendable {
                 let lock = NSLock()
@@ -184,8 +184,8 @@ import Testing
 
             let (deleted, attempted) = progress.lock.withLock { (progress.deleted, progress.attempted) }
             #expect(!deleted.isEmpty, "deletes were acknowledged before the stop")
-            let restarted = try LiveServer(memoryOnly: true) { $0.stateFile = path; $0.logLevel = .warn }
-            let kept = Set(restarted.service.memoryStore!.snapshot().map { $0.id.description })
+            let restarted = try LiveServer(memoryOnly: true) { $0.stateFile.path = path; $0.logging.level = .warn }
+            let kept = Set(restarted.service.backend.memoryStore!.snapshot().map { $0.id.description })
             let returned = kept.intersection(deleted).count
             let lost = Set(ids).subtracting(attempted).subtracting(kept).count
             #expect(returned == 0, "round \(round): acknowledged deletes came back")

@@ -11,7 +11,7 @@ import TopChromeTesting
 @Suite(.serialized) struct RedisClusterFailoverLiveTests {
     @Test func writesSucceedAgainAfterAPrimaryIsKilled() throws {
         let cluster = try RedisClusterFixture.dedicated()
-        let server = try LiveServer(store: .redis(cluster.seeds), keyPrefix: "failover:") { $0.heartbeatSeconds = 1 }
+        let server = try LiveServer(store: .redis(.seeds(cluster.seeds)), keyPrefix: "failover:") { $0.sessions.heartbeatSeconds = 1 }
         #expect(server.waitUntilReady())
         let id = try server.createSession()
         let stream = try EventStreamClient(port: server.port, sessionID: id)
@@ -22,7 +22,7 @@ import TopChromeTesting
         // only: the victim leaves its map for good, so only the cluster's
         // word can tell it came back.
         let others = cluster.servers.filter { $0.port != victim.port }.map(\.node)
-        let observer = try LiveServer(store: .redis(others), keyPrefix: "failover:")
+        let observer = try LiveServer(store: .redis(.seeds(others)), keyPrefix: "failover:")
         #expect(observer.waitUntilReady())
         // Replication is asynchronous: give the new session time to reach
         // the replica (microseconds on loopback), or the failover loses it.

@@ -9,7 +9,7 @@ import TopChromeTesting
 @Suite struct RedisLanesLiveTests {
     @Test func sessionsOnEveryLaneGetTheirOwnStateInOrder() throws {
         let redis = try RedisServer()
-        let server = try LiveServer(store: .redis([redis.node]), keyPrefix: "lanes:") { $0.redisConnections = 3 }
+        let server = try LiveServer(store: .redis(.seeds([redis.node])), keyPrefix: "lanes:") { $0.redis.connections = 3 }
         #expect(server.waitUntilReady())
         let ids = try (0..<24).map { _ in try server.createSession() }
         // Each session's reports go one after another, the sessions at once:

@@ -1,7 +1,7 @@
 import Foundation
 import RedisTestSupport
 import Testing
-import TopChromeApp
+import TopChromeServer
 import TopChromeTesting
 
 /// What a replica does when Redis is not there, goes away, or comes back.
@@ -9,7 +9,7 @@ import TopChromeTesting
     @Test func aReplicaStartsWithoutRedisAndServesOnceItComes() throws {
         let redis = try RedisServer()
         redis.stop()
-        let server = try LiveServer(store: .redis([redis.node]), keyPrefix: "outage:")
+        let server = try LiveServer(store: .redis(.seeds([redis.node])), keyPrefix: "outage:")
         #expect(try server.client().request("GET", "/healthz").status == 200)
         let ready = try server.client().request("GET", "/readyz")
         #expect(ready.status == 503)
@@ -32,7 +32,7 @@ import TopChromeTesting
     @Test func readinessDetailsNeedTheToken() throws {
         let redis = try RedisServer()
         redis.stop()
-        let server = try LiveServer(store: .redis([redis.node]), keyPrefix: "outage:") { $0.authToken = "s3cret-token" }
+        let server = try LiveServer(store: .redis(.seeds([redis.node])), keyPrefix: "outage:") { $0.auth.token = "s3cret-token" }
         let anyone = try server.client().request("GET", "/readyz")
         #expect(anyone.status == 503)
         #expect(anyone.header("Retry-After") == "1")
@@ -45,7 +45,7 @@ import TopChromeTesting
 
     @Test func aNewWatcherGets503WithinTheTimeoutWhileRedisIsGone() throws {
         let redis = try RedisServer()
-        let server = try LiveServer(store: .redis([redis.node]), keyPrefix: "watchless:") { $0.redisTimeout = 0.5 }
+        let server = try LiveServer(store: .redis(.seeds([redis.node])), keyPrefix: "watchless:") { $0.redis.timeout = 0.5 }
         #expect(server.waitUntilReady())
         let id = try server.createSession()
         let etag = try server.etag(id)
@@ -63,7 +63,7 @@ import TopChromeTesting
 
     @Test func aFullRedisRefusesChangesWith503AndLosesNothing() throws {
         let redis = try RedisServer(["--maxmemory-policy", "noeviction"])
-        let server = try LiveServer(store: .redis([redis.node]), keyPrefix: "full:")
+        let server = try LiveServer(store: .redis(.seeds([redis.node])), keyPrefix: "full:")
         #expect(server.waitUntilReady())
         let id = try server.createSession(inset: 12)
         try redisCLI(port: redis.port, "CONFIG", "SET", "maxmemory", "1")
@@ -82,9 +82,9 @@ import TopChromeTesting
     @Test func requestsGet503WithinTheTimeoutWhileRedisIsGoneAndStreamsResume() throws {
         // Persistence on, so the session outlives the restart.
         let redis = try RedisServer(["--appendonly", "yes", "--appendfsync", "always"])
-        let server = try LiveServer(store: .redis([redis.node]), keyPrefix: "lost:") {
-            $0.redisTimeout = 0.5
-            $0.heartbeatSeconds = 1
+        let server = try LiveServer(store: .redis(.seeds([redis.node])), keyPrefix: "lost:") {
+            $0.redis.timeout = 0.5
+            $0.sessions.heartbeatSeconds = 1
         }
         #expect(server.waitUntilReady())
         let id = try server.createSession()
@@ -123,7 +123,7 @@ import TopChromeTesting
     /// end of its wait built from the state it heard last.
     @Test func aWaitingLongPollGets503WhenRedisGoesAway() throws {
         let redis = try RedisServer()
-        let server = try LiveServer(store: .redis([redis.node]), keyPrefix: "unheard:") { $0.redisTimeout = 0.5 }
+        let server = try LiveServer(store: .redis(.seeds([redis.node])), keyPrefix: "unheard:") { $0.redis.timeout = 0.5 }
         #expect(server.waitUntilReady())
         let id = try server.createSession()
         let poll = BackgroundRequest { [server] in
@@ -136,14 +136,14 @@ import TopChromeTesting
         #expect(answer.header("Content-Type") == "application/problem+json")
         #expect(answer.header("Retry-After") != nil)
         #expect(eventually { server.service.watcherCount == 0 })
-        #expect(eventually { server.service.redisStore?.channelsHeld == 0 })
+        #expect(eventually { server.service.backend.redisStore?.channelsHeld == 0 })
     }
 
     /// A create whose answer never came may have made a session whose id
     /// the client never got: it is told to create another, not to read it.
     @Test func aCreateThatTimedOutSaysWhatIsTrueForACreate() throws {
         let redis = try RedisServer()
-        let server = try LiveServer(store: .redis([redis.node]), keyPrefix: "lostcreate:") { $0.redisTimeout = 0.3 }
+        let server = try LiveServer(store: .redis(.seeds([redis.node])), keyPrefix: "lostcreate:") { $0.redis.timeout = 0.3 }
         #expect(server.waitUntilReady())
         redis.signal(SIGSTOP)
         defer { redis.signal(SIGCONT) }
@@ -159,7 +159,7 @@ import TopChromeTesting
     /// told that a change may have been made.
     @Test func aReadThatTimedOutSaysNothingChanged() throws {
         let redis = try RedisServer()
-        let server = try LiveServer(store: .redis([redis.node]), keyPrefix: "lostread:") { $0.redisTimeout = 0.3 }
+        let server = try LiveServer(store: .redis(.seeds([redis.node])), keyPrefix: "lostread:") { $0.redis.timeout = 0.3 }
         #expect(server.waitUntilReady())
         let id = try server.createSession()
         let etag = try server.etag(id)
@@ -188,7 +188,7 @@ import TopChromeTesting
             #expect(waited < 3, "answered within the timeout, not when Redis comes back (took \(waited) s)")
         }
         #expect(eventually { server.service.watcherCount == 0 })
-        #expect(server.service.redisStore?.channelsHeld == 0)
+        #expect(server.service.backend.redisStore?.channelsHeld == 0)
     }
 
     /// A watch opened while Redis is known to be away is refused at once,
@@ -202,7 +202,7 @@ import TopChromeTesting
             #expect(refused.text.contains("no connection to Redis"), "\(refused.text)")
             #expect(waited < 2.5, "refused at once, not after the 5 s timeout (took \(waited) s)")
         }
-        #expect(server.service.redisStore?.channelsHeld == 0)
+        #expect(server.service.backend.redisStore?.channelsHeld == 0)
     }
 
     /// An event stream and a long-poll of a session, opened once the
@@ -211,7 +211,7 @@ import TopChromeTesting
     private func watchesAfterRedisStopped(redisTimeout: Double, keyPrefix: String) throws
         -> (LiveServer, [(path: String, response: ReceivedResponse, seconds: Double)]) {
         let redis = try RedisServer()
-        let server = try LiveServer(store: .redis([redis.node]), keyPrefix: keyPrefix) { $0.redisTimeout = redisTimeout }
+        let server = try LiveServer(store: .redis(.seeds([redis.node])), keyPrefix: keyPrefix) { $0.redis.timeout = redisTimeout }
         #expect(server.waitUntilReady())
         let id = try server.createSession()
         let etag = try server.etag(id)

@@ -1,7 +1,7 @@
 import Foundation
 import RedisTestSupport
 import Testing
-import TopChromeApp
+import TopChromeServer
 import TopChromeTesting
 
 /// Two replicas on one Redis act as one service: what one changes, the
@@ -14,8 +14,8 @@ import TopChromeTesting
 
     init() throws {
         redis = try RedisServer()
-        first = try LiveServer(store: .redis([redis.node]), keyPrefix: prefix)
-        second = try LiveServer(store: .redis([redis.node]), keyPrefix: prefix)
+        first = try LiveServer(store: .redis(.seeds([redis.node])), keyPrefix: prefix)
+        second = try LiveServer(store: .redis(.seeds([redis.node])), keyPrefix: prefix)
         #expect(first.waitUntilReady() && second.waitUntilReady())
     }
 
@@ -131,7 +131,7 @@ import TopChromeTesting
     }
 
     @Test func aStreamCutByAStoppingReplicaResumesOnTheOtherWithLastEventID() throws {
-        let doomed = try LiveServer(store: .redis([redis.node]), keyPrefix: prefix)
+        let doomed = try LiveServer(store: .redis(.seeds([redis.node])), keyPrefix: prefix)
         let id = try first.createSession()
         let stream = try EventStreamClient(port: doomed.port, sessionID: id)
         #expect(versionOf(try stream.nextState()?.id) == 1)

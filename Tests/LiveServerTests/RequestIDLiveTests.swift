@@ -105,4 +105,14 @@ import TopChromeTesting
         #expect(refused.status == 400)
         #expect(refused.header("X-Request-Id") == "framed")
     }
+
+    /// The head's check stops at a refused field; an id sent after it still names the refusal.
+    @Test func anIdAfterARefusedFieldComesBack() throws {
+        let server = try LiveServer()
+        let client = try server.client()
+        try client.send(raw: Array("GET /healthz HTTP/1.1\r\nHost: x\r\nX-Note: a\rb\r\nX-Request-Id: after-it\r\n\r\n".utf8))
+        let refused = try client.readResponse()
+        #expect(refused.status == 400)
+        #expect(refused.header("X-Request-Id") == "after-it")
+    }
 }

@@ -9,13 +9,13 @@ import Testing
     final class RoomRecorder: HTTPResponder {
         let lent = Mutex<[Int]>([])
 
-        func respond(to request: HTTPRequest) -> HTTPResponse { HTTPResponse(status: 500) }
+        func respond(to request: MicroHTTPDRequest) -> MicroHTTPDResponse { MicroHTTPDResponse(status: 500) }
 
-        func respond(to request: HTTPRequest, reusing buffers: inout ResponseBuffers) -> HTTPResponse {
+        func respond(to request: MicroHTTPDRequest, reusing buffers: inout ResponseBuffers) -> MicroHTTPDResponse {
             var body = buffers.takeBody()
             lent.withLock { $0.append(body.capacity) }
             body.append(contentsOf: [UInt8](repeating: UInt8(ascii: "x"), count: 300))
-            return HTTPResponse(status: 200, body: body)
+            return MicroHTTPDResponse(status: 200, body: body)
         }
     }
 

@@ -1,7 +1,7 @@
 import Foundation
 import RedisTestSupport
 import Testing
-import TopChromeApp
+import TopChromeServer
 
 /// Reveal behaviours over loopback HTTP, on the memory store and on Redis:
 /// chosen at creation, changed with `PUT …/behavior`, driven by scroll reports.
@@ -17,7 +17,7 @@ import TopChromeApp
         switch store {
         case .memory: return try LiveServer(memoryOnly: true)
         case .redis:
-            let server = try LiveServer(store: .redis([try Self.redis.get().node]),
+            let server = try LiveServer(store: .redis(.seeds([try Self.redis.get().node])),
                                         keyPrefix: "behaviors\(UInt64.random(in: 0...UInt64.max)):")
             guard server.waitUntilReady() else { throw TestClientError.malformed("the Redis-backed server did not become ready") }
             return server

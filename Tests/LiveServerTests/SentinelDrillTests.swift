@@ -3,7 +3,7 @@ import Locking
 import Redis
 import RedisTestSupport
 import Testing
-import TopChromeApp
+import TopChromeServer
 import TopChromeTesting
 
 /// docs/redis.md's configuration that loses no acknowledged write
@@ -24,14 +24,15 @@ struct SentinelDrillTests {
 
     @Test func fiveSwitchesLoseNoAcknowledgedWrite() throws {
         let redis = try RedisSentinelFixture(serverArguments: ["--min-replicas-to-write", "1"])
-        let store = SessionStorage.redisSentinel(sentinels: [redis.sentinelNode], masterName: RedisSentinelFixture.masterName)
+        let endpoints = RedisEndpoints.sentinels([redis.sentinelNode], masterName: RedisSentinelFixture.masterName)
+        let store = SessionStorage.redis(endpoints)
         var client = RedisConfiguration()
         client.commandTimeout = .seconds(2)
-        let load = FunctionLibraryLoad(storage: store, configuration: client)
+        let load = FunctionLibraryLoad(endpoints: endpoints, configuration: client)
         #expect(load.failures.isEmpty, "\(load)")
         let server = try LiveServer(store: store, keyPrefix: "drill:") {
-            $0.redisWaitReplicas = 1
-            $0.redisTimeout = 1
+            $0.redis.waitReplicas = 1
+            $0.redis.timeout = 1
         }
         #expect(server.waitUntilReady())
         let id = try server.createSession()

@@ -2,7 +2,7 @@ import Foundation
 import Redis
 import RedisTestSupport
 import Testing
-import TopChromeApp
+import TopChromeServer
 import TopChromeTesting
 
 /// A service on `redis-sentinel://…/mymaster` follows a real `SENTINEL
@@ -11,7 +11,8 @@ import TopChromeTesting
 @Suite struct SentinelLiveTests {
     @Test func writesAndStreamsFollowASentinelFailover() throws {
         let redis = try RedisSentinelFixture()
-        let store = SessionStorage.redisSentinel(sentinels: [redis.sentinelNode], masterName: RedisSentinelFixture.masterName)
+        let endpoints = RedisEndpoints.sentinels([redis.sentinelNode], masterName: RedisSentinelFixture.masterName)
+        let store = SessionStorage.redis(endpoints)
 
         // check-config and `redis-functions load` find the primary through the sentinel.
         let check = ConfigurationCheck(try configuration(store))
@@ -19,7 +20,7 @@ import TopChromeTesting
         #expect(check.checked.contains("Sentinel: the primary of mymaster is 127.0.0.1:\(redis.primary.port)"), "\(check.checked)")
         var client = RedisConfiguration()
         client.commandTimeout = .seconds(2)
-        let load = FunctionLibraryLoad(storage: store, configuration: client)
+        let load = FunctionLibraryLoad(endpoints: endpoints, configuration: client)
         #expect(load.failures.isEmpty && load.loaded.count == 1 && load.loaded[0].hasSuffix("127.0.0.1:\(redis.primary.port)"), "\(load)")
 
         let server = try LiveServer(store: store, keyPrefix: "sentinel:")
@@ -89,8 +90,7 @@ import TopChromeTesting
     /// found with `--sentinel-username` and `--sentinel-password-file`;
     /// without them `check-config` says the sentinels refused (exit 2) and
     /// a server is not ready.
-    @Test(.enabled(if: ProcessInfo.processInfo.environment["ASAN_OPTIONS"] == nil,
-                   "check-config with a Sentinel store leaks 56 bytes at exit (a parsed node list), which LeakSanitizer turns into exit 1: an open defect"))
+    @Test
     func sentinelsThatWantAUserAndPassword() throws {
         let redis = try RedisSentinelFixture()
         _ = try redisCLI(port: redis.sentinel.port, "ACL", "SETUSER", "watcher", "on", ">sentinel-secret", "allcommands", "allchannels")
@@ -108,10 +108,10 @@ import TopChromeTesting
         #expect(accepted.status == 0, "\(accepted.output) \(accepted.errors)")
         #expect(accepted.output.contains("the primary of mymaster is 127.0.0.1:\(redis.primary.port)"), "\(accepted.output)")
 
-        let sentinels = SessionStorage.redisSentinel(sentinels: [redis.sentinelNode], masterName: RedisSentinelFixture.masterName)
+        let sentinels = SessionStorage.redis(.sentinels([redis.sentinelNode], masterName: RedisSentinelFixture.masterName))
         let server = try LiveServer(store: sentinels, keyPrefix: "sentinel-acl:") {
-            $0.sentinelUsername = "watcher"
-            $0.sentinelPassword = "sentinel-secret"
+            $0.redis.sentinelUsername = "watcher"
+            $0.redis.sentinelPassword = "sentinel-secret"
         }
         #expect(server.waitUntilReady())
         #expect(try server.client().request("POST", "/v1/sessions").status == 201)
@@ -125,8 +125,7 @@ import TopChromeTesting
 
     /// `rediss-sentinel://`: the sentinel and the primary it names reached
     /// over TLS (a test CA), the switch heard over TLS too.
-    @Test(.enabled(if: ProcessInfo.processInfo.environment["ASAN_OPTIONS"] == nil,
-                   "check-config with a Sentinel store leaks 56 bytes at exit (a parsed node list), which LeakSanitizer turns into exit 1: an open defect"))
+    @Test
     func sentinelsAndTheirPrimaryOverTLS() throws {
         let pki = try TestPKI()
         let primary = try RedisServer(["--repl-diskless-sync-delay", "0"], tls: pki)
@@ -147,8 +146,8 @@ import TopChromeTesting
         #expect(checked.status == 0, "\(checked.output) \(checked.errors)")
 
         let tls = try RedisTLS(caFile: pki.caFile)
-        let server = try LiveServer(store: .redisSentinel(sentinels: [sentinel.node], masterName: RedisSentinelFixture.masterName),
-                                    keyPrefix: "sentinel-tls:") { $0.redisTLS = tls }
+        let server = try LiveServer(store: .redis(.sentinels([sentinel.node], masterName: RedisSentinelFixture.masterName, transport: .tls)),
+                                    keyPrefix: "sentinel-tls:") { $0.redis.tls = tls }
         #expect(server.waitUntilReady())
         #expect(try server.client().request("POST", "/v1/sessions").status == 201)
         #expect(eventually(within: 30) {
@@ -162,7 +161,7 @@ import TopChromeTesting
     private func configuration(_ store: SessionStorage) throws -> ServiceConfiguration {
         var configuration = ServiceConfiguration()
         configuration.store = store
-        configuration.redisTimeout = 2
+        configuration.redis.timeout = 2
         return configuration
     }
 

@@ -1,135 +1,38 @@
+import ContractTestSupport
 import Foundation
 import Testing
 import TopChromeTesting
 
-/// The v1 API over loopback HTTP against a real server.
+/// What of the v1 API only a socket shows: what the server adds to the
+/// API's answers (lengths, HEAD and 304 without bodies) and many clients
+/// at once. The contract itself is `SessionAPIContractTests`, which runs
+/// over loopback HTTP too.
 @Suite struct SessionAPILiveTests {
     let server: LiveServer
 
     init() throws {
-        server = try LiveServer { $0.maxBodyBytes = 4096 }
+        server = try LiveServer { $0.limits.maxBodyBytes = 4096 }
     }
 
-    func expectProblem(_ response: ReceivedResponse, _ status: Int, sourceLocation: SourceLocation = #_sourceLocation) throws {
-        #expect(response.status == status, "\(response.text)", sourceLocation: sourceLocation)
-        #expect(response.header("Content-Type") == "application/problem+json", sourceLocation: sourceLocation)
-        let problem = try response.json
-        #expect(problem["type"] as? String == "about:blank", sourceLocation: sourceLocation)
-        #expect(problem["status"] as? Int == status, sourceLocation: sourceLocation)
-        #expect((problem["title"] as? String)?.isEmpty == false, sourceLocation: sourceLocation)
-        #expect((problem["detail"] as? String)?.isEmpty == false, sourceLocation: sourceLocation)
-    }
-
-    func state(_ id: String, _ client: TestHTTPClient) throws -> [String: Any] {
-        try client.request("GET", "/v1/sessions/\(id)").json
-    }
-
-    @Test func createWithoutBody() throws {
-        let client = try server.client()
-        let response = try client.request("POST", "/v1/sessions")
-        #expect(response.status == 201)
-        #expect(response.header("Content-Type") == "application/json")
-        let body = try response.json
-        let id = try #require(body["id"] as? String)
-        #expect(id.count == 32)
-        #expect(response.header("Location") == "/v1/sessions/\(id)")
-        #expect(response.etagVersion == 1)
-        #expect(body["inset"] as? Int == 0)
-        #expect(body["isRevealed"] as? Bool == true)
-        #expect(body["version"] as? Int == 1)
-        #expect(body.count == 4)
-    }
-
-    @Test func createWithInset() throws {
-        let response = try server.client().json("POST", "/v1/sessions", #"{"inset": 59}"#)
-        #expect(response.status == 201)
-        #expect(try response.json["inset"] as? Int == 59)
-    }
-
-    @Test func getAndHead() throws {
+    @Test func headStatesTheLengthAndSendsNoBody() throws {
         let id = try server.createSession(inset: 47.5)
         let client = try server.client()
         let got = try client.request("GET", "/v1/sessions/\(id)")
-        #expect(got.status == 200)
-        #expect(got.etagVersion == 1)
-        #expect(try got.json["inset"] as? Double == 47.5)
-        #expect(try got.json["id"] as? String == id)
-
         let head = try client.request("HEAD", "/v1/sessions/\(id)")
-        #expect(head.status == 200)
-        #expect(head.etagVersion == 1)
         #expect(head.header("Content-Length") == got.header("Content-Length"))
         #expect(head.body.isEmpty)
         // The connection still works, so HEAD sent no body bytes.
         #expect(try client.request("GET", "/healthz").status == 200)
     }
 
-    @Test func setInset() throws {
+    @Test func aNotModifiedStatesTheLengthOnceAndSendsNoBody() throws {
         let id = try server.createSession()
         let client = try server.client()
-        let response = try client.json("PUT", "/v1/sessions/\(id)/inset", #"{"inset": 59}"#)
-        #expect(response.status == 200)
-        #expect(response.etagVersion == 2)
-        #expect(try response.json["inset"] as? Int == 59)
-        let again = try client.json("PUT", "/v1/sessions/\(id)/inset", #"{"inset": 59}"#)
-        #expect(try again.json["version"] as? Int == 2, "same inset: no new version")
-    }
-
-    @Test func disappear() throws {
-        let id = try server.createSession()
-        let client = try server.client()
-        try client.json("POST", "/v1/sessions/\(id)/scroll", #"{"contentOffsetY": 500}"#)
-        let left = try client.request("POST", "/v1/sessions/\(id)/disappear")
-        #expect(left.status == 200)
-        #expect(try left.json["isRevealed"] as? Bool == true)
-        #expect(try left.json["version"] as? Int == 3)
-        #expect(try client.json("POST", "/v1/sessions/\(id)/disappear", "{}").status == 200)
-        try expectProblem(try client.json("POST", "/v1/sessions/\(id)/disappear", #"{"soon": true}"#), 400)
-    }
-
-    @Test func delete() throws {
-        let id = try server.createSession()
-        let client = try server.client()
-        let deleted = try client.request("DELETE", "/v1/sessions/\(id)")
-        #expect(deleted.status == 204)
-        #expect(deleted.body.isEmpty)
-        try expectProblem(try client.request("GET", "/v1/sessions/\(id)"), 404)
-        try expectProblem(try client.request("DELETE", "/v1/sessions/\(id)"), 404)
-    }
-
-    @Test func healthReadinessAndSpec() throws {
-        let client = try server.client()
-        let health = try client.request("GET", "/healthz")
-        #expect(health.status == 200)
-        #expect(try health.json["status"] as? String == "ok")
-        #expect(try client.request("GET", "/readyz").status == 200)
-
-        let spec = try client.request("GET", "/openapi.yaml")
-        #expect(spec.status == 200)
-        #expect(spec.header("Content-Type") == "application/yaml")
-        let file = try Data(contentsOf: packageRoot.appendingPathComponent("openapi.yaml"))
-        let identical = spec.body == Array(file)  // not inside #expect: it would print both documents
-        #expect(identical, "served byte for byte (\(spec.body.count) bytes served, \(file.count) in the file)")
-    }
-
-    @Test func readinessTurnsOffForShutdown() throws {
-        server.service.api.isReady = false
-        let response = try server.client().request("GET", "/readyz")
-        try expectProblem(response, 503)
-        #expect(response.header("Retry-After") != nil)
-        #expect(try server.client().request("GET", "/healthz").status == 200, "still alive")
-    }
-
-    @Test func sessionCapIs503WithRetryAfter() throws {
-        let small = try LiveServer(memoryOnly: true) { $0.maxSessions = 2 }
-        _ = try small.createSession()
-        let kept = try small.createSession()
-        let client = try small.client()
-        let refused = try client.request("POST", "/v1/sessions")
-        try expectProblem(refused, 503)
-        #expect(Int(refused.header("Retry-After") ?? "") ?? 0 > 0)
-        #expect(try client.request("DELETE", "/v1/sessions/\(kept)").status == 204)
-        #expect(try client.request("POST", "/v1/sessions").status == 201)
+        let full = try client.request("GET", "/v1/sessions/\(id)")
+        let unchanged = try client.request("GET", "/v1/sessions/\(id)", headers: [("If-None-Match", try #require(full.header("ETag")))])
+        #expect(unchanged.body.isEmpty)
+        let lengths = unchanged.headers.filter { $0.name.lowercased() == "content-length" }.map(\.value)
+        #expect(lengths == [full.header("Content-Length")], "a 304 states the 200's length, once")
     }
 
     @Test func concurrentClientsEndInTheRightStates() async throws {
@@ -153,7 +56,7 @@ import TopChromeTesting
         }
         let client = try server.client()
         for id in ids {
-            let final = try state(id, client)
+            let final = try client.state(id)
             #expect(final["isRevealed"] as? Bool == false, "round 24 scrolled down")
             #expect(final["version"] as? Int == 26)
         }

@@ -15,8 +15,8 @@ import TopChromeTesting
     @Test func watchersSeeEveryChangeWhileTheirSlotMigrates() throws {
         let cluster = try RedisClusterFixture.dedicated(replicasPerPrimary: 0)
         let prefix = "migrate\(UInt32.random(in: 0...UInt32.max)):"
-        let changing = try LiveServer(store: .redis(cluster.seeds), keyPrefix: prefix)
-        let watching = try LiveServer(store: .redis(cluster.seeds), keyPrefix: prefix)
+        let changing = try LiveServer(store: .redis(.seeds(cluster.seeds)), keyPrefix: prefix)
+        let watching = try LiveServer(store: .redis(.seeds(cluster.seeds)), keyPrefix: prefix)
         #expect(changing.waitUntilReady() && watching.waitUntilReady())
         let ids = [try changing.createSession(inset: 0)]
         let key = "\(prefix){\(ids[0])}"

@@ -14,7 +14,7 @@ import TopChromeTesting
     @Test func oneAddressHoldingSlowHeadsDoesNotStarveAnother() throws {
         // The connection cap lowered so that one test process can reach it;
         // the per-address cap and the request timeout are the defaults.
-        let server = try LiveServer(memoryOnly: true) { $0.maxConnections = 300 }
+        let server = try LiveServer(memoryOnly: true) { $0.limits.maxConnections = 300 }
         let id = try server.createSession()
         var attackers: [TestHTTPClient] = []
         for _ in 0..<400 {
@@ -40,7 +40,7 @@ import TopChromeTesting
     /// A head trickled a line at a time, each well within the idle timeout,
     /// is answered 408 at the request timeout and its connection closed.
     @Test func aTrickledHeadIsAnswered408AtTheDeadline() throws {
-        let server = try LiveServer { $0.requestTimeout = 1.5 }
+        let server = try LiveServer { $0.http.requestTimeout = 1.5 }
         let client = try server.client()
         let clock = ContinuousClock()
         let began = clock.now
@@ -66,7 +66,7 @@ import TopChromeTesting
     /// connection may wait longer than it between requests, and a body
     /// that arrives in time is read.
     @Test func anIdleKeptAliveConnectionIsNotTimedOut() throws {
-        let server = try LiveServer { $0.requestTimeout = 0.5 }
+        let server = try LiveServer { $0.http.requestTimeout = 0.5 }
         let client = try server.client()
         #expect(try client.request("GET", "/healthz").status == 200)
         usleep(1_500_000)
@@ -79,7 +79,7 @@ import TopChromeTesting
 
     /// A body that stops coming is cut at the deadline too.
     @Test func aBodyThatStopsComingIsAnswered408() throws {
-        let server = try LiveServer { $0.requestTimeout = 1 }
+        let server = try LiveServer { $0.http.requestTimeout = 1 }
         let client = try server.client()
         try client.send(raw: Array("POST /v1/sessions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 20\r\n\r\n{".utf8))
         client.setReadTimeout(seconds: Int(5 * testTimeScale))
@@ -91,7 +91,7 @@ import TopChromeTesting
 /// Every refusal is counted by its reason, and `/metrics` shows the counts.
 @Suite struct ConnectionRefusalLiveTests {
     @Test func connectionsOverTheAddressCapAreClosedAndCounted() throws {
-        let server = try LiveServer(memoryOnly: true) { $0.maxConnectionsPerIP = 2 }
+        let server = try LiveServer(memoryOnly: true) { $0.limits.maxConnectionsPerIP = 2 }
         let held = try (0..<2).map { _ in try TestHTTPClient(port: server.port, from: "127.0.0.3") }
         for client in held { #expect(try client.request("GET", "/healthz").status == 200) }
         let extra = try TestHTTPClient(port: server.port, from: "127.0.0.3")
@@ -105,8 +105,8 @@ import TopChromeTesting
     /// A trusted proxy carries many clients' connections: it is exempt.
     @Test func aTrustedProxyIsExemptFromTheAddressCap() throws {
         let server = try LiveServer(memoryOnly: true) {
-            $0.maxConnectionsPerIP = 2
-            $0.trustedProxies = [AddressRange("127.0.0.5")!]
+            $0.limits.maxConnectionsPerIP = 2
+            $0.http.trustedProxies = [AddressRange("127.0.0.5")!]
         }
         let held = try (0..<5).map { _ in try TestHTTPClient(port: server.port, from: "127.0.0.5") }
         for client in held { #expect(try client.request("GET", "/healthz").status == 200) }
@@ -114,7 +114,7 @@ import TopChromeTesting
     }
 
     @Test func connectionsOverTheCapAreClosedAndCounted() throws {
-        let server = try LiveServer(memoryOnly: true) { $0.maxConnections = 3 }
+        let server = try LiveServer(memoryOnly: true) { $0.limits.maxConnections = 3 }
         var held = try (0..<3).map { _ in try server.client() }
         for client in held { #expect(try client.request("GET", "/healthz").status == 200) }
         let refused = try server.client()
@@ -147,7 +147,7 @@ import TopChromeTesting
     }
 
     @Test func metricsShowOpenConnectionsRefusalsAndTheDescriptorLimit() throws {
-        let server = try LiveServer(memoryOnly: true) { $0.requestTimeout = 0.5 }
+        let server = try LiveServer(memoryOnly: true) { $0.http.requestTimeout = 0.5 }
         let slow = try server.client()
         try slow.send(raw: Array("GET /healthz HTTP/1.1\r\n".utf8))
         #expect(eventually { server.service.connections.refusals(.requestTimeout) == 1 })

@@ -103,10 +103,10 @@ import TopChromeTesting
     @Test func aLongJournalStartsASnapshot() throws {
         let path = folder.appendingPathComponent("state.jsonl").path
         let server = try LiveServer(memoryOnly: true) {
-            $0.stateFile = path
-            $0.snapshotInterval = 3600
-            $0.journalSnapshotBytes = 4096
-            $0.logLevel = .warn
+            $0.stateFile.path = path
+            $0.stateFile.snapshotInterval = 3600
+            $0.stateFile.journalSnapshotBytes = 4096
+            $0.logging.level = .warn
         }
         let client = try TestHTTPClient(port: server.port)
         for _ in 0..<60 { #expect(try client.request("POST", "/v1/sessions").status == 201) }

@@ -22,9 +22,9 @@ import Testing
 
     static func server(_ pki: AccessLiveTests.ThrowawayPKI, priorities: TLSPriorities = .recommended) throws -> LiveServer {
         try LiveServer(memoryOnly: true) {
-            $0.tlsCertificatePEM = pki.certificatePEM
-            $0.tlsKeyPEM = pki.keyPEM
-            $0.tlsPriorities = priorities
+            $0.tls.certificatePEM = pki.certificatePEM
+            $0.tls.keyPEM = pki.keyPEM
+            $0.tls.priorities = priorities
         }
     }
 

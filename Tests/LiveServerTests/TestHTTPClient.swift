@@ -12,7 +12,7 @@ enum TestClientError: Error {
 
 /// A plain HTTP/1.1 client on one TCP connection, so tests control exactly
 /// what is sent (keep-alive, raw bytes, huge bodies) and see every header.
-final class TestHTTPClient {
+final class TestHTTPClient: ContractClient {
     private let fd: Int32
     private var buffer: [UInt8] = []
 
@@ -40,22 +40,13 @@ final class TestHTTPClient {
         }
     }
 
-    @discardableResult
-    func request(
-        _ method: String, _ path: String, headers: [(String, String)] = [], body: [UInt8]? = nil
-    ) throws -> ReceivedResponse {
+    func execute(_ method: String, _ path: String, headers: [(String, String)], body: [UInt8]?) throws -> ReceivedResponse {
         var head = "\(method) \(path) HTTP/1.1\r\nHost: localhost\r\n"
         for (name, value) in headers { head += "\(name): \(value)\r\n" }
         if let body { head += "Content-Length: \(body.count)\r\n" }
         head += "\r\n"
         try send(raw: Array(head.utf8) + (body ?? []))
         return try readResponse(toHead: method == "HEAD")
-    }
-
-    /// A JSON request, as `curl --json` sends it.
-    @discardableResult
-    func json(_ method: String, _ path: String, _ body: String, headers: [(String, String)] = []) throws -> ReceivedResponse {
-        try request(method, path, headers: [("Content-Type", "application/json")] + headers, body: Array(body.utf8))
     }
 
     func readResponse(toHead: Bool = false) throws -> ReceivedResponse {

@@ -12,7 +12,7 @@ import TopChromeTesting
     static let watchedFor: UInt32 = 6
 
     @Test func aSessionWithAnOpenStreamDoesNotExpire() throws {
-        let server = try LiveServer { $0.sessionTTL = 2; $0.heartbeatSeconds = 1 }
+        let server = try LiveServer { $0.sessions.ttl = 2; $0.sessions.heartbeatSeconds = 1 }
         let id = try server.createSession()
         var stream: EventStreamClient? = try EventStreamClient(port: server.port, sessionID: id)
         _ = try stream?.nextState()
@@ -28,7 +28,7 @@ import TopChromeTesting
 
     /// Nothing reaches the stream but heartbeats: no `deleted` event.
     @Test func aStreamOfAnIdleSessionHearsNoRemoval() throws {
-        let server = try LiveServer { $0.sessionTTL = 2; $0.heartbeatSeconds = 1 }
+        let server = try LiveServer { $0.sessions.ttl = 2; $0.sessions.heartbeatSeconds = 1 }
         let id = try server.createSession()
         let stream = try EventStreamClient(port: server.port, sessionID: id)
         _ = try stream.nextState()
@@ -44,7 +44,7 @@ import TopChromeTesting
     }
 
     @Test func aSessionWithAWaitingLongPollDoesNotExpire() throws {
-        let server = try LiveServer { $0.sessionTTL = 2 }
+        let server = try LiveServer { $0.sessions.ttl = 2 }
         let id = try server.createSession()
         let client = try server.client()
         let etag = try #require(try client.request("GET", "/v1/sessions/\(id)").header("ETag"))

@@ -7,7 +7,7 @@ import TopChromeTesting
     let server: LiveServer
 
     init() throws {
-        server = try LiveServer { $0.heartbeatSeconds = 1 }
+        server = try LiveServer { $0.sessions.heartbeatSeconds = 1 }
     }
 
     @Test func watcherSeesEveryChangeInOrder() throws {
@@ -101,8 +101,8 @@ import TopChromeTesting
 
     @Test func watcherLimits() throws {
         let limited = try LiveServer {
-            $0.maxWatchers = 3
-            $0.maxWatchersPerSession = 2
+            $0.limits.maxWatchers = 3
+            $0.limits.maxWatchersPerSession = 2
         }
         let id = try limited.createSession()
         let a = try EventStreamClient(port: limited.port, sessionID: id)
@@ -161,7 +161,7 @@ import TopChromeTesting
     @Test func timedOutLongPollNamesTheCurrentVersion() throws {
         // The client knows states 1 and 2, so the change to 2 does not end the wait. Only the
         // memory store's next ETag is known before the state is made (its tag is the epoch).
-        guard let epoch = server.service.memoryStore.map({ String(decoding: $0.epoch.hex, as: UTF8.self) }) else { return }
+        guard let epoch = server.service.backend.memoryStore.map({ String(decoding: $0.epoch.hex, as: UTF8.self) }) else { return }
         let id = try server.createSession()
         let server = self.server
         let waiting = BackgroundRequest {
@@ -175,7 +175,7 @@ import TopChromeTesting
     }
 
     @Test func longWaitsAreCapped() throws {
-        let capped = try LiveServer { $0.maxWaitSeconds = 1 }
+        let capped = try LiveServer { $0.limits.maxWaitSeconds = 1 }
         let id = try capped.createSession()
         let response = try capped.client().request("GET", "/v1/sessions/\(id)", headers: [("If-None-Match", try capped.etag(id)), ("Prefer", "wait=600")])
         #expect(response.status == 304)
@@ -217,10 +217,10 @@ import TopChromeTesting
     /// streams and long-polls, an ordinary request is still answered.
     @Test func oneThreadServesRequestsBesideHundredsOfWatchers() throws {
         let single = try LiveServer {
-            $0.threads = 1
-            $0.heartbeatSeconds = 60
-            $0.maxWatchersPerSession = 500
-            $0.maxConnectionsPerIP = 0  // every client is 127.0.0.1
+            $0.http.threads = 1
+            $0.sessions.heartbeatSeconds = 60
+            $0.limits.maxWatchersPerSession = 500
+            $0.limits.maxConnectionsPerIP = 0  // every client is 127.0.0.1
         }
         let id = try single.createSession()
         let etag = try single.etag(id)

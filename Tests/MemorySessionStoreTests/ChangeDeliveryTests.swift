@@ -1,7 +1,7 @@
 import Dispatch
 import Foundation
 import MemorySessionStore
-import StoreParts
+import SessionWatching
 import Testing
 import TopChromeCore
 

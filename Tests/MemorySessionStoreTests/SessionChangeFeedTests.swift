@@ -1,8 +1,9 @@
 import Foundation
 import MemorySessionStore
-import StoreParts
+import SessionWatching
 import Testing
 import TopChromeCore
+import TopChromeTesting
 
 /// The in-memory store's change feed: what a watcher of one session is told.
 @Suite struct SessionChangeFeedTests {
@@ -44,6 +45,20 @@ import TopChromeCore
         clock.advance(by: .seconds(120))
         #expect(store.removeExpired() == 1)
         #expect(seen.all == [.removed(deleted)])
+    }
+
+    /// Watchers are told after the shard's lock is released, so one may
+    /// leave while it is told.
+    @Test func aWatcherMayLeaveWhileItIsTold() throws {
+        let store = InMemorySessionStore()
+        let id = try store.create(inset: 0).id
+        let leaving = LeavesWhenTold(feed: store)
+        _ = try store.subscribe(leaving, to: id)
+        _ = store.apply([down], to: id)
+        #expect(leaving.changesTold == 1)
+        #expect(store.subscriberCount == 0)
+        _ = store.apply([top], to: id)
+        #expect(leaving.changesTold == 1, "gone after it left")
     }
 
     @Test func unknownSessionsAreNotSubscribed() throws {

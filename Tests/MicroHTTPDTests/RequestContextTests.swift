@@ -113,5 +113,5 @@ import Testing
 }
 
 private struct NoResponder: HTTPResponder {
-    func respond(to request: HTTPRequest) -> HTTPResponse { HTTPResponse(status: 404) }
+    func respond(to request: MicroHTTPDRequest) -> MicroHTTPDResponse { MicroHTTPDResponse(status: 404) }
 }

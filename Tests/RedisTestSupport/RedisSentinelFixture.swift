@@ -24,9 +24,13 @@ public final class RedisSentinelFixture: Sendable {
 
             """)
         let deadline = Date().addingTimeInterval(30)
-        // Synced, and known to the sentinel as a replica it may promote.
+        // Synced, known to the sentinel as a replica it may promote, and,
+        // under `min-replicas-to-write`, counted good by the primary (from
+        // the replica's first ack, up to a second after the sync; before
+        // it, a write such as FUNCTION LOAD is refused with NOREPLICAS).
         while try !redisCLI(port: replica.port, "INFO", "replication").contains("master_link_status:up")
-            || !redisCLI(port: sentinel.port, "SENTINEL", "replicas", Self.masterName).contains("\(replica.port)") {
+            || !redisCLI(port: sentinel.port, "SENTINEL", "replicas", Self.masterName).contains("\(replica.port)")
+            || redisCLI(port: primary.port, "INFO", "replication").contains("min_slaves_good_slaves:0") {
             guard Date() < deadline else { throw RedisTestSetupError(description: "the sentinel fixture's replica did not sync and show within 30 s") }
             usleep(50_000)
         }

@@ -30,6 +30,8 @@ public final class RedisServer: @unchecked Sendable {
     private var leading: [String] = []
     private let lock = NSLock()
     private var process: Process?
+    /// The ports of a stopped server, kept from others until it restarts.
+    private var heldPorts: [Int32] = []
 
     /// Starts a server with `arguments` added to the test defaults (no
     /// persistence, loopback only), on a free port. A cluster node also gets
@@ -90,6 +92,7 @@ public final class RedisServer: @unchecked Sendable {
 
     deinit {
         stop()
+        releasePorts()
         try? FileManager.default.removeItem(at: directory)
     }
 
@@ -102,6 +105,7 @@ public final class RedisServer: @unchecked Sendable {
         let process = try Self.launch(port: port, directory: directory, arguments: Self.portArguments(port, tls: pki != nil) + arguments,
                                       leading: leading)
         lock.withLock { self.process = process }
+        releasePorts()
     }
 
     /// Kills the server at once (`kill -9`): no goodbye to its clients or cluster.
@@ -110,6 +114,27 @@ public final class RedisServer: @unchecked Sendable {
         kill(process.processIdentifier, SIGKILL)
         process.waitUntilExit()
         RunningServers.forget(process.processIdentifier)
+        holdPorts()
+    }
+
+    /// While a server is down, a port the kernel hands out (to a server
+    /// another test starts, here or in another process) could be its own,
+    /// and its restart would find it taken. A socket bound to it with
+    /// SO_REUSEADDR, never listening, keeps the kernel from handing it out
+    /// and lets Redis (which also sets SO_REUSEADDR) bind it again.
+    private func holdPorts() {
+        var ports = [port]
+        if let flag = arguments.firstIndex(of: "--cluster-port"), let bus = Int(arguments[flag + 1]) { ports.append(bus) }
+        let sockets = ports.compactMap(Self.hold)
+        lock.withLock { heldPorts += sockets }
+    }
+
+    private func releasePorts() {
+        for socket in lock.withLock({ () -> [Int32] in defer { heldPorts = [] }; return heldPorts }) { close(socket) }
+    }
+
+    private static func hold(_ port: Int) -> Int32? {
+        boundLoopbackSocket(port: port, reuseAddress: true)
     }
 
     public func signal(_ signal: Int32) {
@@ -165,6 +190,24 @@ enum RunningServers {
     static func forget(_ pid: Int32) {
         lock.withLock { _ = pids.remove(pid) }
     }
+}
+
+/// A TCP socket bound to 127.0.0.1:`port`, not listening; nil when the
+/// port is taken.
+public func boundLoopbackSocket(port: Int, reuseAddress: Bool) -> Int32? {
+    let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard socket >= 0 else { return nil }
+    var on: Int32 = reuseAddress ? 1 : 0
+    setsockopt(socket, SOL_SOCKET, SO_REUSEADDR, &on, socklen_t(MemoryLayout<Int32>.size))
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_port = in_port_t(UInt16(port).bigEndian)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    let bound = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+    }
+    guard bound == 0 else { close(socket); return nil }
+    return socket
 }
 
 /// Runs `redis-cli` and returns what it printed.

@@ -184,7 +184,7 @@ import TopChromeCore
         let barrier = ChangeBarrier()
         let store = InMemorySessionStore(idleTimeout: nil, journaled: true, barrier: barrier)
         let (journal, _) = journaled(store, .always)
-        barrier.set { journal.flush() }
+        barrier.set { [weak journal] in journal?.flush() }
         try journal.open(number: 0)
         let id = try store.create(inset: 5).id
         #expect(try recovered()[id] != nil)

@@ -13,11 +13,11 @@ import TopChromeTesting
                          crossOrigin: CrossOriginPolicy(origins: [Self.page, "https://app.example.com"]))
     let auth = ("Authorization", "Bearer secret")
 
-    func request(_ method: String, _ path: String, _ headers: [(String, String)], body: String = "") -> HTTPResponse {
-        api.respond(to: HTTPRequest(method: method, path: path, headers: HTTPHeaders(headers), body: Array(body.utf8)))
+    func request(_ method: String, _ path: String, _ headers: [(String, String)], body: String = "") -> MicroHTTPDResponse {
+        api.respond(to: MicroHTTPDRequest(method: method, path: path, headers: HTTPHeaders(headers), body: Array(body.utf8)))
     }
 
-    func preflight(from origin: String, _ path: String = "/v1/sessions") -> HTTPResponse {
+    func preflight(from origin: String, _ path: String = "/v1/sessions") -> MicroHTTPDResponse {
         request("OPTIONS", path, [("Origin", origin), ("Access-Control-Request-Method", "POST"),
                                   ("Access-Control-Request-Headers", "authorization,content-type,if-match")])
     }
@@ -58,7 +58,7 @@ import TopChromeTesting
         #expect(request("OPTIONS", "/healthz", [("Origin", Self.page)]).status == 405)
         #expect(request("OPTIONS", "/healthz", [("Access-Control-Request-Method", "GET")]).status == 405)
         let plain = SessionAPI(store: InMemorySessionStore(), maxBodyBytes: 1024)
-        let answer = plain.respond(to: HTTPRequest(method: "OPTIONS", path: "/v1/sessions", headers: HTTPHeaders([
+        let answer = plain.respond(to: MicroHTTPDRequest(method: "OPTIONS", path: "/v1/sessions", headers: HTTPHeaders([
             ("Origin", Self.page), ("Access-Control-Request-Method", "POST")])))
         #expect(answer.status == 405, "without --cors-origin nothing changes")
         #expect(!answer.headers.contains("Access-Control-Allow-Origin") && !answer.headers.contains("Vary"))

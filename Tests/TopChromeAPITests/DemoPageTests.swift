@@ -1,5 +1,6 @@
 import COpenSSL
 import Foundation
+import ContractTestSupport
 import Testing
 @testable import TopChromeAPI
 

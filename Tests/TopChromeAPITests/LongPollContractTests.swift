@@ -1,3 +1,4 @@
+import ContractTestSupport
 import Testing
 import TopChromeTesting
 

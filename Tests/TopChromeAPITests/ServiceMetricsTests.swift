@@ -2,7 +2,7 @@
 import Glibc
 #endif
 import MicroHTTPD
-import StoreParts
+import RuleStatistics
 import Testing
 @testable import TopChromeAPI
 @testable import TopChromeCore

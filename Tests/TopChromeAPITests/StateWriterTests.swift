@@ -102,7 +102,7 @@ import TopChromeTesting
         let bodyRoom = sent.body.capacity, headerRoom = sent.headers.byteCapacity
         var buffers = ResponseBuffers()
         buffers.keep(&sent, limit: 4096)
-        let answer = api.respond(to: HTTPRequest(method: "GET", path: "/v1/sessions/\(session.id)"), reusing: &buffers)
+        let answer = api.respond(to: MicroHTTPDRequest(method: "GET", path: "/v1/sessions/\(session.id)"), reusing: &buffers)
         #expect(answer.status == 200)
         #expect(answer.body == StateWriter.json(session))
         #expect(answer.headers.fields.map(\.name) == ["Content-Type", "ETag"])

@@ -205,7 +205,7 @@ import TopChromeClient
     /// A token provider is asked before every request, so a rotated token
     /// is used from the next one on.
     @Test func aTokenProviderIsAskedForEachRequest() async throws {
-        let server = try TestServer { $0.authToken = "right" }
+        let server = try TestServer { $0.auth.token = "right" }
         let tokens = Log()
         let client = TopChromeClient(baseURL: server.url) {
             tokens.add("asked")
@@ -226,7 +226,7 @@ import TopChromeClient
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("client-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
-        let server = try TestServer { $0.stateFile = folder.appendingPathComponent("state.jsonl").path }
+        let server = try TestServer { $0.stateFile.path = folder.appendingPathComponent("state.jsonl").path }
         let chrome = RemoteTopChrome(session: try await server.client().createSession(inset: 59))
         #expect(chrome.connection == .stopped)
         let following = Task { await chrome.follow() }
@@ -272,7 +272,7 @@ import TopChromeClient
 
     /// A 401 stops the mirror with the refusal in `lastError`.
     @Test @MainActor func aRefusalIsVisible() async throws {
-        let server = try TestServer { $0.authToken = "right" }
+        let server = try TestServer { $0.auth.token = "right" }
         let session = try await TopChromeClient(baseURL: server.url, bearerToken: "right").createSession()
         let wrong = TopChromeClient(baseURL: server.url, bearerToken: "wrong").session(id: session.id)
         let chrome = RemoteTopChrome(session: wrong)

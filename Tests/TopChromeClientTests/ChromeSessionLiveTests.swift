@@ -110,7 +110,7 @@ import TopChromeClient
     /// A full server answers 503 with Retry-After; once a slot is free the
     /// retried create succeeds.
     @Test func serviceUnavailableIsRetried() async throws {
-        let server = try TestServer { $0.maxSessions = 1 }
+        let server = try TestServer { $0.limits.maxSessions = 1 }
         let client = server.client()
         let occupant = try await client.createSession()
         let waiting = Task { try await client.createSession(inset: 12) }
@@ -124,7 +124,7 @@ import TopChromeClient
     /// 0.3 s by the client's policy; the server asks for 30 s): three retries
     /// cannot be done sooner, and after the last one the 503 surfaces.
     @Test func retryAfterIsHonoured() async throws {
-        let server = try TestServer { $0.maxSessions = 1 }
+        let server = try TestServer { $0.limits.maxSessions = 1 }
         _ = try await server.client().createSession()
         let client = server.client {
             $0.retry = RetryPolicy(initialDelay: 0.001, maximumDelay: 0.001, maximumAttempts: 4, maximumRetryAfter: 0.3)

@@ -29,8 +29,8 @@ import TopChromeClient
         defer { chrome.stop() }
         chrome.report(contentOffsetY: .infinity, contentInsetTop: 59)
         #expect(chrome.isRevealed && chrome.heightOffset == 0)
-        guard case .invalidValue? = chrome.lastError else {
-            Issue.record("not told: \(String(describing: chrome.lastError))")
+        guard case .invalidValue? = chrome.lastReportError, chrome.reportsLost == 1 else {
+            Issue.record("not told: \(String(describing: chrome.lastReportError))")
             return
         }
     }
@@ -79,7 +79,7 @@ import TopChromeClient
 
     /// `stop` ends the event stream (the server's watcher count drops).
     @Test @MainActor func stopEndsTheStream() async throws {
-        let server = try TestServer { $0.heartbeatSeconds = 1 }
+        let server = try TestServer { $0.sessions.heartbeatSeconds = 1 }
         let chrome = RemoteTopChrome(session: try await server.client().createSession())
         chrome.start()
         #expect(try await eventually { try await server.gauge("topchrome_watchers") == 1 })

@@ -30,7 +30,7 @@ import TopChromeClient
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("client-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
-        let server = try TestServer { $0.stateFile = folder.appendingPathComponent("state.jsonl").path }
+        let server = try TestServer { $0.stateFile.path = folder.appendingPathComponent("state.jsonl").path }
         let session = try await server.client().createSession(inset: 59)
         let recorder = StateRecorder(session.states())
         #expect(await recorder.waitFor { $0.last?.version == 1 })
@@ -55,7 +55,7 @@ import TopChromeClient
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("client-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
-        let server = try TestServer { $0.stateFile = folder.appendingPathComponent("state.jsonl").path }
+        let server = try TestServer { $0.stateFile.path = folder.appendingPathComponent("state.jsonl").path }
         let session = try await server.client().createSession(inset: 59)
         let events = ConnectionEvents()
         let recorder = StateRecorder(session.states(onConnection: events.append))
@@ -140,7 +140,7 @@ import TopChromeClient
         let recorder = StateRecorder(client.session(id: String(repeating: "1", count: 32)).states(onConnection: events.append))
         #expect(await eventually(within: 30) { events.failedAttempts.count >= 3 }, "\(events.all)")
         #expect(events.failedAttempts.prefix(3) == [1, 2, 3])
-        guard case let .interrupted(.transport(reason), _)? = events.all.first else {
+        guard case let .interrupted(.transport(reason, _), _)? = events.all.first else {
             Issue.record("not a transport error: \(events.all)")
             return
         }
@@ -158,7 +158,7 @@ import TopChromeClient
         defer { try? FileManager.default.removeItem(at: folder) }
         let stateFile = folder.appendingPathComponent("state.jsonl")
         let older = folder.appendingPathComponent("older.jsonl")
-        let server = try TestServer { $0.stateFile = stateFile.path }
+        let server = try TestServer { $0.stateFile.path = stateFile.path }
         let session = try await server.client().createSession(inset: 59)
         server.stop()
         try FileManager.default.copyItem(at: stateFile, to: older)   // version 1, inset 59
@@ -183,7 +183,7 @@ import TopChromeClient
     /// watcher count drops back to zero.
     @Test func cancellingTheReaderClosesTheConnection() async throws {
         // Heartbeats let the server notice a client that left.
-        let server = try TestServer { $0.heartbeatSeconds = 1 }
+        let server = try TestServer { $0.sessions.heartbeatSeconds = 1 }
         let session = try await server.client().createSession()
         let recorder = StateRecorder(session.states())
         #expect(await recorder.waitFor { !$0.isEmpty })

@@ -2,7 +2,6 @@ import Foundation
 import Testing
 import TopChromeAPI
 import MemorySessionStore
-import StoreParts
 import TopChromeCore
 import TopChromeTesting
 #if canImport(Glibc)

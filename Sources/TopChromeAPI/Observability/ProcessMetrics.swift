@@ -9,23 +9,24 @@ import Glibc
 /// rather than reported as 0, which would look like a real value.
 enum ProcessMetrics {
     static func render() -> String {
-        var text = ""
-        func family(_ name: String, _ type: String, _ help: String, _ value: String) {
-            text += "# HELP \(name) \(help)\n# TYPE \(name) \(type)\n\(name) \(value)\n"
+        var text = MetricsText()
+        func family(_ name: String, _ kind: MetricsText.Kind, _ help: String, _ value: some CustomStringConvertible) {
+            text.family(name, kind, help: help)
+            text.sample(name, value)
         }
         if let seconds = cpuSeconds() {
-            family("process_cpu_seconds_total", "counter", "Total user and system CPU time spent in seconds.", "\(seconds)")
+            family("process_cpu_seconds_total", .counter, "Total user and system CPU time spent in seconds.", seconds)
         }
         if let resident = residentBytes() {
-            family("process_resident_memory_bytes", "gauge", "Resident memory size in bytes.", "\(resident)")
+            family("process_resident_memory_bytes", .gauge, "Resident memory size in bytes.", resident)
         }
         if let descriptors = openDescriptors() {
-            family("process_open_fds", "gauge", "Number of open file descriptors.", "\(descriptors)")
+            family("process_open_fds", .gauge, "Number of open file descriptors.", descriptors)
         }
         if let start = startTimeSeconds {
-            family("process_start_time_seconds", "gauge", "Start time of the process since unix epoch in seconds.", "\(start)")
+            family("process_start_time_seconds", .gauge, "Start time of the process since unix epoch in seconds.", start)
         }
-        return text
+        return text.text
     }
 
     /// User and system time of every thread, in microseconds from the kernel

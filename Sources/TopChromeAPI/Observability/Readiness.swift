@@ -17,7 +17,7 @@ struct Readiness: Sendable {
     let details: [any ReadinessDetail]
     let authToken: CurrentBearerToken?
 
-    func answer(isReady: Bool, authorization: String?) throws(Problem) -> HTTPResponse {
+    func answer(isReady: Bool, authorization: String?) throws(Problem) -> MicroHTTPDResponse {
         guard isReady else { throw SessionAPI.shuttingDown }
         let mayTell = authToken.map { token in (try? token.value.check(authorization)) != nil } ?? true
         if case let .unavailable(reason) = store() {
@@ -36,6 +36,6 @@ struct Readiness: Sendable {
                 }
             }
         }
-        return HTTPResponse(status: 200, headers: HTTPHeaders([("Content-Type", "application/json")]), body: json.bytes)
+        return MicroHTTPDResponse(status: 200, headers: HTTPHeaders([("Content-Type", "application/json")]), body: json.bytes)
     }
 }

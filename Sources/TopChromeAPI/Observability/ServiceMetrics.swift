@@ -4,7 +4,7 @@ import Glibc
 import BuildInfo
 import Locking
 import MicroHTTPD
-import StoreParts
+import RuleStatistics
 import Synchronization
 import TopChromeCore
 
@@ -113,23 +113,20 @@ public final class ServiceMetrics: Sendable {
     /// - Parameter storeUp: whether the session store can serve now; an
     ///   alert on it tells "Redis is away" from "this replica is slow".
     func render(sessions: Int?, storeUp: Bool, watchers: Int, statistics: ChromeStatistics) -> String {
-        var text = ""
-        func family(_ name: String, _ type: String, _ help: String) {
-            text += "# HELP \(name) \(help)\n# TYPE \(name) \(type)\n"
-        }
-        family("topchrome_http_requests_total", "counter", "HTTP requests answered, by method, route template and status.")
+        var text = MetricsText()
+        text.family("topchrome_http_requests_total", .counter, help: "HTTP requests answered, by method, route template and status.")
         for (routeIndex, route) in Route.Template.allCases.enumerated() {
             for (methodIndex, method) in Self.methods.enumerated() {
                 for statusIndex in 0...Self.statuses.count {
                     let count = counters.value(at: Self.cell(route: routeIndex, method: methodIndex, status: statusIndex))
                     guard count > 0 else { continue }
                     let status = statusIndex < Self.statuses.count ? String(Self.statuses[statusIndex]) : "other"
-                    text += "topchrome_http_requests_total{method=\"\(method)\",route=\"\(route.name)\",status=\"\(status)\"} \(count)\n"
+                    text.sample("topchrome_http_requests_total", ["method": "\(method)", "route": "\(route.name)", "status": status], count)
                 }
             }
         }
-        family("topchrome_http_request_duration_seconds", "histogram",
-               "Time from a request's arrival to its response (long-polls include their wait; streams are not counted).")
+        text.family("topchrome_http_request_duration_seconds", .histogram,
+               help: "Time from a request's arrival to its response (long-polls include their wait; streams are not counted).")
         for (routeIndex, route) in Route.Template.allCases.enumerated() {
             let counts = (0...Self.buckets.count).map { counters.value(at: Self.bucketCell(route: routeIndex, bucket: $0)) }
             let total = counts.reduce(0, +)
@@ -137,31 +134,30 @@ public final class ServiceMetrics: Sendable {
             var cumulative = 0
             for (index, bound) in Self.buckets.enumerated() {
                 cumulative += counts[index]
-                text += "topchrome_http_request_duration_seconds_bucket{route=\"\(route.name)\",le=\"\(bound)\"} \(cumulative)\n"
+                text.sample("topchrome_http_request_duration_seconds_bucket", ["route": "\(route.name)", "le": "\(bound)"], cumulative)
             }
-            text += "topchrome_http_request_duration_seconds_bucket{route=\"\(route.name)\",le=\"+Inf\"} \(total)\n"
+            text.sample("topchrome_http_request_duration_seconds_bucket", ["route": "\(route.name)", "le": "+Inf"], total)
             let sum = Double(counters.value(at: Self.sumCell(route: routeIndex))) / 1e9
-            text += "topchrome_http_request_duration_seconds_sum{route=\"\(route.name)\"} \(sum)\n"
-            text += "topchrome_http_request_duration_seconds_count{route=\"\(route.name)\"} \(total)\n"
+            text.sample("topchrome_http_request_duration_seconds_sum", ["route": "\(route.name)"], sum)
+            text.sample("topchrome_http_request_duration_seconds_count", ["route": "\(route.name)"], total)
         }
         if let sessions {
-            family("topchrome_sessions", "gauge", "Sessions held now.")
-            text += "topchrome_sessions \(sessions)\n"
+            text.family("topchrome_sessions", .gauge, help: "Sessions held now.")
+            text.sample("topchrome_sessions", sessions)
         }
-        family("topchrome_store_up", "gauge", "1 when the session store can serve requests, else 0.")
-        text += "topchrome_store_up \(storeUp ? 1 : 0)\n"
-        family("topchrome_watchers", "gauge", "Event streams and long-polls open now.")
-        text += "topchrome_watchers \(watchers)\n"
-        family("topchrome_reveal_flips_total", "counter", "Changes of isRevealed, either way (memory store only; 0 with Redis).")
-        text += "topchrome_reveal_flips_total \(statistics.revealFlips)\n"
-        family("topchrome_scroll_reports_total", "counter",
-               "Scroll reports by outcome: applied, or ignored as horizontal or stale.")
-        text += "topchrome_scroll_reports_total{outcome=\"applied\"} \(statistics.reportsApplied)\n"
-        text += "topchrome_scroll_reports_total{outcome=\"horizontal\"} \(statistics.reportsIgnoredHorizontal)\n"
-        text += "topchrome_scroll_reports_total{outcome=\"stale\"} \(statistics.reportsIgnoredStale)\n"
-        family("topchrome_build_info", "gauge", "Always 1; the labels say which build runs.")
-        text += "topchrome_build_info{version=\"\(SessionAPI.version)\",commit=\"\(BuildInfo.commitText)\"} 1\n"
-        text += ProcessMetrics.render()
-        return text
+        text.family("topchrome_store_up", .gauge, help: "1 when the session store can serve requests, else 0.")
+        text.sample("topchrome_store_up", storeUp ? 1 : 0)
+        text.family("topchrome_watchers", .gauge, help: "Event streams and long-polls open now.")
+        text.sample("topchrome_watchers", watchers)
+        text.family("topchrome_reveal_flips_total", .counter, help: "Changes of isRevealed, either way (memory store only; 0 with Redis).")
+        text.sample("topchrome_reveal_flips_total", statistics.revealFlips)
+        text.family("topchrome_scroll_reports_total", .counter,
+               help: "Scroll reports by outcome: applied, or ignored as horizontal or stale.")
+        text.sample("topchrome_scroll_reports_total", ["outcome": "applied"], statistics.reportsApplied)
+        text.sample("topchrome_scroll_reports_total", ["outcome": "horizontal"], statistics.reportsIgnoredHorizontal)
+        text.sample("topchrome_scroll_reports_total", ["outcome": "stale"], statistics.reportsIgnoredStale)
+        text.family("topchrome_build_info", .gauge, help: "Always 1; the labels say which build runs.")
+        text.sample("topchrome_build_info", ["version": SessionAPI.version, "commit": BuildInfo.commitText], 1)
+        return text.text + ProcessMetrics.render()
     }
 }

@@ -1,4 +1,3 @@
-import StoreParts
 import TopChromeCore
 
 /// Someone waiting to learn of a session's changes: an event stream or a long-poll.
@@ -22,7 +21,7 @@ final class WatcherHub: Sendable {
 
     /// Watchers registered now.
     var count: Int {
-        feed.subscriptions.count
+        feed.subscriberCount
     }
 
     func remove(_ watcher: any SessionWatcher, for id: SessionID) {
@@ -30,11 +29,11 @@ final class WatcherHub: Sendable {
     }
 
     func heartbeat() {
-        for case let watcher as any SessionWatcher in feed.subscriptions.all() { watcher.heartbeat() }
+        for case let watcher as any SessionWatcher in feed.allSubscribers() { watcher.heartbeat() }
     }
 
     /// Ends every watch: the server is stopping.
     func closeAll() {
-        for case let watcher as any SessionWatcher in feed.subscriptions.removeAll() { watcher.close() }
+        for case let watcher as any SessionWatcher in feed.endAllSubscriptions() { watcher.close() }
     }
 }

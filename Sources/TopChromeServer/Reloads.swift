@@ -1,0 +1,134 @@
+import AccessTokens
+import Locking
+import MicroHTTPD
+import TopChromeAPI
+
+/// Re-reads the files that hold secrets on SIGHUP, as nginx, Consul and
+/// Caddy do, so a rotated token or certificate is served without a restart.
+/// Remembers what it read last: an unchanged file is said to be unchanged,
+/// and an unchanged certificate is not loaded again (the server keeps every
+/// certificate it loads until it stops). One reload runs at a time.
+final class Reloads: @unchecked Sendable {
+    private let lock = PthreadLock()
+    private let tokenFile: String?
+    private let metricsTokenFile: String?
+    private let certificateFile: String?
+    private let keyFile: String?
+    private let tokenKeysFile: String?
+    private let tokenPolicy: TokenVerifier.Policy
+    /// The JWKS last read, as text: an unchanged file is said to be unchanged.
+    private var tokenKeysText: String?
+    private var token: String?
+    private var metricsToken: String?
+    private var credentials: TLSCredentials?
+    private let tlsMetrics: TLSMetrics?
+
+    init(configuration: ServiceConfiguration, tlsMetrics: TLSMetrics?) {
+        self.tlsMetrics = tlsMetrics
+        tokenFile = configuration.auth.tokenFile
+        certificateFile = configuration.tls.certificateFile
+        keyFile = configuration.tls.keyFile
+        token = configuration.auth.token
+        metricsTokenFile = configuration.auth.metricsTokenFile
+        metricsToken = configuration.auth.metricsToken
+        credentials = configuration.httpServer.tls
+        tokenKeysFile = configuration.tokens.keysFile
+        tokenPolicy = configuration.tokens.policy
+        tokenKeysText = configuration.tokens.keysJWKS
+    }
+
+    /// What one reload did, for its log line.
+    struct Outcome: CustomStringConvertible {
+        var parts: [String] = []
+        /// Something could not be used and the old one stays: worth a warning.
+        var keptSomething = false
+
+        var description: String {
+            parts.isEmpty ? "nothing to reload (no --auth-token-file, --metrics-token-file, --token-keys, --tls-cert or --tls-key)" : parts.joined(separator: "; ")
+        }
+    }
+
+    func run(api: SessionAPI, server: HTTPServer) -> Outcome {
+        lock.withLock {
+            var outcome = Outcome()
+            if let tokenFile {
+                reload(&token, from: tokenFile, "--auth-token-file", "bearer token", into: &outcome) { api.replaceAuthToken($0) }
+            }
+            if let metricsTokenFile {
+                reload(&metricsToken, from: metricsTokenFile, "--metrics-token-file", "metrics token", into: &outcome) {
+                    api.replaceMetricsToken($0)
+                }
+            }
+            if let tokenKeysFile {
+                reloadTokenKeys(from: tokenKeysFile, api: api, into: &outcome)
+            }
+            if let certificateFile, let keyFile {
+                reloadCertificate(from: certificateFile, keyFile, server: server, into: &outcome)
+            }
+            return outcome
+        }
+    }
+
+    private func reload(_ token: inout String?, from path: String, _ option: String, _ name: String,
+                        into outcome: inout Outcome, replace: (String) -> Void) {
+        let new: String
+        do {
+            new = try ServiceConfiguration.bearerToken(inFile: path, option)
+        } catch {
+            outcome.keptSomething = true
+            outcome.parts.append("kept the old \(name): \(error)")
+            return
+        }
+        guard new != token else {
+            outcome.parts.append("\(name) unchanged")
+            return
+        }
+        replace(new)
+        token = new
+        outcome.parts.append("\(name) replaced")
+    }
+
+    /// A rotated JWKS: tokens signed with a new key pass, those of a removed key no longer do.
+    private func reloadTokenKeys(from path: String, api: SessionAPI, into outcome: inout Outcome) {
+        let keys: KeySet
+        let text: String
+        do {
+            text = try ServiceConfiguration.contents(of: path, "--token-keys")
+            guard text != tokenKeysText else {
+                outcome.parts.append("token keys unchanged")
+                return
+            }
+            keys = try TokenSettings.keySet(text, in: path, "--token-keys")
+        } catch {
+            outcome.keptSomething = true
+            outcome.parts.append("kept the old token keys: \(error)")
+            return
+        }
+        api.replaceTokenVerifier(TokenVerifier(keys: keys, policy: tokenPolicy))
+        tokenKeysText = text
+        outcome.parts.append("token keys replaced (\(keys.keys.count) key\(keys.keys.count == 1 ? "" : "s"))")
+    }
+
+    private func reloadCertificate(from certificateFile: String, _ keyFile: String, server: HTTPServer,
+                                   into outcome: inout Outcome) {
+        let new: TLSCredentials
+        do {
+            new = TLSCredentials(certificatePEM: try ServiceConfiguration.contents(of: certificateFile, "--tls-cert"),
+                                 privateKeyPEM: try ServiceConfiguration.contents(of: keyFile, "--tls-key"))
+            guard new != credentials else {
+                tlsMetrics?.record(.unchanged)
+                outcome.parts.append("TLS certificate and key unchanged")
+                return
+            }
+            try server.replaceTLSCredentials(new)
+        } catch {
+            tlsMetrics?.record(.failed)
+            outcome.keptSomething = true
+            outcome.parts.append("kept the old TLS certificate and key: \(error)")
+            return
+        }
+        credentials = new
+        tlsMetrics?.record(.replaced, served: new)
+        outcome.parts.append("TLS certificate and key replaced (new connections get them)")
+    }
+}
