@@ -15,18 +15,12 @@ import TopChromeCore
 final class AccessGate: @unchecked Sendable {
     private let lock = PthreadLock()
     private var verifier: TokenVerifier
-    /// Verified tokens by their bytes: a signature check costs more than a
-    /// whole request, and an app reports with one token many times a second.
-    private var verified: [ArraySlice<UInt8>: Grant] = [:]
+    private var verified = RememberedTokens()
 
     /// Tokens remembered at most; past it the expired go, and if none has, all do.
     static let cacheCapacity = 10_000
 
-    /// A verified token with its session id parsed once.
-    struct Grant {
-        let access: AccessToken
-        let session: SessionID?
-    }
+    typealias Grant = RememberedTokens.Grant
 
     init(verifier: TokenVerifier) {
         self.verifier = verifier
@@ -55,10 +49,10 @@ final class AccessGate: @unchecked Sendable {
 
     private func grant(for credentials: ArraySlice<UInt8>, now: Int64) throws(Problem) -> Grant {
         let outcome: Result<Grant, TokenRefusal> = lock.withLock {
-            if let grant = verified[credentials] {
+            if let grant = verified.grant(for: credentials) {
                 // Never past its time: a remembered token expires as a fresh one would.
                 guard now < grant.access.expiresAt + verifier.policy.leewaySeconds else {
-                    verified[credentials] = nil
+                    verified.forget(credentials)
                     return .failure(.expired)
                 }
                 return .success(grant)
@@ -78,11 +72,10 @@ final class AccessGate: @unchecked Sendable {
 
     private func remember(_ grant: Grant, as credentials: ArraySlice<UInt8>, now: Int64) {
         if verified.count >= Self.cacheCapacity {
-            verified = verified.filter { now < $0.value.access.expiresAt }
+            verified.keep { now < $0.access.expiresAt }
             if verified.count >= Self.cacheCapacity { verified.removeAll() }
         }
-        // Its own copy: the request's buffer is reused by the connection's next request.
-        verified[ArraySlice(Array(credentials))] = grant
+        verified.remember(grant, as: credentials)
     }
 
     /// What a route asks of a token, and of which session; nil: no token will do

@@ -16,7 +16,7 @@ struct BearerToken: Sendable {
     /// of it (RFC 9110 §5.5), so a trailing space or tab is dropped.
     func check(_ authorization: String?) throws(Problem) {
         guard let authorization else { throw Self.missing }
-        guard let credentials = Self.credentials(in: authorization), matches(Array(credentials)) else { throw Self.invalid }
+        guard let credentials = Self.credentials(in: authorization), matches(credentials) else { throw Self.invalid }
     }
 
     /// The credentials of `Bearer <credentials>`, or nil for another scheme or none.
@@ -26,7 +26,8 @@ struct BearerToken: Sendable {
         while let first = field.first, first == UInt8(ascii: " ") || first == UInt8(ascii: "\t") { field.removeFirst() }
         let scheme = field.prefix { $0 != UInt8(ascii: " ") }
         let credentials = field.dropFirst(scheme.count).drop { $0 == UInt8(ascii: " ") }
-        guard String(decoding: scheme, as: UTF8.self).lowercased() == "bearer", credentials.startIndex > scheme.endIndex else {
+        guard scheme.count == 6, zip(scheme, "bearer".utf8).allSatisfy({ $0 | 0x20 == $1 }),
+              credentials.startIndex > scheme.endIndex else {
             return nil
         }
         return credentials
@@ -37,10 +38,11 @@ struct BearerToken: Sendable {
 
     /// Compares in time that depends only on the secret's length, so the
     /// answer's timing does not tell how much of a guess was right.
-    func matches(_ candidate: [UInt8]) -> Bool {
+    func matches(_ candidate: ArraySlice<UInt8>) -> Bool {
         var difference: UInt8 = candidate.count == secret.count ? 0 : 1
+        let start = candidate.startIndex
         for index in secret.indices {
-            difference |= secret[index] ^ (index < candidate.count ? candidate[index] : 0)
+            difference |= secret[index] ^ (index < candidate.count ? candidate[start + index] : 0)
         }
         return difference == 0
     }

@@ -258,7 +258,7 @@ public final class SessionAPI: HTTPResponder {
     private func authorize(_ request: MicroHTTPDRequest, _ route: Route?) throws(Problem) -> AccessToken? {
         guard let authorization = request.headers["Authorization"] else { throw BearerToken.missing }
         guard let credentials = BearerToken.credentials(in: authorization) else { throw BearerToken.invalid }
-        if let authToken, authToken.value.matches(Array(credentials)) { return nil }
+        if let authToken, authToken.value.matches(credentials) { return nil }
         guard let accessGate else { throw BearerToken.invalid }
         return try accessGate.authorize(credentials, request.method, on: route)
     }

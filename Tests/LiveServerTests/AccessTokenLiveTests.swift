@@ -93,6 +93,18 @@ import TopChromeTesting
         #expect(try request("GET", "/v1/sessions/\(mine)", "wrong").status == 401)
     }
 
+    /// Remembered tokens are found by their signature's bytes and then
+    /// compared whole: another payload under a remembered signature is refused.
+    @Test func aRememberedSignatureDoesNotPassAnotherPayload() throws {
+        let mine = try create(), other = try create()
+        let reader = token(mine, "read")
+        #expect(try request("GET", "/v1/sessions/\(mine)", reader).status == 200)
+        let parts = reader.split(separator: ".")
+        let forged = token(other, "read").split(separator: ".")[1]
+        try expectRefusal(request("GET", "/v1/sessions/\(other)", "\(parts[0]).\(forged).\(parts[2])"), 401, "invalid_token", Self.invalidToken)
+        #expect(try request("GET", "/v1/sessions/\(mine)", reader).status == 200, "the remembered token still passes")
+    }
+
     @Test func aRememberedTokenStillExpires() throws {
         // exp two seconds ahead, no leeway forgiven: accepted now (and remembered), refused once the clock passes it.
         let strict = try LiveServer { configuration in
