@@ -26,7 +26,8 @@ extension SessionAPI {
     }
 
     /// Server-Sent Events: the current state at once, then every change.
-    func eventStream(of id: SessionID, lastEventID: String?, endpoint: Int) throws(Problem) -> MicroHTTPDResponse {
+    /// `endsAfter`: seconds until the access token that opened it expires.
+    func eventStream(of id: SessionID, lastEventID: String?, endsAfter: Int64?, endpoint: Int) throws(Problem) -> MicroHTTPDResponse {
         let lastEventID = lastEventID.flatMap { EntityTag($0.trimmingOWS.utf8) }
         let stream = ResponseStream()
         let watcher = EventStreamWatcher(id: id, stream: stream)
@@ -34,7 +35,11 @@ extension SessionAPI {
         // the watch; one that never goes out would hold its watcher (and
         // through it the store) forever.
         let response: @Sendable () -> StreamingResponse = { [watchers, eventStreamHeaders] in
-            stream.onClose { watchers.remove(watcher, for: id) }
+            stream.onClose {
+                watcher.cancelExpiry()
+                watchers.remove(watcher, for: id)
+            }
+            if let endsAfter { watcher.end(afterSeconds: endsAfter) }
             var response = StreamingResponse(status: 200, headers: eventStreamHeaders, stream: stream)
             response.endpoint = endpoint
             return response
