@@ -203,7 +203,8 @@ import TopChromeClient
     // MARK: Tokens
 
     /// A token provider is asked before every request, so a rotated token
-    /// is used from the next one on.
+    /// is used from the next one on; one the service refuses as invalid is
+    /// asked for again and the request sent once more.
     @Test func aTokenProviderIsAskedForEachRequest() async throws {
         let server = try TestServer { $0.auth.token = "right" }
         let tokens = Log()
@@ -211,10 +212,23 @@ import TopChromeClient
             tokens.add("asked")
             return tokens.lines.count == 1 ? "wrong" : "right"
         }
-        await #expect(throws: TopChromeError.self) { _ = try await client.createSession() }
         let session = try await client.createSession(inset: 3)
+        #expect(tokens.lines.count == 2, "refused, asked again")
         #expect(try await session.state().inset == 3)
         #expect(tokens.lines.count == 3)
+    }
+
+    /// A provider that keeps giving a refused token: the refusal is told,
+    /// after one more try, not retried for ever.
+    @Test func aTokenRefusedAgainIsTold() async throws {
+        let server = try TestServer { $0.auth.token = "right" }
+        let tokens = Log()
+        let client = ChromeService(baseURL: server.url) {
+            tokens.add("asked")
+            return "wrong"
+        }
+        await #expect(throws: TopChromeError.self) { _ = try await client.createSession() }
+        #expect(tokens.lines.count == 2)
     }
 }
 
