@@ -198,7 +198,8 @@ let package = Package(
         ),
         .testTarget(
             name: "TopChromeClientTests",
-            dependencies: ["TopChromeClient", "TopChromeCore", "TopChromeServer", "topchrome", "topchrome-watch", "TopChromeTesting"]
+            dependencies: ["TopChromeClient", "TopChromeCore", "TopChromeServer", "topchrome", "topchrome-watch", "TopChromeTesting",
+                           "AccessTokens"]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -1,3 +1,4 @@
+import AccessTokens
 import Foundation
 import Testing
 @testable import TopChromeClient
@@ -43,6 +44,30 @@ import Testing
         recorder.cancel()
     }
 
+    /// An access token good for 2 s: the service ends the stream at its
+    /// `exp` (`event: expired`); the stream is on again at once with a new
+    /// token, from its last event, and follows what changes after.
+    @Test func aStreamGoesOnPastItsTokensExpiry() async throws {
+        let signer = try TokenSigner(seed: Array(repeating: 7, count: 32), keyID: "app")
+        let server = try TestServer {
+            $0.auth.token = "admin"
+            $0.tokens.keysJWKS = String(decoding: signer.jwks, as: UTF8.self)
+        }
+        let id = try await server.client(tokens: { _ in "admin" }).createSession(inset: 59).id
+        let backend = MintingBackend(signer: signer, sessionID: id)
+        let session = server.client(tokens: backend.token).session(id: id)
+        let events = ConnectionLog()
+        let recorder = StateRecorder(session.states(onConnection: events.add))
+        #expect(await recorder.waitFor { $0.last?.version == 1 })
+        // Past the first token's exp: the stream ended and came back.
+        #expect(await eventually(within: 15) { backend.refusals.count >= 1 }, "told of the expired token: \(events.all)")
+        try await session.setInset(30)
+        #expect(await recorder.waitFor { $0.last?.version == 2 }, "\(recorder.versions); ended: \(String(describing: recorder.end))")
+        #expect(recorder.versions == [1, 2], "each version once: no gap, nothing twice")
+        #expect(events.interruptions == 0, "an expiry is no outage: \(events.all)")
+        recorder.cancel()
+    }
+
     /// Without a provider there is nothing to renew: the refusal is told.
     @Test func aFixedTokenRefusedIsTold() async throws {
         let server = try TestServer { $0.auth.token = "first" }
@@ -82,6 +107,46 @@ private final class Backend: @unchecked Sendable {
                 if token == held { held = next }
             }
             return held
+        }
+    }
+}
+
+/// A backend that mints a token good for 2 s whenever it is asked, and
+/// notes which tokens were handed back as refused or expired.
+private final class MintingBackend: @unchecked Sendable {
+    private let lock = NSLock()
+    private let signer: TokenSigner
+    private let sessionID: String
+    private var refused: [String] = []
+
+    init(signer: TokenSigner, sessionID: String) {
+        self.signer = signer
+        self.sessionID = sessionID
+    }
+
+    var refusals: [String] { lock.withLock { refused } }
+
+    @Sendable func token(refused token: String?) async throws -> String? {
+        lock.withLock {
+            if let token { refused.append(token) }
+            return signer.token(sessionID: sessionID, scope: "write", now: Int64(Date().timeIntervalSince1970), lifetime: 2)
+        }
+    }
+}
+
+/// What `states(onConnection:)` told.
+private final class ConnectionLog: @unchecked Sendable {
+    private let lock = NSLock()
+    private var events: [String] = []
+    private var interrupted = 0
+
+    var all: [String] { lock.withLock { events } }
+    var interruptions: Int { lock.withLock { interrupted } }
+
+    @Sendable func add(_ event: StreamConnectionEvent) {
+        lock.withLock {
+            events.append("\(event)")
+            if case .interrupted = event { interrupted += 1 }
         }
     }
 }
