@@ -299,6 +299,24 @@ import TopChromeClient
         #expect(await run.exitStatus() == 3)
     }
 
+    /// A token rotated in the file is read when the server refuses the old
+    /// one: the watch goes on across a restart with a new token.
+    @Test func aTokenRotatedInTheFileIsUsedWithoutARestart() async throws {
+        let folder = try StateFolder()
+        let file = folder.url.appendingPathComponent("token").path
+        try "first-token\n".write(toFile: file, atomically: true, encoding: .utf8)
+        let server = try TestServer { $0.auth.token = "first-token"; $0.stateFile.path = folder.stateFile }
+        let session = try await ChromeService(baseURL: server.url, bearerToken: "first-token").createSession()
+        let run = try Self.watch(["--auth-token-file", file, server.url.absoluteString, session.id])
+        #expect(await eventually { run.lines.count == 1 }, "\(run.standardError)")
+        server.stop()
+        server.reconfigure { $0.auth.token = "second-token" }
+        try "second-token\n".write(toFile: file, atomically: true, encoding: .utf8)
+        try server.start()
+        _ = try await ChromeService(baseURL: server.url, bearerToken: "second-token").session(id: session.id).setInset(30)
+        #expect(await eventually { run.lines.count == 2 }, "the change after the rotation: \(run.lines) \(run.standardError)")
+    }
+
     /// Runs a program just copied, again while exec answers "Text file busy":
     /// a process another test forks meanwhile can inherit the copy's open
     /// descriptor for a moment, and Linux refuses to run a file open for writing.
