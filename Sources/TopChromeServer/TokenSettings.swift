@@ -65,6 +65,17 @@ public struct TokenSettings: Sendable, Equatable {
         return all.isEmpty ? nil : TokenVerifier(keys: KeySet(keys: all), policy: policy)
     }
 
+    /// Only the global token mints, so a signing key without one would mint
+    /// nothing; and a cap without a key caps nothing.
+    func check(_ given: [String: String], globalToken: Bool) throws(ServiceConfiguration.UsageError) {
+        if let source = given["token-signing-key"], !globalToken {
+            throw ServiceConfiguration.UsageError(description: "\(source): only the global token mints tokens; add --auth-token-file")
+        }
+        if let source = given["token-max-ttl"], given["token-signing-key"] == nil {
+            throw ServiceConfiguration.UsageError(description: "\(source) caps minted tokens and does nothing without --token-signing-key")
+        }
+    }
+
     static func signer(_ pem: String, in path: String, _ source: String) throws(ServiceConfiguration.UsageError) -> TokenSigner {
         do {
             return try TokenSigner(pem: pem)

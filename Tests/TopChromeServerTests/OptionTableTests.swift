@@ -63,7 +63,8 @@ struct OptionTableTests {
             "token-keys": (jwks, []), "token-audience": ("chrome", ["--token-keys", jwks]),
             "token-issuer": ("backend", ["--token-keys", jwks]), "token-leeway": ("5", ["--token-keys", jwks]),
             "tokens-not-before": ("1800000000", ["--token-keys", jwks]),
-            "token-signing-key": (signingKey, []), "token-max-ttl": ("120", ["--token-signing-key", signingKey]),
+            "token-signing-key": (signingKey, ["--auth-token-file", secret]),
+            "token-max-ttl": ("120", ["--token-signing-key", signingKey, "--auth-token-file", secret]),
         ]
         // Read into an OpenSSL context, which needs a real certificate and key:
         // RedisSecurityOptionsTests reads them both ways.
