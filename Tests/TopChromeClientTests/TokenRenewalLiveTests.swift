@@ -54,7 +54,7 @@ import Testing
             $0.tokens.keysJWKS = String(decoding: signer.jwks, as: UTF8.self)
         }
         let id = try await server.client(tokens: { _ in "admin" }).createSession(inset: 59).id
-        let backend = MintingBackend(signer: signer, sessionID: id)
+        let backend = Backend(minting: signer, sessionID: id)
         let session = server.client(tokens: backend.token).session(id: id)
         let events = ConnectionLog()
         let recorder = StateRecorder(session.states(onConnection: events.add))
@@ -85,43 +85,30 @@ import Testing
     }
 }
 
-/// The app's backend as its provider sees it: the token it holds, and a
-/// new one when the service refused that.
+/// The app's backend as its provider sees it: it hands out a token made
+/// by `make` (given the one the service refused, if any) and notes which
+/// tokens were handed back as refused or expired.
 private final class Backend: @unchecked Sendable {
     private let lock = NSLock()
-    private var held: String
-    private let next: String
+    private let make: (_ refused: String?) -> String
     private var refused: [String] = []
 
-    init(token: String, next: String) {
-        held = token
-        self.next = next
+    init(_ make: @escaping (_ refused: String?) -> String) {
+        self.make = make
     }
 
-    var refusals: [String] { lock.withLock { refused } }
-
-    @Sendable func token(refused token: String?) async throws -> String? {
-        lock.withLock {
-            if let token {
-                refused.append(token)
-                if token == held { held = next }
-            }
+    /// Holds `token` until the service refuses it, then `next`.
+    convenience init(token: String, next: String) {
+        var held = token
+        self.init { refused in
+            if refused == held { held = next }
             return held
         }
     }
-}
 
-/// A backend that mints a token good for 2 s whenever it is asked, and
-/// notes which tokens were handed back as refused or expired.
-private final class MintingBackend: @unchecked Sendable {
-    private let lock = NSLock()
-    private let signer: TokenSigner
-    private let sessionID: String
-    private var refused: [String] = []
-
-    init(signer: TokenSigner, sessionID: String) {
-        self.signer = signer
-        self.sessionID = sessionID
+    /// A token for `sessionID` good for 2 s, minted at each ask.
+    convenience init(minting signer: TokenSigner, sessionID: String) {
+        self.init { _ in signer.token(sessionID: sessionID, scope: "write", now: Int64(Date().timeIntervalSince1970), lifetime: 2) }
     }
 
     var refusals: [String] { lock.withLock { refused } }
@@ -129,7 +116,7 @@ private final class MintingBackend: @unchecked Sendable {
     @Sendable func token(refused token: String?) async throws -> String? {
         lock.withLock {
             if let token { refused.append(token) }
-            return signer.token(sessionID: sessionID, scope: "write", now: Int64(Date().timeIntervalSince1970), lifetime: 2)
+            return make(token)
         }
     }
 }
