@@ -13,12 +13,18 @@ import TopChromeTesting
     let server: LiveServer
 
     init() throws {
+        (signer, server) = try Self.serverTakingAppTokens()
+    }
+
+    /// The app's backend's signer, and a server with the admin's global
+    /// token that takes the tokens it signs.
+    static func serverTakingAppTokens() throws -> (TokenSigner, LiveServer) {
         let signer = try TokenSigner(seed: Array(repeating: 3, count: 32), keyID: "app-1")
-        self.signer = signer
-        server = try LiveServer { configuration in
-            configuration.auth.token = Self.admin
+        let server = try LiveServer { configuration in
+            configuration.auth.token = admin
             configuration.tokens.keysJWKS = String(decoding: signer.jwks, as: UTF8.self)
         }
+        return (signer, server)
     }
 
     static var now: Int64 { Int64(Date().timeIntervalSince1970) }

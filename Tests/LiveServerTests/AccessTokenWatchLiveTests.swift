@@ -12,12 +12,7 @@ import TopChromeTesting
     let server: LiveServer
 
     init() throws {
-        let signer = try TokenSigner(seed: Array(repeating: 3, count: 32), keyID: "app-1")
-        self.signer = signer
-        server = try LiveServer { configuration in
-            configuration.auth.token = Self.admin
-            configuration.tokens.keysJWKS = String(decoding: signer.jwks, as: UTF8.self)
-        }
+        (signer, server) = try AccessTokenLiveTests.serverTakingAppTokens()
     }
 
     func create() throws -> String {
