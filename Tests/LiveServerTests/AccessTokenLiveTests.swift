@@ -27,7 +27,11 @@ import TopChromeTesting
         return (signer, server)
     }
 
-    static var now: Int64 { Int64(Date().timeIntervalSince1970) }
+    /// The server's clock (`time()`), not `Date()`: `time()` reads the kernel's
+    /// coarse clock, which turns to the next second up to a tick after the
+    /// precise one, so a token's `exp` judged by `Date()` can still be ahead
+    /// on the server (seen once under TSan: a 200 where exp had passed).
+    static var now: Int64 { Int64(time(nil)) }
 
     func token(_ id: String?, _ scope: String, lifetime: Int64 = 600) -> String {
         signer.token(sessionID: id, scope: scope, now: Self.now, lifetime: lifetime)
