@@ -79,6 +79,11 @@ let package = Package(
             providers: [.apt(["libssl-dev"])]
         ),
 
+        // Access tokens: compact JWS with JWT claims, verified against a JWKS
+        // (EdDSA, ES256, HS256 through libcrypto) and minted with Ed25519.
+        // No HTTP in it: the API asks it what a token allows.
+        .target(name: "AccessTokens", dependencies: ["COpenSSL", "StrictJSON"]),
+
         // A general Redis and Redis Cluster client over hiredis: pipelined
         // connections with deadlines and reconnection, slot routing, redirections.
         // Knows nothing of TopChrome.
@@ -99,7 +104,7 @@ let package = Package(
         // Sees the store only through the core's SessionStore and SessionChangeFeed.
         .target(
             name: "TopChromeAPI",
-            dependencies: ["TopChromeCore", "RuleStatistics", "MicroHTTPD", "StrictJSON", "Locking", "BuildInfo"],
+            dependencies: ["TopChromeCore", "RuleStatistics", "MicroHTTPD", "StrictJSON", "Locking", "BuildInfo", "AccessTokens"],
             plugins: ["EmbedOpenAPI"]
         ),
 
@@ -112,7 +117,7 @@ let package = Package(
         .target(
             name: "TopChromeServer",
             dependencies: ["TopChromeAPI", "TopChromeCore", "SessionWatching", "RuleStatistics", "MemorySessionStore", "MicroHTTPD", "StrictJSON",
-                           "SessionSnapshots", "Locking", "Redis", "RedisSessionStore", "BuildInfo"]
+                           "SessionSnapshots", "Locking", "Redis", "RedisSessionStore", "BuildInfo", "AccessTokens"]
         ),
 
         // `make bench`: the memory store's cost per scroll report, without HTTP.
@@ -157,7 +162,7 @@ let package = Package(
             name: "TopChromeFuzz",
             dependencies: ["TopChromeServer", "TopChromeAPI", "TopChromeCore", "MemorySessionStore", "MicroHTTPD",
                            "StrictJSON", "SessionSnapshots", "TopChromeClient", "Redis", "RedisSessionStore", "TopChromeTesting",
-                           "WebSocketFrames"]
+                           "WebSocketFrames", "AccessTokens"]
         ),
 
         // What tests (and the fuzz harness) share: a loopback listener, a seeded
@@ -177,6 +182,7 @@ let package = Package(
                     dependencies: ["MemorySessionStore", "SessionWatching", "TopChromeCore", "TopChromeTesting"]),
         .testTarget(name: "StrictJSONTests", dependencies: ["StrictJSON"]),
         .testTarget(name: "WebSocketFramesTests", dependencies: ["WebSocketFrames"]),
+        .testTarget(name: "AccessTokensTests", dependencies: ["AccessTokens", "StrictJSON", "COpenSSL"]),
         .testTarget(name: "SessionSnapshotsTests", dependencies: ["SessionSnapshots", "MemorySessionStore"]),
         .testTarget(name: "LockingTests", dependencies: ["Locking"]),
         .testTarget(name: "MicroHTTPDTests", dependencies: ["MicroHTTPD", "TopChromeTesting"]),
@@ -195,11 +201,12 @@ let package = Package(
         .testTarget(
             name: "LiveServerTests",
             dependencies: ["TopChromeServer", "TopChromeAPI", "TopChromeCore", "MemorySessionStore", "MicroHTTPD", "topchrome", "Redis",
-                           "RedisTestSupport", "TopChromeTesting", "ContractTestSupport"]
+                           "RedisTestSupport", "TopChromeTesting", "ContractTestSupport", "AccessTokens"]
         ),
         .testTarget(
             name: "TopChromeClientTests",
-            dependencies: ["TopChromeClient", "TopChromeCore", "TopChromeServer", "topchrome", "topchrome-watch", "TopChromeTesting"]
+            dependencies: ["TopChromeClient", "TopChromeCore", "TopChromeServer", "topchrome", "topchrome-watch", "TopChromeTesting",
+                           "AccessTokens"]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -23,6 +23,9 @@
 #   work is not counted, only the server's, I/O threads included)
 #   KEEP=DIR keeps each callgrind dump there (STORE-WORKLOAD.callgrind), for
 #   callgrind_annotate --inclusive=yes
+#   BENCH_AUTH= the global token, for a server with --auth-token-file;
+#   MINT= a command run with the ids file and a tokens file to write (an
+#   access token per id, for the scroll workload: scripts/bench-tokens.sh)
 #   BEHAVIOR= (revealAtTop, pinned, enterAlways, exitUntilCollapsed: the
 #   sessions are created with it; unset, with no body, as before behaviours)
 #
@@ -79,6 +82,10 @@ count() {
   done
   create_sessions "$base" "$SESSIONS" "$work/ids" ${BEHAVIOR:-}
   export BENCH_LUA_DIR="$PWD/Benchmarks/wrk" IDS_FILE="$work/ids"
+  if [ -n "${MINT:-}" ]; then
+    $MINT "$work/ids" "$work/tokens"
+    export TOKENS_FILE="$work/tokens"
+  fi
 
   echo "# $(date -u +%Y-%m-%dT%H:%MZ) ${command[*]}"
   echo "# wrk -t1 -c$WRK_CONNS, $COUNTED counted after $WARMUP; instructions per request${BEHAVIOR:+; sessions $BEHAVIOR}"

@@ -42,8 +42,10 @@ if [ "${1:-}" = "--test" ]; then
       python3 -m venv "$venv"
     fi
   fi
-  "$venv/bin/python" -c 'import openapi_spec_validator, prometheus_client, schemathesis' 2>/dev/null \
-    || "$venv/bin/python" -m pip install --quiet --disable-pip-version-check openapi-spec-validator prometheus-client schemathesis
+  # PyJWT with cryptography: a well-known library's tokens, which the token tests must accept.
+  "$venv/bin/python" -c 'import openapi_spec_validator, prometheus_client, schemathesis, jwt, cryptography' 2>/dev/null \
+    || "$venv/bin/python" -m pip install --quiet --disable-pip-version-check openapi-spec-validator prometheus-client schemathesis \
+      'pyjwt[crypto]'
 fi
 
 command -v swift >/dev/null || { echo "swift is not on PATH: install Swift 6 (swift.org) first" >&2; exit 1; }

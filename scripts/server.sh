@@ -39,11 +39,13 @@ free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1
 # sessions are created with it and an inset of 100; without, with no body.
 create_sessions() {
   python3 - "$@" <<'PY'
-import http.client, json, sys, urllib.parse
+import http.client, json, os, sys, urllib.parse
 base, count, path = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 behavior = sys.argv[4] if len(sys.argv) > 4 else ""
 body = json.dumps({"inset": 100, "behavior": behavior}) if behavior else None
 headers = {"Content-Type": "application/json"} if behavior else {}
+if os.environ.get("BENCH_AUTH"):  # a server with --auth-token-file
+    headers["Authorization"] = "Bearer " + os.environ["BENCH_AUTH"]
 url = urllib.parse.urlsplit(base)
 connection = http.client.HTTPConnection(url.hostname, url.port)
 with open(path, "w") as out:

@@ -21,6 +21,12 @@ struct Problem: Error, Equatable {
         /// configuration (a Redis user without `+time`), which an operator
         /// must fix, told apart from an outage.
         case deadlineUnknown
+        /// RFC 6750's `invalid_token`: expired, badly signed, unknown key,
+        /// not yet valid; the client gets a new token and tries again.
+        case invalidToken
+        /// RFC 6750's `insufficient_scope`: another session, or reading
+        /// only; a new token of the same grant will not help.
+        case insufficientScope
         /// A body over the server's limit, which it names (`maxBodyBytes`),
         /// so a client can send what it holds again in parts that fit.
         case contentTooLarge(limit: Int)
@@ -52,6 +58,12 @@ struct Problem: Error, Equatable {
             case .deadlineUnknown:
                 object.member("type") { $0.string("urn:topchrome:problem:deadline-unknown") }
                 object.member("title") { $0.string("Change deadline unknown") }
+            case .invalidToken:
+                object.member("type") { $0.string("urn:topchrome:problem:invalid-token") }
+                object.member("title") { $0.string("Invalid token") }
+            case .insufficientScope:
+                object.member("type") { $0.string("urn:topchrome:problem:insufficient-scope") }
+                object.member("title") { $0.string("Insufficient scope") }
             case .contentTooLarge:
                 object.member("type") { $0.string("urn:topchrome:problem:content-too-large") }
                 object.member("title") { $0.string(Self.title(for: status)) }

@@ -26,16 +26,21 @@ extension SessionAPI {
     }
 
     /// Server-Sent Events: the current state at once, then every change.
-    func eventStream(of id: SessionID, lastEventID: String?, endpoint: Int) throws(Problem) -> MicroHTTPDResponse {
+    /// `endsAfter`: seconds until the access token that opened it expires.
+    func eventStream(of id: SessionID, lastEventID: String?, endsAfter: Int64?, endpoint: Int) throws(Problem) -> MicroHTTPDResponse {
         let lastEventID = lastEventID.flatMap { EntityTag($0.trimmingOWS.utf8) }
         let stream = ResponseStream()
         let watcher = EventStreamWatcher(id: id, stream: stream)
         // Only for a stream that goes out: the server closes it, which ends
         // the watch; one that never goes out would hold its watcher (and
         // through it the store) forever.
-        let response: @Sendable () -> StreamingResponse = { [watchers] in
-            stream.onClose { watchers.remove(watcher, for: id) }
-            var response = StreamingResponse(status: 200, headers: Self.eventStreamHeaders, stream: stream)
+        let response: @Sendable () -> StreamingResponse = { [watchers, eventStreamHeaders] in
+            stream.onClose {
+                watcher.cancelExpiry()
+                watchers.remove(watcher, for: id)
+            }
+            if let endsAfter { watcher.end(afterSeconds: endsAfter) }
+            var response = StreamingResponse(status: 200, headers: eventStreamHeaders, stream: stream)
             response.endpoint = endpoint
             return response
         }
@@ -122,14 +127,17 @@ extension SessionAPI {
 
     /// An event stream's answer to HEAD. An endless body has no length to
     /// state (RFC 9110 §8.6): a stream, ended before it began.
-    static func emptyEventStream() -> StreamingResponse {
+    static func emptyEventStream(_ headers: HTTPHeaders) -> StreamingResponse {
         let stream = ResponseStream()
         stream.finish()
-        return StreamingResponse(status: 200, headers: eventStreamHeaders, stream: stream)
+        return StreamingResponse(status: 200, headers: headers, stream: stream)
     }
 
     /// `X-Accel-Buffering: no` keeps reverse proxies (nginx) from holding events back.
-    static let eventStreamHeaders = HTTPHeaders([
-        ("Content-Type", "text/event-stream"), ("Cache-Control", "no-store"), ("X-Accel-Buffering", "no"),
-    ])
+    static func eventStreamHeaders(heartbeatSeconds: Int) -> HTTPHeaders {
+        HTTPHeaders([
+            ("Content-Type", "text/event-stream"), ("Cache-Control", "no-store"), ("X-Accel-Buffering", "no"),
+            ("TopChrome-Heartbeat", String(heartbeatSeconds)),
+        ])
+    }
 }

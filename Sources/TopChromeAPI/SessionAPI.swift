@@ -1,3 +1,7 @@
+import AccessTokens
+#if canImport(Glibc)
+import Glibc
+#endif
 import MicroHTTPD
 import RuleStatistics
 import StrictJSON
@@ -30,6 +34,8 @@ public final class SessionAPI: HTTPResponder {
     let maxBodyBytes: Int
     /// Nil when no token is configured: then requests never read it.
     private let authToken: CurrentBearerToken?
+    /// Access tokens (JWTs) for one session each; nil: none is taken.
+    private let accessGate: AccessGate?
     /// A scraper's token for `/metrics`; nil leaves `/metrics` open.
     private let metricsToken: CurrentBearerToken?
     private let metrics: ServiceMetrics
@@ -39,13 +45,18 @@ public final class SessionAPI: HTTPResponder {
     private let creationLimit: CreationRateLimit?
     /// Web pages on other origins allowed to call; nil (the default) costs one check per request.
     private let crossOrigin: CrossOriginPolicy?
+    /// An event stream's head, which names the heartbeat's interval
+    /// (`TopChrome-Heartbeat`): a client takes a stream silent for longer
+    /// than that for dead, and only the server knows its `--heartbeat`.
+    let eventStreamHeaders: HTTPHeaders
 
     public init(store: any SessionStore & SessionChangeFeed, maxBodyBytes: Int, authToken: String? = nil,
                 metricsToken: String? = nil, maxWaitSeconds: Int = 60, metrics: ServiceMetrics = ServiceMetrics(),
                 statistics: ChromeStatistics = ChromeStatistics(), moreMetrics: [any MetricsFamilies] = [],
                 readinessDetails: [any ReadinessDetail] = [], crossOrigin: CrossOriginPolicy? = nil,
-                creationRate: CreationRatePolicy? = nil) {
+                creationRate: CreationRatePolicy? = nil, heartbeatSeconds: Int = 15, accessTokens: TokenVerifier? = nil) {
         self.maxWaitSeconds = maxWaitSeconds
+        eventStreamHeaders = Self.eventStreamHeaders(heartbeatSeconds: heartbeatSeconds)
         self.store = store
         watchers = WatcherHub(feed: store)
         self.moreMetrics = moreMetrics
@@ -53,6 +64,7 @@ public final class SessionAPI: HTTPResponder {
         let token = authToken.map { CurrentBearerToken(BearerToken($0)) }
         self.authToken = token
         self.metricsToken = metricsToken.map { CurrentBearerToken(BearerToken($0)) }
+        accessGate = accessTokens.map(AccessGate.init)
         readiness = Readiness(store: { store.readiness }, details: readinessDetails, authToken: token)
         self.metrics = metrics
         self.statistics = statistics
@@ -77,6 +89,15 @@ public final class SessionAPI: HTTPResponder {
     public func replaceAuthToken(_ token: String) -> Bool {
         guard let authToken else { return false }
         authToken.replace(with: BearerToken(token))
+        return true
+    }
+
+    /// Access tokens are verified with these keys and this policy from now
+    /// on (a rotated JWKS, a new cut-off); false for an API made without.
+    @discardableResult
+    public func replaceTokenVerifier(_ verifier: TokenVerifier) -> Bool {
+        guard let accessGate else { return false }
+        accessGate.replace(with: verifier)
         return true
     }
 
@@ -131,8 +152,10 @@ public final class SessionAPI: HTTPResponder {
                         _ buffers: inout ResponseBuffers) throws(Problem) -> MicroHTTPDResponse {
         // A missing or doubled Host, like ambiguous framing, is refused by the
         // server before the request comes here (see `refusal(of:)`).
-        if let authToken, Self.isUnderV1(request.pathBytes) {
-            try authToken.value.check(request.headers["Authorization"])
+        // The access token that allowed this request, if one did: what it opens ends with it.
+        var access: AccessToken?
+        if authToken != nil || accessGate != nil, Self.isUnderV1(request.pathBytes) {
+            access = try authorize(request, route)
         }
         guard let route else {
             throw .notFound("There is no resource at this path; the API lives under /v1/sessions.")
@@ -184,7 +207,9 @@ public final class SessionAPI: HTTPResponder {
             }
             // Without If-None-Match there is no state to wait past: the answer
             // is the state now, as a read gives it (and `Prefer` is not even read).
-            if preconditions.ifNoneMatch != nil, let wait = Self.preferredWait(request, cap: maxWaitSeconds) {
+            if preconditions.ifNoneMatch != nil, let wait = Self.preferredWait(request, cap: maxWaitSeconds)
+                .map({ wait in min(Int64(wait), Self.secondsLeft(access) ?? Int64(wait)) }).flatMap({ $0 > 0 ? Int($0) : nil }) {
+                // A long-poll never waits past its token's exp (Mercure's rule): it waits less, or not at all.
                 // The wait starts from the state the feed reads once it
                 // listens to the session: no change can fall between.
                 return try waitForChange(of: id, preconditions, seconds: wait, endpoint: endpoint)
@@ -194,12 +219,14 @@ public final class SessionAPI: HTTPResponder {
         case let .events(id?):
             guard request.method == "GET" else {
                 // HEAD: the stream's headers without a stream or a watcher.
+                let headers = eventStreamHeaders
                 return try Self.respond(to: store.requestSession(id), endpoint: endpoint) { session throws(Problem) in
                     guard session != nil else { throw Self.unknownSession }
-                    return Self.emptyEventStream()
+                    return Self.emptyEventStream(headers)
                 }
             }
-            return try eventStream(of: id, lastEventID: request.headers["Last-Event-ID"], endpoint: endpoint)
+            return try eventStream(of: id, lastEventID: request.headers["Last-Event-ID"], endsAfter: Self.secondsLeft(access),
+                                   endpoint: endpoint)
         case let .inset(id?):
             let inset = try body(of: request, RequestBodies.inset)
             return try apply(.setInset(inset), to: id, request, endpoint, &buffers)
@@ -230,6 +257,21 @@ public final class SessionAPI: HTTPResponder {
         let condition = try Self.preconditions(of: request).forChange
         return try Self.respond(to: store.requestApply(inputs, to: id, if: condition), Changed(), endpoint: endpoint,
                                 reusing: &buffers)
+    }
+
+    /// The global token passes everything; else an access token passes what it allows.
+    /// Returns the access token, nil for the global one.
+    private func authorize(_ request: MicroHTTPDRequest, _ route: Route?) throws(Problem) -> AccessToken? {
+        guard let authorization = request.headers["Authorization"] else { throw BearerToken.missing }
+        guard let credentials = BearerToken.credentials(in: authorization) else { throw BearerToken.invalid }
+        if let authToken, authToken.value.matches(credentials) { return nil }
+        guard let accessGate else { throw BearerToken.invalid }
+        return try accessGate.authorize(credentials, request.method, on: route)
+    }
+
+    /// Seconds the access token has left (none: nil); a watch ends by then.
+    private static func secondsLeft(_ access: AccessToken?) -> Int64? {
+        access.map { $0.expiresAt - Int64(time(nil)) }
     }
 
     /// `/metrics` tells what `/readyz` keeps to operators (state-file

@@ -75,7 +75,7 @@ struct ChromePrediction {
     }
 
     /// The service's state, from the event stream (in order, each version once).
-    mutating func reconcile(with state: ChromeState) {
+    mutating func reconcile(with state: SessionState) {
         let isIncluded = { (entry: Unanswered) in entry.seq.map { $0 <= state.lastSeq ?? 0 } ?? false }
         let included = unanswered.filter(isIncluded)
         unanswered.removeAll(where: isIncluded)
@@ -84,11 +84,7 @@ struct ChromePrediction {
         // here when that report was made here (or none came since).
         let walked = base.map { replaying(included, on: $0) }
         let sameWalk = walked?.behavior == state.behavior && state.lastSeq == (included.last?.seq ?? base?.lastAppliedSeq)
-        let served = State(
-            inset: state.inset, isRevealed: state.isRevealed, version: UInt64(clamping: max(state.version, 1)),
-            lastAppliedSeq: state.lastSeq, behavior: state.behavior, snap: state.snap,
-            chosenCollapsibleHeight: state.collapsibleHeight == state.inset ? nil : Float(state.collapsibleHeight),
-            trackedHeightOffset: Float(state.heightOffset), lastOffset: sameWalk ? walked?.lastOffset : nil)
+        let served = State(served: state, lastOffset: sameWalk ? walked?.lastOffset : nil)
         base = served
         predicted = replaying(unanswered, on: served)
     }

@@ -9,7 +9,7 @@ extension ChromeSession {
     /// the service's state names it.
     @discardableResult
     public func setBehavior(_ behavior: RevealBehavior, collapsibleHeight: Double? = nil,
-                            snap: Bool = false) async throws -> ChromeState {
+                            snap: Bool = false) async throws -> SessionState {
         if let collapsibleHeight, !collapsibleHeight.isFinite {
             throw TopChromeError.invalidValue("collapsibleHeight \(collapsibleHeight) is not finite")
         }

@@ -78,14 +78,14 @@ extension ChromeSession {
         }
     }
 
-    func send(_ command: Command) async throws -> ChromeState? {
+    func send(_ command: Command) async throws -> SessionState? {
         let path = "v1/sessions/\(id)"
         let request: URLRequest
         switch command {
         case let .inset(inset):
-            request = try await client.request("PUT", path + "/inset", body: TopChromeClient.encode(InsetBody(inset: inset)))
+            request = try await client.request("PUT", path + "/inset", body: ChromeService.encode(InsetBody(inset: inset)))
         case let .behavior(settings):
-            request = try await client.request("PUT", path + "/behavior", body: TopChromeClient.encode(settings))
+            request = try await client.request("PUT", path + "/behavior", body: ChromeService.encode(settings))
         case .disappear:
             request = try await client.request("POST", path + "/disappear")
         case .read:
@@ -95,7 +95,7 @@ extension ChromeSession {
             end(with: .sessionGone(id: id), streamsFinishing: false)
             return nil
         }
-        let state = try TopChromeClient.decodeState(try await client.send(request, sessionID: id))
+        let state = try ChromeService.decodeState(try await client.send(request, sessionID: id))
         learn(state)
         return state
     }
@@ -115,7 +115,7 @@ extension ChromeSession {
         var retry = 0
         var firstFailure: ContinuousClock.Instant?
         while ending == nil {
-            let outcome: TopChromeClient.Outcome
+            let outcome: ChromeService.Outcome
             do {
                 let body = try batch.body()
                 outcome = try await client.attempt(client.request("POST", "v1/sessions/\(id)/scroll", body: body), sessionID: id)
@@ -125,7 +125,7 @@ extension ChromeSession {
             }
             switch outcome {
             case let .success(data, _, staleReports):
-                let state = try? TopChromeClient.decodeState(data)
+                let state = try? ChromeService.decodeState(data)
                 if let state { learn(state) }
                 // Only a batch stale as a whole is sent again: one partly
                 // applied would be applied twice.

@@ -16,7 +16,7 @@ import TopChromeCore
 /// separate queues.
 public actor ChromeSession {
     public nonisolated let id: String
-    let client: TopChromeClient
+    let client: ChromeService
 
     /// A change or read waiting its turn; `ticket` orders them for `flush`.
     struct Operation {
@@ -40,9 +40,9 @@ public actor ChromeSession {
 
     var queue: [Operation] = []
     /// Continuations of commands, by waiter key, until answered or cancelled.
-    var waiters: [UInt64: CheckedContinuation<ChromeState?, any Error>] = [:]
+    var waiters: [UInt64: CheckedContinuation<SessionState?, any Error>] = [:]
     /// The command being sent, and the task sending it (cancelled with its caller).
-    var inFlight: (waiter: UInt64, task: Task<ChromeState?, any Error>)?
+    var inFlight: (waiter: UInt64, task: Task<SessionState?, any Error>)?
     var nextKey: UInt64 = 0
     /// The last ticket handed out, and the last one done (sent, failed or dropped).
     var lastTicket: UInt64 = 0
@@ -67,9 +67,9 @@ public actor ChromeSession {
     /// are numbered above it, from 1 for a new session. Not the clock: a
     /// clock stepped back would make every report stale.
     var lastSeq: UInt64 = 0
-    private var streams: [UInt64: AsyncThrowingStream<ChromeState, any Error>.Continuation] = [:]
+    private var streams: [UInt64: AsyncThrowingStream<SessionState, any Error>.Continuation] = [:]
 
-    init(id: String, client: TopChromeClient, known state: ChromeState?) {
+    init(id: String, client: ChromeService, known state: SessionState?) {
         self.id = id
         self.client = client
         bodyLimit = client.configuration.maximumBodyBytes
@@ -129,19 +129,19 @@ public actor ChromeSession {
 
     /// Sets the inset, after everything queued before it.
     @discardableResult
-    public func setInset(_ inset: Double) async throws -> ChromeState {
+    public func setInset(_ inset: Double) async throws -> SessionState {
         guard inset.isFinite else { throw TopChromeError.invalidValue("inset \(inset) is not finite") }
         return try await perform(.inset(inset))
     }
 
     /// The screen went away: the island is revealed for the next one.
     @discardableResult
-    public func disappear() async throws -> ChromeState {
+    public func disappear() async throws -> SessionState {
         try await perform(.disappear)
     }
 
     /// The service's state, read after everything queued before this call.
-    public func state() async throws -> ChromeState {
+    public func state() async throws -> SessionState {
         try await perform(.read)
     }
 
@@ -214,18 +214,18 @@ public actor ChromeSession {
 
     /// A state seen anywhere (an answer, the event stream): reports are
     /// numbered above the highest seq it says was applied.
-    func learn(_ state: ChromeState) {
+    func learn(_ state: SessionState) {
         if let applied = state.lastSeq, applied > lastSeq { lastSeq = applied }
     }
 
-    func perform(_ command: Command) async throws -> ChromeState {
+    func perform(_ command: Command) async throws -> SessionState {
         guard let state = try await run(command) else {
             throw TopChromeError.malformedResponse("no state in the answer")
         }
         return state
     }
 
-    private func run(_ command: Command) async throws -> ChromeState? {
+    private func run(_ command: Command) async throws -> SessionState? {
         if let ending {
             if case .delete = command, case .sessionGone = ending { return nil }
             throw ending
@@ -280,7 +280,7 @@ public actor ChromeSession {
         for continuation in open.values { continuation.finish(throwing: error) }
     }
 
-    func register(_ continuation: AsyncThrowingStream<ChromeState, any Error>.Continuation) -> UInt64? {
+    func register(_ continuation: AsyncThrowingStream<SessionState, any Error>.Continuation) -> UInt64? {
         if let ending {
             continuation.finish(throwing: ending)
             return nil

@@ -27,9 +27,9 @@ final class EventStreamConnection: Sendable {
     /// `bufferLimit`: pieces a slow reader may fall behind by; beyond that
     /// the connection ends (the stream reconnects with `Last-Event-ID`, so
     /// nothing is lost but the time).
-    init(_ request: URLRequest, idleTimeout: Double, bufferLimit: Int) {
+    init(_ request: URLRequest, bufferLimit: Int) {
         (pieces, continuation) = AsyncThrowingStream.makeStream(of: Piece.self, bufferingPolicy: .bufferingOldest(bufferLimit))
-        let transfer = CurlTransfer(request, idleTimeout: idleTimeout, continuation: continuation)
+        let transfer = CurlTransfer(request, continuation: continuation)
         // Also when the reader's task is cancelled: the connection closes.
         continuation.onTermination = { _ in transfer.cancel() }
         Thread { transfer.run() }.start()
@@ -38,6 +38,11 @@ final class EventStreamConnection: Sendable {
     func close() {
         continuation.finish()
     }
+
+    /// Ends the stream with `error` (a silence past its limit), as if the connection failed.
+    func close(failing error: any Error) {
+        continuation.finish(throwing: error)
+    }
 }
 
 /// The transfer behind one `EventStreamConnection`. `run()` owns the easy
@@ -45,7 +50,6 @@ final class EventStreamConnection: Sendable {
 /// socket down, which ends libcurl's wait at once.
 private final class CurlTransfer: @unchecked Sendable {
     private let request: URLRequest
-    private let idleTimeout: Double
     private let continuation: AsyncThrowingStream<EventStreamPiece, any Error>.Continuation
 
     private let lock = NSLock()
@@ -57,11 +61,11 @@ private final class CurlTransfer: @unchecked Sendable {
     private var announced = false
     private var retryAfter: String?
     private var contentType: String?
+    private var heartbeat: String?
+    private var challenge: String?
 
-    init(_ request: URLRequest, idleTimeout: Double,
-         continuation: AsyncThrowingStream<EventStreamPiece, any Error>.Continuation) {
+    init(_ request: URLRequest, continuation: AsyncThrowingStream<EventStreamPiece, any Error>.Continuation) {
         self.request = request
-        self.idleTimeout = idleTimeout
         self.continuation = continuation
     }
 
@@ -89,17 +93,12 @@ private final class CurlTransfer: @unchecked Sendable {
             curl_easy_cleanup(easy)
         }
         let me = Unmanaged.passUnretained(self).toOpaque()
-        // Whole seconds: libcurl's unit. Below one byte a second for that
-        // long (no state, no heartbeat) the connection counts as dead;
-        // 0 turns the check off, libcurl's "never".
-        let idleSeconds = idleWholeSeconds
         _ = ccurl_setopt_string(easy, CURLOPT_URL, url)
         _ = ccurl_setopt_list(easy, CURLOPT_HTTPHEADER, headers)
         // No signals: the thread is the app's, and so are its handlers.
         _ = ccurl_setopt_long(easy, CURLOPT_NOSIGNAL, 1)
-        _ = ccurl_setopt_long(easy, CURLOPT_CONNECTTIMEOUT, idleSeconds)
-        _ = ccurl_setopt_long(easy, CURLOPT_LOW_SPEED_LIMIT, 1)
-        _ = ccurl_setopt_long(easy, CURLOPT_LOW_SPEED_TIME, idleSeconds)
+        // No timeouts of libcurl's: silence is `StreamIdleWatch`'s to judge,
+        // with the limit the service names once it answers.
         _ = ccurl_setopt_pointer(easy, CURLOPT_WRITEDATA, me)
         _ = ccurl_setopt_data_callback(easy, CURLOPT_WRITEFUNCTION) { bytes, size, count, me in
             CurlTransfer.from(me).received(bytes, size * count)
@@ -132,12 +131,6 @@ private final class CurlTransfer: @unchecked Sendable {
         } else {
             continuation.finish(throwing: failure(code))
         }
-    }
-
-    /// The idle timeout in whole seconds, at least one; 0 (never) for one
-    /// too long to count in them, as `.infinity` asks.
-    private var idleWholeSeconds: Int {
-        idleTimeout < Double(Int32.max) ? max(1, Int(idleTimeout.rounded(.up))) : 0
     }
 
     private static func from(_ pointer: UnsafeMutableRawPointer?) -> CurlTransfer {
@@ -174,12 +167,17 @@ private final class CurlTransfer: @unchecked Sendable {
         if line.hasPrefix("HTTP/") {
             retryAfter = nil
             contentType = nil
+            heartbeat = nil
         } else if let colon = line.firstIndex(of: ":") {
             let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespacesAndNewlines)
             if line[..<colon].caseInsensitiveCompare("Retry-After") == .orderedSame {
                 retryAfter = value
             } else if line[..<colon].caseInsensitiveCompare("Content-Type") == .orderedSame {
                 contentType = value
+            } else if line[..<colon].caseInsensitiveCompare("TopChrome-Heartbeat") == .orderedSame {
+                heartbeat = value
+            } else if line[..<colon].caseInsensitiveCompare("WWW-Authenticate") == .orderedSame {
+                challenge = value
             }
         }
         return count
@@ -202,7 +200,8 @@ private final class CurlTransfer: @unchecked Sendable {
         announced = true
         var status = 0
         _ = ccurl_response_code(easy, &status)
-        continuation.yield(.head(status: status, retryAfter: retryAfter, contentType: contentType))
+        continuation.yield(.head(status: status, retryAfter: retryAfter, contentType: contentType, heartbeat: heartbeat,
+                                 challenge: challenge))
     }
 
     /// The reason in our words (``TransferFailure``), as the URLError a
@@ -210,8 +209,7 @@ private final class CurlTransfer: @unchecked Sendable {
     private func failure(_ code: CURLcode) -> URLError {
         var systemError = 0
         if let easy { _ = ccurl_os_errno(easy, &systemError) }
-        let reason = TransferFailure.reason(code, systemError: Int32(truncatingIfNeeded: systemError), answered: announced,
-                                            idleSeconds: idleWholeSeconds)
+        let reason = TransferFailure.reason(code, systemError: Int32(truncatingIfNeeded: systemError), answered: announced)
         let kind: URLError.Code = switch code {
         case CURLE_COULDNT_RESOLVE_HOST: .cannotFindHost
         case CURLE_COULDNT_CONNECT: .cannotConnectToHost
@@ -226,7 +224,7 @@ private final class CurlTransfer: @unchecked Sendable {
 /// "cannot reach URL (…)" can act on (refused, timed out, DNS, TLS), not
 /// libcurl's messages, which name its internals and change between versions.
 enum TransferFailure {
-    static func reason(_ code: CURLcode, systemError: Int32, answered: Bool, idleSeconds: Int) -> String {
+    static func reason(_ code: CURLcode, systemError: Int32, answered: Bool) -> String {
         switch code {
         case CURLE_COULDNT_RESOLVE_HOST:
             return "DNS failed: the server's name does not resolve"
@@ -241,8 +239,7 @@ enum TransferFailure {
             default: return "cannot connect: \(String(cString: strerror(systemError)))"
             }
         case CURLE_OPERATION_TIMEDOUT:
-            return answered ? "timed out: nothing arrived for \(idleSeconds) s, not even a heartbeat"
-                : "timed out: no answer within \(idleSeconds) s"
+            return answered ? "timed out: nothing more arrived" : "timed out: no answer"
         case CURLE_SSL_CONNECT_ERROR, CURLE_SSL_CERTPROBLEM, CURLE_SSL_CIPHER, CURLE_SSL_CACERT_BADFILE,
              CURLE_SSL_ISSUER_ERROR, CURLE_SSL_PINNEDPUBKEYNOTMATCH, CURLE_SSL_INVALIDCERTSTATUS:
             return "TLS failed: no secure connection could be made"

@@ -11,7 +11,7 @@ extension ChromeSession {
     /// deleted (also when that is found on reconnecting), and throws
     /// `TopChromeError.sessionGone` if it did not exist when the stream
     /// opened. Cancelling the task that reads it closes the connection.
-    public nonisolated func states() -> AsyncThrowingStream<ChromeState, any Error> {
+    public nonisolated func states() -> AsyncThrowingStream<SessionState, any Error> {
         states(onConnection: { _ in })
     }
 
@@ -21,7 +21,7 @@ extension ChromeSession {
     /// if it will). The stream itself keeps reconnecting as `states()` does.
     public nonisolated func states(
         onConnection: @escaping @Sendable (StreamConnectionEvent) -> Void
-    ) -> AsyncThrowingStream<ChromeState, any Error> {
+    ) -> AsyncThrowingStream<SessionState, any Error> {
         states(onConnection: onConnection, onWait: { _ in })
     }
 
@@ -31,9 +31,9 @@ extension ChromeSession {
     package nonisolated func states(
         onConnection: @escaping @Sendable (StreamConnectionEvent) -> Void,
         onWait: @escaping @Sendable (Double) -> Void
-    ) -> AsyncThrowingStream<ChromeState, any Error> {
+    ) -> AsyncThrowingStream<SessionState, any Error> {
         let (stream, output) = AsyncThrowingStream.makeStream(
-            of: ChromeState.self, bufferingPolicy: .bufferingNewest(max(1, client.configuration.stateBufferLimit)))
+            of: SessionState.self, bufferingPolicy: .bufferingNewest(max(1, client.configuration.stateBufferLimit)))
         let follower = StateFollower(session: self, onConnection: onConnection, onWait: onWait)
         let task = Task { await follower.run(into: output) }
         output.onTermination = { _ in task.cancel() }
@@ -60,9 +60,9 @@ struct StateFollower: Sendable {
     let session: ChromeSession
     var onConnection: @Sendable (StreamConnectionEvent) -> Void = { _ in }
     var onWait: @Sendable (Double) -> Void = { _ in }
-    var client: TopChromeClient { session.client }
+    var client: ChromeService { session.client }
 
-    func run(into output: AsyncThrowingStream<ChromeState, any Error>.Continuation) async {
+    func run(into output: AsyncThrowingStream<SessionState, any Error>.Continuation) async {
         guard let key = await session.register(output) else { return }
         do {
             try await follow(into: output)
@@ -75,30 +75,40 @@ struct StateFollower: Sendable {
 
     /// A reconnection names the last event it has, so the service does not
     /// send that state again.
-    func request(lastEventID: String) async throws -> URLRequest {
-        var request = try await client.request("GET", "v1/sessions/\(session.id)/events")
+    func request(lastEventID: String, refusedToken: String? = nil) async throws -> URLRequest {
+        var request = try await client.request("GET", "v1/sessions/\(session.id)/events", refusedToken: refusedToken)
         request.setValue("text/event-stream", forHTTPHeaderField: "Accept")
         request.setValue("no-cache", forHTTPHeaderField: "Cache-Control")
-        request.timeoutInterval = Self.urlTimeout(client.configuration.streamIdleTimeout)
+        // Silence is `StreamIdleWatch`'s to judge, with the limit the service names.
+        request.timeoutInterval = Self.never
         if !lastEventID.isEmpty { request.setValue(lastEventID, forHTTPHeaderField: "Last-Event-ID") }
         return request
     }
 
-    private func follow(into output: AsyncThrowingStream<ChromeState, any Error>.Continuation) async throws {
+    private func follow(into output: AsyncThrowingStream<SessionState, any Error>.Continuation) async throws {
         var parser = ServerSentEventParser()
         /// The last state yielded, and its event id (`<version>.<tag>`).
-        var lastYielded: (id: String, state: ChromeState)?
+        var lastYielded: (id: String, state: SessionState)?
         // The backoff starts again only after a connection that stayed up
         // `stableConnectionInterval`: an answer that is cut at once (a
         // proxy, a captive portal, a crashing server) is retried ever more
         // slowly, not every few hundred milliseconds forever.
         var retry = 0
         var failures = 0
+        /// The heartbeat's interval the service last named, in seconds.
+        var heartbeat: Double?
+        let configuredIdleLimit = client.configuration.streamIdleTimeout
+        /// The token the service refused or the last stream ended with: the
+        /// next connection asks for a new one.
+        var refusedToken: String?
+        let tokensRenew = if case .provider = client.token { true } else { false }
         while true {
             try Task.checkCancellation()
             let request: URLRequest
+            let renewing = refusedToken != nil
             do {
-                request = try await self.request(lastEventID: parser.lastEventID)
+                request = try await self.request(lastEventID: parser.lastEventID, refusedToken: refusedToken)
+                refusedToken = nil
             } catch let error as CancellationError {
                 throw error
             } catch {
@@ -109,17 +119,32 @@ struct StateFollower: Sendable {
             var retryAfter: Double?
             var interruption: TopChromeError?
             var connectedAt: ContinuousClock.Instant?
-            let connection = EventStreamConnection(request, idleTimeout: client.configuration.streamIdleTimeout,
-                                                   bufferLimit: 1024)
-            defer { connection.close() }
+            let connection = EventStreamConnection(request, bufferLimit: 1024)
+            var idleWatch = StreamIdleWatch(connection)
+            idleWatch.restart(seconds: StreamIdleLimit.seconds(configured: configuredIdleLimit, heartbeat: heartbeat), answered: false)
+            defer {
+                idleWatch.stop()
+                connection.close()
+            }
             do {
                 var status: Int?
                 var refusal = Data()
-                for try await piece in connection.pieces {
+                var tokenEnded = false
+                reading: for try await piece in connection.pieces {
+                    if case let .head(200, _, _, heartbeatHeader, _) = piece, let named = StreamIdleLimit.heartbeat(header: heartbeatHeader) {
+                        heartbeat = named
+                    }
+                    idleWatch.restart(seconds: StreamIdleLimit.seconds(configured: configuredIdleLimit, heartbeat: heartbeat),
+                                      answered: true)
                     switch piece {
-                    case let .head(code, retryAfterHeader, contentType):
+                    case let .head(code, retryAfterHeader, contentType, _, challenge):
                         status = code
-                        retryAfter = retryAfterHeader.flatMap(TopChromeClient.seconds(retryAfter:))
+                        // Refused at the door (expired, revoked, rotated): once with a new one.
+                        if tokensRenew, !renewing, ChromeService.refusesTokenAsInvalid(status: code, challenge: challenge) {
+                            tokenEnded = true
+                            break reading
+                        }
+                        retryAfter = retryAfterHeader.flatMap(ChromeService.seconds(retryAfter:))
                         if code == 200 {
                             // Anything but an event stream is not the service
                             // (a captive portal's page, a proxy's answer): a failure.
@@ -135,7 +160,7 @@ struct StateFollower: Sendable {
                         for event in parser.feed(data) {
                             switch event.type {
                             case "state":
-                                let state = try TopChromeClient.decodeState(Data(event.data.utf8))
+                                let state = try ChromeService.decodeState(Data(event.data.utf8))
                                 // By id, not version, and inequality, not "greater than": a
                                 // service restored from an older state file or a Redis
                                 // failover counts again from a lower version, or names
@@ -149,6 +174,12 @@ struct StateFollower: Sendable {
                                 }
                             case "deleted":
                                 return
+                            case "expired":
+                                // The service ends a stream when its token
+                                // expires: on at once with a new one, from
+                                // the last event, so no state is missed.
+                                tokenEnded = true
+                                break reading
                             default:
                                 break
                             }
@@ -157,7 +188,11 @@ struct StateFollower: Sendable {
                         refusal.append(data)
                     }
                 }
-                switch status.map({ TopChromeClient.classify(status: $0, body: refusal, sessionID: session.id, retryAfter: nil) }) {
+                if tokenEnded {
+                    refusedToken = ChromeService.bearerToken(of: request) ?? ""
+                    continue
+                }
+                switch status.map({ ChromeService.classify(status: $0, body: refusal, sessionID: session.id, retryAfter: nil) }) {
                 case .failure(.sessionGone) where lastYielded != nil:
                     // Deleted (or expired) while the stream was cut: the
                     // end its `deleted` event would have brought.
@@ -202,11 +237,9 @@ struct StateFollower: Sendable {
         }
     }
 
-    /// A timeout URLSession takes: "never" as a year, since FoundationNetworking
+    /// "Never" as a timeout URLSession takes: a year, since FoundationNetworking
     /// traps on an infinite one (converting it to whole milliseconds).
-    static func urlTimeout(_ seconds: Double) -> Double {
-        seconds.isFinite ? seconds : 365 * 86_400
-    }
+    static let never: Double = 365 * 86_400
 
     /// `text/event-stream`, with or without parameters, in any case.
     static func isEventStream(_ contentType: String?) -> Bool {

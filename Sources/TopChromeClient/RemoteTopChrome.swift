@@ -30,12 +30,12 @@ import TopChromeCore
     /// How the chrome follows scrolling, as the service's latest state says.
     public private(set) var behavior: RevealBehavior = .revealAtTop
     /// Whether `inset` and `isRevealed` are live, being retried, or stopped.
-    public private(set) var connection: ConnectionState = .stopped
+    public internal(set) var connection: ConnectionState = .stopped
     /// Why the mirror is not live (or a `disappear` failed): `.sessionGone`
     /// (deleted, or expired after the service's idle TTL), `.rejected`
     /// (a 401 with a wrong token, say), `.unavailable` (503, 429), or
     /// `.transport` (offline). Cleared when the stream is live again.
-    public private(set) var lastError: TopChromeError?
+    public internal(set) var lastError: TopChromeError?
     /// Why the last reports that failed for good never reached the service
     /// (refused, out of reach past `reportRetention`, dropped past
     /// `maximumQueuedReports`); kept apart from `lastError`, which a
@@ -60,9 +60,13 @@ import TopChromeCore
     /// prediction; one task hands them to the session.
     @ObservationIgnored private let outbox: ReportOutbox
     /// Where the sessions' news wait for this object (see `SessionNewsRelay`).
-    @ObservationIgnored private let news: SessionNewsRelay
+    @ObservationIgnored let news: SessionNewsRelay
     /// The session the relay hears, for `deinit`, which runs off the main actor.
     @ObservationIgnored private nonisolated let observed: ObservedSession
+    /// The service played in memory, for one made by `local(_:)`; nil: the real one.
+    @ObservationIgnored var local: LocalChrome?
+    /// What a local `follow()` waits on; ended by a local delete.
+    @ObservationIgnored var localFollowing: Task<Void, Never>?
 
     /// Until the first state arrives: no inset, island shown, as at the top.
     public init(session: ChromeSession) {
@@ -88,6 +92,7 @@ import TopChromeCore
     /// following ends for good (`connection == .stopped`: the session is
     /// gone and `onSessionGone` gave none, or the service refused).
     public func follow() async {
+        if local != nil { return await followLocally() }
         // The relay holds this object only while it follows (which holds it
         // anyway), so the session never keeps it alive afterwards.
         news.target = self
@@ -156,7 +161,7 @@ import TopChromeCore
     }
 
     private enum Update: Sendable {
-        case state(ChromeState)
+        case state(SessionState)
         case connection(StreamConnectionEvent)
         case waiting(Double)
         case ended((any Error)?)
@@ -192,6 +197,10 @@ import TopChromeCore
     /// requests go out at most one per `minimumSendInterval`.
     public func report(contentOffsetY: Double, contentInsetTop: Double, phase: ScrollReport.Phase? = nil,
                        contentHeight: Double? = nil, viewportHeight: Double? = nil) {
+        if local != nil {
+            return moveLocally(.scroll(ScrollReport(contentOffsetY: contentOffsetY, contentInsetTop: contentInsetTop, phase: phase,
+                                                      contentHeight: contentHeight, viewportHeight: viewportHeight)))
+        }
         // One the service would refuse moves nothing here either.
         if let reason = ChromeSession.refusal(contentOffsetY: contentOffsetY, contentInsetTop: contentInsetTop,
                                               contentHeight: contentHeight, viewportHeight: viewportHeight) {
@@ -208,6 +217,7 @@ import TopChromeCore
     /// The screen went away: the island shows at once, for the next screen,
     /// and the service is told.
     public func disappear() {
+        if local != nil { return moveLocally(.disappear) }
         outbox.prediction.disappear()
         showPrediction()
         if !isRevealed { isRevealed = true }
@@ -220,26 +230,33 @@ import TopChromeCore
     /// names it, as it takes every change the service makes.
     @discardableResult
     public func setBehavior(_ behavior: RevealBehavior, collapsibleHeight: Double? = nil,
-                            snap: Bool = false) async throws -> ChromeState {
+                            snap: Bool = false) async throws -> SessionState {
+        if local != nil {
+            return try changeLocally(.setBehavior(RevealSettings(behavior: behavior, collapsibleHeight: collapsibleHeight.map(Float.init),
+                                                                 snap: snap)))
+        }
         await outbox.drain()
         return try await session.setBehavior(behavior, collapsibleHeight: collapsibleHeight, snap: snap)
     }
 
     /// Sets the inset, after every report and change made before it.
     @discardableResult
-    public func setInset(_ inset: Double) async throws -> ChromeState {
+    public func setInset(_ inset: Double) async throws -> SessionState {
+        if local != nil { return try changeLocally(.setInset(inset)) }
         await outbox.drain()
         return try await session.setInset(inset)
     }
 
     /// The service's state, read after every report and change made before this call.
-    public func state() async throws -> ChromeState {
+    public func state() async throws -> SessionState {
+        if let local { return try local.answer() }
         await outbox.drain()
         return try await session.state()
     }
 
     /// Deletes the session, after every report and change made before it.
     public func delete() async throws {
+        if local != nil { return try deleteLocally() }
         await outbox.drain()
         try await session.delete()
     }
@@ -247,6 +264,7 @@ import TopChromeCore
     /// Returns when every report and change made before this call has been
     /// sent or has failed; throws a report's failure since the last flush.
     public func flush() async throws {
+        if local != nil { return }
         await outbox.drain()
         try await session.flush()
     }
@@ -255,6 +273,7 @@ import TopChromeCore
     /// when it is sent (call it inside a background task). A failure is
     /// kept in `lastReportError`.
     public func suspend() async {
+        if local != nil { return }
         await outbox.drain()
         await session.suspend()
     }
@@ -297,7 +316,7 @@ import TopChromeCore
         showPrediction()
     }
 
-    private func apply(_ state: ChromeState) {
+    func apply(_ state: SessionState) {
         outbox.prediction.reconcile(with: state)
         showPrediction()
     }

@@ -75,8 +75,8 @@ struct ScrollBatch: Sendable {
 
     /// One report as an object, as before batches; more as an array.
     func body() throws -> Data {
-        if reports.count == 1 { return try TopChromeClient.encode(reports[0]) }
-        return try TopChromeClient.encode(reports)
+        if reports.count == 1 { return try ChromeService.encode(reports[0]) }
+        return try ChromeService.encode(reports)
     }
 
     private static func encodedBytes(of report: ScrollReportBody) -> Int {

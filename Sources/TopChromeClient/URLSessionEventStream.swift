@@ -5,7 +5,9 @@ import FoundationNetworking
 
 /// What an event stream's connection hands its reader, as it arrives.
 enum EventStreamPiece: Sendable {
-    case head(status: Int, retryAfter: String?, contentType: String?)
+    /// `heartbeat`: the `TopChrome-Heartbeat` header, the service's interval
+    /// in seconds; `challenge`: `WWW-Authenticate` (why a token was refused).
+    case head(status: Int, retryAfter: String?, contentType: String?, heartbeat: String?, challenge: String?)
     case body(Data)
 }
 
@@ -27,10 +29,10 @@ final class EventStreamConnection: NSObject, URLSessionDataDelegate, Sendable {
     /// `bufferLimit`: pieces a slow reader may fall behind by; beyond that
     /// the connection ends (the stream reconnects with `Last-Event-ID`, so
     /// nothing is lost but the time).
-    init(_ request: URLRequest, idleTimeout: Double, bufferLimit: Int) {
+    init(_ request: URLRequest, bufferLimit: Int) {
         (pieces, continuation) = AsyncThrowingStream.makeStream(of: Piece.self, bufferingPolicy: .bufferingOldest(bufferLimit))
         let configuration = URLSessionConfiguration.ephemeral
-        configuration.timeoutIntervalForRequest = StateFollower.urlTimeout(idleTimeout)
+        configuration.timeoutIntervalForRequest = StateFollower.never
         let delegate = Delegate(continuation)
         urlSession = URLSession(configuration: configuration, delegate: delegate, delegateQueue: nil)
         task = urlSession.dataTask(with: request)
@@ -46,6 +48,11 @@ final class EventStreamConnection: NSObject, URLSessionDataDelegate, Sendable {
 
     func close() {
         continuation.finish()
+    }
+
+    /// Ends the stream with `error` (a silence past its limit), as if the connection failed.
+    func close(failing error: any Error) {
+        continuation.finish(throwing: error)
     }
 
     /// Hands what the connection receives to the stream. The session holds
@@ -69,7 +76,9 @@ final class EventStreamConnection: NSObject, URLSessionDataDelegate, Sendable {
             }) else { return }
             let http = task.response as? HTTPURLResponse
             continuation.yield(.head(status: http?.statusCode ?? 0, retryAfter: http?.value(forHTTPHeaderField: "Retry-After"),
-                                     contentType: http?.value(forHTTPHeaderField: "Content-Type")))
+                                     contentType: http?.value(forHTTPHeaderField: "Content-Type"),
+                                     heartbeat: http?.value(forHTTPHeaderField: "TopChrome-Heartbeat"),
+                                     challenge: http?.value(forHTTPHeaderField: "WWW-Authenticate")))
         }
 
         func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {

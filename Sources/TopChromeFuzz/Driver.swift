@@ -17,7 +17,8 @@ struct FuzzTarget: Sendable {
 enum FuzzDriver {
     static let targets: [FuzzTarget] = [JSONTarget.target, RequestTarget.target, BodyTarget.target, SnapshotTarget.target,
                                            JournalTarget.target, EventStreamTarget.target, RESPTarget.target, ClusterTarget.target,
-                                           FunctionsTarget.target, WebSocketFrameTarget.target]
+                                           FunctionsTarget.target, WebSocketFrameTarget.target,
+                                           TokenTarget.target]
 
     /// Set from the first argument and exported, so processes libFuzzer
     /// starts itself (`-fork`, `-jobs`, `-merge`) run the same target.

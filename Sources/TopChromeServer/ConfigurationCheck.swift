@@ -43,6 +43,10 @@ public struct ConfigurationCheck: Sendable {
         }
         if configuration.auth.token != nil { checked.append("bearer token: read") }
         if configuration.auth.metricsToken != nil { checked.append("metrics token: read") }
+        if let verifier = configuration.tokens.verifier {
+            let count = verifier.keys.keys.count
+            checked.append("access token keys: \(count) key\(count == 1 ? "" : "s") (\(verifier.keys.keys.map(\.algorithm.rawValue).joined(separator: ", ")))")
+        }
         switch configuration.store {
         case .memory:
             if let path = configuration.stateFile.path {

@@ -1,3 +1,4 @@
+import AccessTokens
 import Locking
 import MicroHTTPD
 import TopChromeAPI
@@ -13,6 +14,10 @@ final class Reloads: @unchecked Sendable {
     private let metricsTokenFile: String?
     private let certificateFile: String?
     private let keyFile: String?
+    private let tokenKeysFile: String?
+    private let tokenPolicy: TokenVerifier.Policy
+    /// The JWKS last read, as text: an unchanged file is said to be unchanged.
+    private var tokenKeysText: String?
     private var token: String?
     private var metricsToken: String?
     private var credentials: TLSCredentials?
@@ -27,6 +32,9 @@ final class Reloads: @unchecked Sendable {
         metricsTokenFile = configuration.auth.metricsTokenFile
         metricsToken = configuration.auth.metricsToken
         credentials = configuration.httpServer.tls
+        tokenKeysFile = configuration.tokens.keysFile
+        tokenPolicy = configuration.tokens.policy
+        tokenKeysText = configuration.tokens.keysJWKS
     }
 
     /// What one reload did, for its log line.
@@ -36,7 +44,7 @@ final class Reloads: @unchecked Sendable {
         var keptSomething = false
 
         var description: String {
-            parts.isEmpty ? "nothing to reload (no --auth-token-file, --metrics-token-file, --tls-cert or --tls-key)" : parts.joined(separator: "; ")
+            parts.isEmpty ? "nothing to reload (no --auth-token-file, --metrics-token-file, --token-keys, --tls-cert or --tls-key)" : parts.joined(separator: "; ")
         }
     }
 
@@ -50,6 +58,9 @@ final class Reloads: @unchecked Sendable {
                 reload(&metricsToken, from: metricsTokenFile, "--metrics-token-file", "metrics token", into: &outcome) {
                     api.replaceMetricsToken($0)
                 }
+            }
+            if let tokenKeysFile {
+                reloadTokenKeys(from: tokenKeysFile, api: api, into: &outcome)
             }
             if let certificateFile, let keyFile {
                 reloadCertificate(from: certificateFile, keyFile, server: server, into: &outcome)
@@ -75,6 +86,27 @@ final class Reloads: @unchecked Sendable {
         replace(new)
         token = new
         outcome.parts.append("\(name) replaced")
+    }
+
+    /// A rotated JWKS: tokens signed with a new key pass, those of a removed key no longer do.
+    private func reloadTokenKeys(from path: String, api: SessionAPI, into outcome: inout Outcome) {
+        let keys: KeySet
+        let text: String
+        do {
+            text = try ServiceConfiguration.contents(of: path, "--token-keys")
+            guard text != tokenKeysText else {
+                outcome.parts.append("token keys unchanged")
+                return
+            }
+            keys = try TokenSettings.keySet(text, in: path, "--token-keys")
+        } catch {
+            outcome.keptSomething = true
+            outcome.parts.append("kept the old token keys: \(error)")
+            return
+        }
+        api.replaceTokenVerifier(TokenVerifier(keys: keys, policy: tokenPolicy))
+        tokenKeysText = text
+        outcome.parts.append("token keys replaced (\(keys.keys.count) key\(keys.keys.count == 1 ? "" : "s"))")
     }
 
     private func reloadCertificate(from certificateFile: String, _ keyFile: String, server: HTTPServer,

@@ -4,7 +4,7 @@
 /// fields (`HTTPSettings.options`, …); `options` lists the groups.
 extension ServiceConfiguration {
     /// Every option, group by group, in the order `--help` shows them.
-    static let options: [Option] = HTTPSettings.options + TLSSettings.options + AuthSettings.options
+    static let options: [Option] = HTTPSettings.options + TLSSettings.options + AuthSettings.options + TokenSettings.options
         + LimitSettings.options + SessionSettings.options + LogSettings.options
         + RedisSettings.options + StateFileSettings.options
 

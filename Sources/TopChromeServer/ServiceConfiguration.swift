@@ -7,6 +7,7 @@ public struct ServiceConfiguration: Sendable, Equatable {
     public var http = HTTPSettings()
     public var tls = TLSSettings()
     public var auth = AuthSettings()
+    public var tokens = TokenSettings()
     public var limits = LimitSettings()
     public var sessions = SessionSettings()
     public var logging = LogSettings()

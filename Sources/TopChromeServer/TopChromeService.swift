@@ -68,7 +68,8 @@ public final class TopChromeService: Sendable {
                          moreMetrics: backend.metrics + tlsFamilies + [connectionMetrics],
                          readinessDetails: backend.readinessDetails,
                          crossOrigin: CrossOriginPolicy(origins: configuration.http.corsOrigins),
-                         creationRate: configuration.limits.creationRate)
+                         creationRate: configuration.limits.creationRate,
+                         heartbeatSeconds: configuration.sessions.heartbeatSeconds, accessTokens: configuration.tokens.verifier)
         var serverConfiguration = configuration.httpServer
         serverConfiguration.descriptorBudget = budget.connections
         server = HTTPServer(configuration: serverConfiguration, responder: api,

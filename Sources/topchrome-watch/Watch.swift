@@ -12,7 +12,9 @@ enum Watch {
         Prints each state of session ID on the server at URL as it arrives, one
         line of JSON each, until the session ends. URL is an http or https URL;
         ID is 32 lowercase hex digits, not all zeros. The token file may also
-        be given as TOPCHROME_AUTH_TOKEN_FILE.
+        be given as TOPCHROME_AUTH_TOKEN_FILE; it is read again at each
+        connection and when the server refuses a token or ends the stream at
+        its expiry, so a token rotated in it is used without a restart.
 
         While the server cannot be reached, or answers 503 or 429, or says the
         session store behind it is unavailable, says so on stderr once per
@@ -78,24 +80,26 @@ enum Watch {
         }
         var token: String?
         if let tokenFile, !tokenFile.isEmpty {
-            // Through FileHandle: String(contentsOfFile:) leaks its buffer on an empty file.
-            guard let handle = FileHandle(forReadingAtPath: tokenFile),
-                  let data = try? handle.readToEnd() ?? Data(),
-                  let contents = String(data: data, encoding: .utf8) else {
-                fail("cannot read the token file \(tokenFile)", status: Status.usage)
+            do {
+                token = try readToken(from: tokenFile)
+            } catch {
+                fail(error.message, status: Status.usage)
             }
-            let word = contents.trimmingCharacters(in: .whitespacesAndNewlines)
-            // The server's own rule for its token: anything else could never match it.
-            guard !word.isEmpty, word.utf8.allSatisfy({ (0x21...0x7E).contains($0) }) else {
-                fail("the token in '\(tokenFile)' must be one word of printable ASCII", status: Status.usage)
-            }
-            token = word
         }
 
-        var configuration = TopChromeClient.Configuration()
+        var configuration = ChromeService.Configuration()
         // An operator wants to see the server back within seconds, not half a minute.
         configuration.retry.maximumDelay = 2
-        let session = TopChromeClient(baseURL: url, bearerToken: token, configuration: configuration).session(id: id)
+        // The file is read again whenever a token is needed: one rotated
+        // there (a new global token, an access token a sidecar renews
+        // before its exp) is used from the next connection on, and the
+        // stream's own renewal (a refused or expired token) finds it.
+        let service = if let tokenFile, let first = token {
+            ChromeService(baseURL: url, configuration: configuration) { _ in (try? readToken(from: tokenFile)) ?? first }
+        } else {
+            ChromeService(baseURL: url, bearerToken: token, configuration: configuration)
+        }
+        let session = service.session(id: id)
         let outages = OutageReport(server: arguments[0], firstContactAttempts: configuration.retry.maximumAttempts,
                                    showsConnection: showConnection)
         let encoder = JSONEncoder()
@@ -138,6 +142,26 @@ enum Watch {
 
     /// The service's own rule for ids: checked here so that a typo is a usage
     /// error, not a session that seems gone (or a path elsewhere on the server).
+    struct TokenFileError: Error {
+        let message: String
+    }
+
+    /// The token in `file`: one word of printable ASCII, the server's own
+    /// rule for its token (anything else could never match it).
+    static func readToken(from file: String) throws(TokenFileError) -> String {
+        // Through FileHandle: String(contentsOfFile:) leaks its buffer on an empty file.
+        guard let handle = FileHandle(forReadingAtPath: file),
+              let data = try? handle.readToEnd() ?? Data(),
+              let contents = String(data: data, encoding: .utf8) else {
+            throw TokenFileError(message: "cannot read the token file \(file)")
+        }
+        let word = contents.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard !word.isEmpty, word.utf8.allSatisfy({ (0x21...0x7E).contains($0) }) else {
+            throw TokenFileError(message: "the token in '\(file)' must be one word of printable ASCII")
+        }
+        return word
+    }
+
     static func isSessionID(_ text: String) -> Bool {
         let digits = Array(text.utf8)
         return digits.count == 32 && digits.allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TopChromeTesting
 
 /// Who gets in: the bearer token and TLS, over real connections.
 @Suite struct AccessLiveTests {
@@ -94,6 +95,5 @@ func run(_ program: String, _ arguments: [String]) throws -> (status: Int32, out
     process.standardError = pipe
     try process.run()
     let data = pipe.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+    return (process.waitForExit(), String(decoding: data, as: UTF8.self))
 }

@@ -69,6 +69,23 @@ import TopChromeTesting
         #expect(!longServer.standardOutput.contains(" warn "), "\(longServer.standardOutput)")
     }
 
+    /// A JWKS is read as a start reads it: its keys are named, and a set
+    /// that cannot be trusted (an HMAC secret of 6 bytes) is exit 2.
+    @Test func tokenKeysAreReadAsAStartReadsThem() throws {
+        let folder = try Self.folder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let good = folder.appendingPathComponent("good.json").path, weak = folder.appendingPathComponent("weak.json").path
+        try #"{"keys":[{"kty":"OKP","crv":"Ed25519","kid":"a","x":"11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"},{"kty":"oct","kid":"b","k":"AyM1SysPpbyDfgZld3umj1qzKObwVMkoqQ-EstJQLr_T-1qS0gZH75aKtMN3Yj0iPS4hcgUuTwjAzZr1Z9CAow"}]}"#
+            .write(toFile: good, atomically: true, encoding: .utf8)
+        try #"{"keys":[{"kty":"oct","k":"c2hvcnQ"}]}"#.write(toFile: weak, atomically: true, encoding: .utf8)
+        let read = try Self.check(["--token-keys", good])
+        #expect(read.status == 0, "\(read.errors)")
+        #expect(read.output.contains("access token keys: 2 keys (EdDSA, HS256)"), "\(read.output)")
+        let refused = try Self.check(["--token-keys", weak])
+        #expect(refused.status == 2)
+        #expect(refused.errors.contains("--token-keys"), "\(refused.errors)")
+    }
+
     /// TLS files are loaded as the server would load them: a key that does
     /// not belong to the certificate is found now, not at the next start.
     @Test func tlsFilesThatCannotServeExit2() throws {

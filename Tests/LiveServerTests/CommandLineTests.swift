@@ -19,9 +19,9 @@ import TopChromeTesting
         git.standardError = FileHandle.nullDevice
         guard (try? git.run()) != nil else { return "unknown" }
         let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        git.waitUntilExit()
+        let status = git.waitForExit()
         let commit = text.trimmingCharacters(in: .whitespacesAndNewlines)
-        return git.terminationStatus == 0 && !commit.isEmpty ? commit : "unknown"
+        return status == 0 && !commit.isEmpty ? commit : "unknown"
     }()
 
     /// Runs `topchrome` with `arguments` to its end: status, stdout, stderr.

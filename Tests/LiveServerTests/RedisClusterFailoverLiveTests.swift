@@ -24,9 +24,9 @@ import TopChromeTesting
         let others = cluster.servers.filter { $0.port != victim.port }.map(\.node)
         let observer = try LiveServer(store: .redis(.seeds(others)), keyPrefix: "failover:")
         #expect(observer.waitUntilReady())
-        // Replication is asynchronous: give the new session time to reach
-        // the replica (microseconds on loopback), or the failover loses it.
-        usleep(500_000)
+        // Replication is asynchronous: the new session must have reached
+        // the replica, or the failover loses it.
+        try cluster.waitUntilReplicated(from: victim)
         victim.stop()
         var answered: ReceivedResponse?
         let deadline = Date().addingTimeInterval(30)

@@ -1,3 +1,4 @@
+import AccessTokens
 import Foundation
 import Testing
 
@@ -204,6 +205,42 @@ import Testing
         #expect(try metric("topchrome_tls_last_reload_successful", server.port, trusting: first.caPath) == 0)
         let expiry = try #require(try metric("topchrome_tls_certificate_expiry_timestamp_seconds", server.port, trusting: first.caPath))
         #expect(abs(expiry - (Date().timeIntervalSince1970 + 86_400)) < 300, "still the old certificate's: \(expiry)")
+        server.signal(SIGTERM)
+        #expect(server.waitForExit(within: 10) == 0)
+    }
+}
+
+/// `--token-keys` on SIGHUP: a rotated JWKS takes effect without a restart.
+@Suite struct TokenKeysReloadLiveTests {
+    @Test func aKeyRotatedInTheJWKSFileTakesEffectOnSighup() throws {
+        let reloads = try ReloadLiveTests()
+        let old = try TokenSigner(seed: Array(repeating: 5, count: 32), keyID: "old")
+        let new = try TokenSigner(seed: Array(repeating: 6, count: 32), keyID: "new")
+        let keys = try reloads.write(String(decoding: old.jwks, as: UTF8.self), to: "jwks.json")
+        let token = try reloads.write("admin-token-0123456789abcdef0123456", to: "token")
+        let server = try ProcessLifecycleTests.RunningServer(["--port", "0", "--token-keys", keys, "--auth-token-file", token])
+        _ = try server.waitUntilListening()
+        let client = try TestHTTPClient(port: server.port)
+        let created = try client.request("POST", "/v1/sessions", headers: [("Authorization", "Bearer admin-token-0123456789abcdef0123456")])
+        let id = try #require(try created.json["id"] as? String)
+        let now = Int64(Date().timeIntervalSince1970)
+        func read(with signer: TokenSigner) throws -> Int {
+            let token = signer.token(sessionID: id, scope: "read", now: now, lifetime: 600)
+            return try client.request("GET", "/v1/sessions/\(id)", headers: [("Authorization", "Bearer \(token)")]).status
+        }
+        #expect(try read(with: old) == 200)
+        #expect(try read(with: new) == 401)
+
+        try reloads.write(String(decoding: new.jwks, as: UTF8.self), to: "jwks.json")
+        server.signal(SIGHUP)
+        #expect(reloads.waitForLog(server, "token keys replaced (1 key)"))
+        #expect(try read(with: new) == 200)
+        #expect(try read(with: old) == 401, "the remembered token of the removed key is forgotten")
+
+        try reloads.write("{\"keys\": []}", to: "jwks.json")
+        server.signal(SIGHUP)
+        #expect(reloads.waitForLog(server, "kept the old token keys"))
+        #expect(try read(with: new) == 200)
         server.signal(SIGTERM)
         #expect(server.waitForExit(within: 10) == 0)
     }

@@ -24,9 +24,17 @@ struct WatchedCheckTests {
         let commands = Counter()
         var configuration = RedisConfiguration()
         configuration.setupCommands = [ChromeFunctions.loadCommand]
+        // The test makes one check: a call timed out (1 s by default) would
+        // leave its finds to the next periodic check, which never comes here.
+        // Room for a machine loaded by the whole suite under a sanitizer.
+        configuration.commandTimeout = .seconds(60)
         configuration.metrics.roundTrip = { _, _, _ in commands.increment() }
         let client = RedisClient(seeds: seeds, configuration: configuration)
-        let functions = ChromeFunctions(client: client, keyPrefix: "watched:", idleTimeout: .seconds(100))
+        // An idle timeout far beyond how long the test may take on a loaded
+        // machine (under the thread sanitizer, making 150 sessions took over
+        // 100 s): else the first sessions expire before the check, and the
+        // "missed change" lands on a key that is gone.
+        let functions = ChromeFunctions(client: client, keyPrefix: "watched:", idleTimeout: .seconds(3600))
         let store = RedisSessionStore(functions: functions, subscriber: RedisSubscriber(client: client))
         defer { store.close() }
         #expect(await eventually { client.topology != .unknown })
@@ -56,7 +64,8 @@ struct WatchedCheckTests {
         #expect(await eventually { watcher.changes.contains { $0.id == ids[0] && $0.state.version == 2 } },
                 "the missed change reached the watcher")
         #expect(await eventually { watcher.removed.contains(ids[2]) })
-        #expect(try await client.send(["PTTL", key(ids[1])]) .integerValue.map { $0 > 50_000 } == true, "a watched session is kept alive")
+        // Slid from the 5 s left back to (about) the whole idle timeout.
+        #expect(try await client.send(["PTTL", key(ids[1])]) .integerValue.map { $0 > 3_000_000 } == true, "a watched session is kept alive")
         // Two checks of 100 and 50 sessions, one read of the session that
         // differed, and the last use of the one gone as its watcher left.
         if let maxCommands {

@@ -119,6 +119,25 @@ public final class RedisClusterFixture: Sendable {
         return nil
     }
 
+    /// Waits until every replica of `primary` has acknowledged all it was
+    /// sent (replication is asynchronous: a primary killed before that
+    /// takes its last writes with it).
+    public func waitUntilReplicated(from primary: RedisServer, within seconds: Double = 30) throws {
+        let deadline = Date().addingTimeInterval(seconds)
+        while true {
+            let info = try redisCLI(port: primary.port, "INFO", "replication")
+            let fields = info.split(whereSeparator: \.isNewline)
+            let sent = fields.first { $0.hasPrefix("master_repl_offset:") }.flatMap { Int($0.split(separator: ":")[1]) }
+            // slave0:ip=…,port=…,state=online,offset=N,lag=…
+            let acknowledged = fields.filter { $0.hasPrefix("slave") && $0.contains("offset=") }.compactMap { line in
+                line.split(separator: ",").first { $0.hasPrefix("offset=") }.flatMap { Int($0.dropFirst("offset=".count)) }
+            }
+            if let sent, !acknowledged.isEmpty, acknowledged.allSatisfy({ $0 >= sent }) { return }
+            guard Date() < deadline else { throw RedisTestSetupError(description: "the replicas of \(primary.port) did not catch up within \(seconds) s") }
+            usleep(20_000)
+        }
+    }
+
     public func nodeID(of server: RedisServer) throws -> String {
         try redisCLI(port: server.port, "CLUSTER", "MYID").trimmingCharacters(in: .whitespacesAndNewlines)
     }

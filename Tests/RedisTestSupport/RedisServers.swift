@@ -112,7 +112,7 @@ public final class RedisServer: @unchecked Sendable {
     public func stop() {
         guard let process = lock.withLock({ () -> Process? in defer { self.process = nil }; return self.process }) else { return }
         kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
+        process.waitForExit()
         RunningServers.forget(process.processIdentifier)
         holdPorts()
     }
@@ -163,7 +163,7 @@ public final class RedisServer: @unchecked Sendable {
             usleep(10_000)
         }
         kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
+        process.waitForExit()
         RunningServers.forget(process.processIdentifier)
         throw RedisTestSetupError(description: "redis-server on port \(port) did not listen within 10 s")
     }
@@ -226,9 +226,9 @@ public func redisCLI(_ arguments: [String]) throws -> String {
     process.standardInput = FileHandle.nullDevice
     try process.run()
     let data = output.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
+    let status = process.waitForExit()
     let text = String(decoding: data, as: UTF8.self)
-    guard process.terminationStatus == 0 else {
+    guard status == 0 else {
         throw RedisTestSetupError(description: "redis-cli \(arguments.joined(separator: " ")) failed: \(text)")
     }
     return text

@@ -1,4 +1,5 @@
 import Foundation
+import TopChromeTesting
 
 /// A throwaway CA, a server certificate it signed and a client certificate,
 /// made with openssl at test time: nothing secret is kept in the repository,
@@ -36,8 +37,7 @@ public struct TestPKI: Sendable {
             process.standardError = output
             try process.run()
             let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            process.waitUntilExit()
-            guard process.terminationStatus == 0 else {
+            guard process.waitForExit() == 0 else {
                 throw RedisTestSetupError(description: "openssl \(step[0]) failed: \(text)")
             }
         }

@@ -114,11 +114,22 @@ import TopChromeCore
 @Suite struct BearerTokenTests {
     @Test func matchesOnlyTheWholeToken() {
         let token = BearerToken("abc123")
-        #expect(token.matches(Array("abc123".utf8)))
-        #expect(!token.matches(Array("abc124".utf8)))
-        #expect(!token.matches(Array("abc12".utf8)))
-        #expect(!token.matches(Array("abc1234".utf8)))
+        #expect(token.matches(Array("abc123".utf8)[...]))
+        #expect(!token.matches(Array("abc124".utf8)[...]))
+        #expect(!token.matches(Array("abc12".utf8)[...]))
+        #expect(!token.matches(Array("abc1234".utf8)[...]))
         #expect(!token.matches([]))
-        #expect(!token.matches(Array(("abc123" + String(repeating: "x", count: 256)).utf8)), "length differences of 256 count too")
+        #expect(!token.matches(Array(("abc123" + String(repeating: "x", count: 256)).utf8)[...]), "length differences of 256 count too")
+    }
+
+    /// The credentials are read in place from the header: a slice that starts past 0.
+    @Test func matchesCredentialsWhereTheHeaderHasThem() throws {
+        let token = BearerToken("abc123")
+        #expect(token.matches(try #require(BearerToken.credentials(in: "Bearer abc123"))))
+        #expect(token.matches(try #require(BearerToken.credentials(in: "bEaReR   abc123 "))))
+        #expect(!token.matches(try #require(BearerToken.credentials(in: "Bearer abc124"))))
+        #expect(BearerToken.credentials(in: "Basic abc123") == nil)
+        #expect(BearerToken.credentials(in: "Bearers abc123") == nil)
+        #expect(BearerToken.credentials(in: "Bearer") == nil)
     }
 }

@@ -109,9 +109,9 @@ import TopChromeClient
     @Test func aCaptivePortalIsRetriedEverMoreSlowly() async throws {
         let portal = try ClosingEventServer(contentType: "text/html; charset=utf-8")
         defer { portal.stop() }
-        var configuration = TopChromeClient.Configuration()
+        var configuration = ChromeService.Configuration()
         configuration.retry = RetryPolicy(initialDelay: 0.05, maximumDelay: 10)
-        let client = TopChromeClient(baseURL: URL(string: "http://127.0.0.1:\(portal.port)")!, bearerToken: nil,
+        let client = ChromeService(baseURL: URL(string: "http://127.0.0.1:\(portal.port)")!, bearerToken: nil,
                                      configuration: configuration)
         let events = ConnectionEvents(), waits = Waits()
         let recorder = StateRecorder(client.session(id: String(repeating: "1", count: 32))
@@ -138,9 +138,9 @@ import TopChromeClient
     @Test func backoffResetsOnlyAfterAStableConnection() async throws {
         let server = try ClosingEventServer()
         defer { server.stop() }
-        var configuration = TopChromeClient.Configuration()
+        var configuration = ChromeService.Configuration()
         configuration.retry = RetryPolicy(initialDelay: 0.05, maximumDelay: 10)
-        let client = TopChromeClient(baseURL: URL(string: "http://127.0.0.1:\(server.port)")!, bearerToken: nil,
+        let client = ChromeService(baseURL: URL(string: "http://127.0.0.1:\(server.port)")!, bearerToken: nil,
                                      configuration: configuration)
         // `retry: 10` (ms) from the server sets the first delay; it grows from there.
         let waits = Waits()
@@ -203,18 +203,32 @@ import TopChromeClient
     // MARK: Tokens
 
     /// A token provider is asked before every request, so a rotated token
-    /// is used from the next one on.
+    /// is used from the next one on; one the service refuses as invalid is
+    /// asked for again and the request sent once more.
     @Test func aTokenProviderIsAskedForEachRequest() async throws {
         let server = try TestServer { $0.auth.token = "right" }
         let tokens = Log()
-        let client = TopChromeClient(baseURL: server.url) {
+        let client = ChromeService(baseURL: server.url) {
             tokens.add("asked")
             return tokens.lines.count == 1 ? "wrong" : "right"
         }
-        await #expect(throws: TopChromeError.self) { _ = try await client.createSession() }
         let session = try await client.createSession(inset: 3)
+        #expect(tokens.lines.count == 2, "refused, asked again")
         #expect(try await session.state().inset == 3)
         #expect(tokens.lines.count == 3)
+    }
+
+    /// A provider that keeps giving a refused token: the refusal is told,
+    /// after one more try, not retried for ever.
+    @Test func aTokenRefusedAgainIsTold() async throws {
+        let server = try TestServer { $0.auth.token = "right" }
+        let tokens = Log()
+        let client = ChromeService(baseURL: server.url) {
+            tokens.add("asked")
+            return "wrong"
+        }
+        await #expect(throws: TopChromeError.self) { _ = try await client.createSession() }
+        #expect(tokens.lines.count == 2)
     }
 }
 
@@ -273,8 +287,8 @@ import TopChromeClient
     /// A 401 stops the mirror with the refusal in `lastError`.
     @Test @MainActor func aRefusalIsVisible() async throws {
         let server = try TestServer { $0.auth.token = "right" }
-        let session = try await TopChromeClient(baseURL: server.url, bearerToken: "right").createSession()
-        let wrong = TopChromeClient(baseURL: server.url, bearerToken: "wrong").session(id: session.id)
+        let session = try await ChromeService(baseURL: server.url, bearerToken: "right").createSession()
+        let wrong = ChromeService(baseURL: server.url, bearerToken: "wrong").session(id: session.id)
         let chrome = RemoteTopChrome(session: wrong)
         // One refused request, but `follow()` runs on the main actor, which
         // the other main-actor tests share, starting and stopping their

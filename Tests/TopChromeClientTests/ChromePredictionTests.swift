@@ -9,9 +9,9 @@ import struct TopChromeCore.ScrollReport
 @Suite struct ChromePredictionTests {
     static let id = String(repeating: "a", count: 32)
 
-    static func served(version: Int, lastSeq: UInt64? = nil, inset: Double = 59, revealed: Bool = true,
-                       behavior: RevealBehavior = .enterAlways, heightOffset: Double = 0) -> ChromeState {
-        ChromeState(id: id, inset: inset, isRevealed: revealed, version: version, lastSeq: lastSeq, behavior: behavior,
+    static func served(version: UInt64, lastSeq: UInt64? = nil, inset: Double = 59, revealed: Bool = true,
+                       behavior: RevealBehavior = .enterAlways, heightOffset: Double = 0) -> SessionState {
+        SessionState(id: id, inset: inset, isRevealed: revealed, version: version, lastSeq: lastSeq, behavior: behavior,
                     collapsedFraction: -heightOffset / inset, heightOffset: heightOffset)
     }
 

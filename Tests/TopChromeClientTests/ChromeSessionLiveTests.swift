@@ -11,7 +11,7 @@ import TopChromeClient
         let server = try TestServer()
         let client = server.client()
         let session = try await client.createSession(inset: 59)
-        #expect(try await session.state() == ChromeState(id: session.id, inset: 59, isRevealed: true, version: 1))
+        #expect(try await session.state() == SessionState(id: session.id, inset: 59, isRevealed: true, version: 1))
 
         await session.report(contentOffsetY: 240, contentInsetTop: 59)
         try await session.flush()
@@ -20,7 +20,7 @@ import TopChromeClient
         let sentBefore = try await server.requests("POST", Self.scroll)
         await session.report(contentOffsetY: 0, axis: .horizontal)
         try await session.flush()
-        #expect(try await session.state() == ChromeState(id: session.id, inset: 59, isRevealed: false, version: 2, lastSeq: 1))
+        #expect(try await session.state() == SessionState(id: session.id, inset: 59, isRevealed: false, version: 2, lastSeq: 1))
         #expect(try await server.requests("POST", Self.scroll) == sentBefore, "horizontal reports are not sent")
 
         #expect(try await session.setInset(47).inset == 47)

@@ -21,7 +21,7 @@ import struct TopChromeTesting.SplitMix
             heightOffset = Float(chrome.heightOffset)
         }
 
-        init(_ state: ChromeState) {
+        init(_ state: SessionState) {
             isRevealed = state.isRevealed
             collapsedFraction = state.collapsedFraction
             heightOffset = Float(state.heightOffset)

@@ -73,7 +73,7 @@ import struct TopChromeCore.ScrollReport
     @MainActor static func drill(outage seconds: Double) async throws {
         let folder = try StateFolder()
         let server = try TestServer { $0.stateFile.path = folder.stateFile }
-        let chrome = RemoteTopChrome(session: try await server.client().createSession(
+        let chrome = RemoteTopChrome(session: try await server.client { $0.reportRetention = 120 }.createSession(
             inset: 59, behavior: .enterAlways, collapsibleHeight: 44, snap: true))
         chrome.start()
         defer { chrome.stop() }
@@ -102,7 +102,7 @@ import struct TopChromeCore.ScrollReport
     @Test @MainActor func reportsBeyondTheBoundAreDroppedOldestFirstAndCounted() async throws {
         let folder = try StateFolder()
         let server = try TestServer { $0.stateFile.path = folder.stateFile }
-        let session = try await server.client { $0.maximumQueuedReports = 100 }.createSession(inset: 59)
+        let session = try await server.client { $0.maximumQueuedReports = 100; $0.reportRetention = 120 }.createSession(inset: 59)
         let chrome = RemoteTopChrome(session: session)
         server.stop()
         for frame in 0..<150 {

@@ -24,27 +24,27 @@ struct RetryPolicyTests {
     }
 
     @Test func retryAfterInBothForms() {
-        #expect(TopChromeClient.seconds(retryAfter: "30") == 30)
-        #expect(TopChromeClient.seconds(retryAfter: " 0 ") == 0)
-        #expect(TopChromeClient.seconds(retryAfter: "-1") == nil)
-        #expect(TopChromeClient.seconds(retryAfter: "soon") == nil)
+        #expect(ChromeService.seconds(retryAfter: "30") == 30)
+        #expect(ChromeService.seconds(retryAfter: " 0 ") == 0)
+        #expect(ChromeService.seconds(retryAfter: "-1") == nil)
+        #expect(ChromeService.seconds(retryAfter: "soon") == nil)
         let formatter = DateFormatter()
         formatter.locale = Locale(identifier: "en_US_POSIX")
         formatter.timeZone = TimeZone(identifier: "GMT")
         formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
-        let later = TopChromeClient.seconds(retryAfter: formatter.string(from: Date().addingTimeInterval(120)))
+        let later = ChromeService.seconds(retryAfter: formatter.string(from: Date().addingTimeInterval(120)))
         #expect((100...120).contains(later ?? -1))
-        #expect(TopChromeClient.seconds(retryAfter: "Sun, 06 Nov 1994 08:49:37 GMT") == 0, "a date past means now")
+        #expect(ChromeService.seconds(retryAfter: "Sun, 06 Nov 1994 08:49:37 GMT") == 0, "a date past means now")
     }
 
     @Test func whatIsRetried() {
         func retried(_ status: Int) -> Bool {
-            if case .retryable = TopChromeClient.classify(status: status, body: Data(), sessionID: "s", retryAfter: nil) { return true }
+            if case .retryable = ChromeService.classify(status: status, body: Data(), sessionID: "s", retryAfter: nil) { return true }
             return false
         }
         #expect(retried(503) && retried(429))
         #expect(!retried(400) && !retried(401) && !retried(404) && !retried(412) && !retried(415))
-        guard case let .retryable(_, after) = TopChromeClient.classify(status: 503, body: Data(), sessionID: nil, retryAfter: "7") else {
+        guard case let .retryable(_, after) = ChromeService.classify(status: 503, body: Data(), sessionID: nil, retryAfter: "7") else {
             Issue.record("503 not retryable")
             return
         }
@@ -55,7 +55,7 @@ struct RetryPolicyTests {
 /// What a reconnection of the event stream asks for.
 struct EventStreamRequestTests {
     @Test func reconnectionNamesTheLastEvent() async throws {
-        let client = TopChromeClient(baseURL: URL(string: "http://127.0.0.1:9")!, bearerToken: "secret")
+        let client = ChromeService(baseURL: URL(string: "http://127.0.0.1:9")!, bearerToken: "secret")
         let follower = StateFollower(session: client.session(id: "abc"))
         let first = try await follower.request(lastEventID: "")
         #expect(first.url?.absoluteString == "http://127.0.0.1:9/v1/sessions/abc/events")

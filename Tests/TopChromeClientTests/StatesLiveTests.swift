@@ -45,7 +45,7 @@ import TopChromeClient
         await session.report(contentOffsetY: 500, contentInsetTop: 30)
         #expect(await recorder.waitFor { $0.last?.version == 4 }, "\(recorder.versions)")
         #expect(recorder.versions == [1, 2, 3, 4], "each version once, in order")
-        #expect(recorder.states.last == ChromeState(id: session.id, inset: 30, isRevealed: false, version: 4, lastSeq: 1))
+        #expect(recorder.states.last == SessionState(id: session.id, inset: 30, isRevealed: false, version: 4, lastSeq: 1))
         recorder.cancel()
     }
 
@@ -77,7 +77,7 @@ import TopChromeClient
     @Test func aCleanlyEndedStreamIsNoOutage() async throws {
         let server = try ClosingEventServer()
         defer { server.stop() }
-        let client = TopChromeClient(baseURL: URL(string: "http://127.0.0.1:\(server.port)")!, bearerToken: nil)
+        let client = ChromeService(baseURL: URL(string: "http://127.0.0.1:\(server.port)")!, bearerToken: nil)
         let events = ConnectionEvents()
         let recorder = StateRecorder(client.session(id: String(repeating: "1", count: 32)).states(onConnection: events.append))
         #expect(await eventually(within: 30) { server.connections >= 3 }, "it reconnects after each clean end")
@@ -93,8 +93,8 @@ import TopChromeClient
     @Test func aSilentConnectionIsGivenUp() async throws {
         let server = try ClosingEventServer(closes: false)
         defer { server.stop() }
-        let client = TopChromeClient(baseURL: URL(string: "http://127.0.0.1:\(server.port)")!, bearerToken: nil, configuration: {
-            var configuration = TopChromeClient.Configuration()
+        let client = ChromeService(baseURL: URL(string: "http://127.0.0.1:\(server.port)")!, bearerToken: nil, configuration: {
+            var configuration = ChromeService.Configuration()
             configuration.streamIdleTimeout = 1
             configuration.retry = RetryPolicy(initialDelay: 0.01, maximumDelay: 0.02)
             return configuration
@@ -115,8 +115,8 @@ import TopChromeClient
     @Test func anInfiniteIdleTimeoutKeepsAQuietConnection() async throws {
         let server = try ClosingEventServer(closes: false)
         defer { server.stop() }
-        let client = TopChromeClient(baseURL: URL(string: "http://127.0.0.1:\(server.port)")!, bearerToken: nil, configuration: {
-            var configuration = TopChromeClient.Configuration()
+        let client = ChromeService(baseURL: URL(string: "http://127.0.0.1:\(server.port)")!, bearerToken: nil, configuration: {
+            var configuration = ChromeService.Configuration()
             configuration.streamIdleTimeout = .infinity
             return configuration
         }())
@@ -131,8 +131,8 @@ import TopChromeClient
     /// A server that was never there: the attempts keep failing and are told,
     /// each with the reason, while the stream keeps trying.
     @Test func reportsAServerThatCannotBeReached() async throws {
-        let client = TopChromeClient(baseURL: URL(string: "http://127.0.0.1:1")!, bearerToken: nil, configuration: {
-            var configuration = TopChromeClient.Configuration()
+        let client = ChromeService(baseURL: URL(string: "http://127.0.0.1:1")!, bearerToken: nil, configuration: {
+            var configuration = ChromeService.Configuration()
             configuration.retry = RetryPolicy(initialDelay: 0.01, maximumDelay: 0.02)
             return configuration
         }())
@@ -175,7 +175,7 @@ import TopChromeClient
         try FileManager.default.copyItem(at: older, to: stateFile)
         try server.start()
         #expect(await recorder.waitFor { $0.last?.inset == 59 }, "the restored state is shown: \(recorder.versions)")
-        #expect(recorder.states.last == ChromeState(id: session.id, inset: 59, isRevealed: true, version: 1))
+        #expect(recorder.states.last == SessionState(id: session.id, inset: 59, isRevealed: true, version: 1))
         recorder.cancel()
     }
 

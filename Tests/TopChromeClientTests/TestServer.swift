@@ -37,6 +37,16 @@ final class TestServer: @unchecked Sendable {
         }
     }
 
+    /// What SIGHUP does: files read again (the bearer token's among them).
+    func reload() {
+        lock.withLock { service }?.reload()
+    }
+
+    /// Changes what the next `start()` starts with.
+    func reconfigure(_ change: (inout ServiceConfiguration) -> Void) {
+        lock.withLock { change(&configuration) }
+    }
+
     /// A graceful stop: streams end, the state file is written.
     func stop() {
         let service = lock.withLock { () -> TopChromeService? in
@@ -46,13 +56,25 @@ final class TestServer: @unchecked Sendable {
         service?.stop()
     }
 
-    /// A client that retries quickly, so that tests do not wait out real backoffs.
-    func client(_ adjust: (inout TopChromeClient.Configuration) -> Void = { _ in }) -> TopChromeClient {
-        var configuration = TopChromeClient.Configuration()
+    /// A client that retries quickly, so that tests do not wait out real
+    /// backoffs, and gives a report up after 5 s rather than two minutes: a
+    /// session left retrying when its test ends (its server stopped) must
+    /// be done before the test process exits. A report body still on the
+    /// wire then is taken for a leak by LeakSanitizer (a `Data`'s storage
+    /// pointer carries its enum's tag bits, which it cannot follow). Tests
+    /// of a longer outage say how long they need.
+    func client(_ adjust: (inout ChromeService.Configuration) -> Void = { _ in }) -> ChromeService {
+        var configuration = ChromeService.Configuration()
         configuration.retry = RetryPolicy(initialDelay: 0.02, maximumDelay: 0.1, maximumAttempts: 50, maximumRetryAfter: 0.1)
         configuration.requestTimeout = 10
+        configuration.reportRetention = 5
         adjust(&configuration)
-        return TopChromeClient(baseURL: url, bearerToken: nil, configuration: configuration)
+        return ChromeService(baseURL: url, bearerToken: nil, configuration: configuration)
+    }
+
+    /// The same client, its bearer token from `tokens` (see `ChromeService.init(baseURL:tokens:)`).
+    func client(tokens: @escaping @Sendable (_ refused: String?) async throws -> String?) -> ChromeService {
+        ChromeService(baseURL: url, configuration: client().configuration, tokens: tokens)
     }
 
     /// The requests answered so far for `method` and `route`, by the server's
@@ -110,11 +132,11 @@ func within<T: Sendable>(_ seconds: Double = 10, _ body: @escaping @Sendable () 
 /// Reads a stream of states in the background and keeps what it saw.
 final class StateRecorder: @unchecked Sendable {
     private let lock = NSLock()
-    private var seen: [ChromeState] = []
+    private var seen: [SessionState] = []
     private var ending: Result<Void, any Error>?
     private var task: Task<Void, Never>?
 
-    init(_ states: AsyncThrowingStream<ChromeState, any Error>) {
+    init(_ states: AsyncThrowingStream<SessionState, any Error>) {
         let task = Task { [self] in
             do {
                 for try await state in states { lock.withLock { seen.append(state) } }
@@ -126,12 +148,12 @@ final class StateRecorder: @unchecked Sendable {
         lock.withLock { self.task = task }
     }
 
-    var states: [ChromeState] { lock.withLock { seen } }
-    var versions: [Int] { states.map(\.version) }
+    var states: [SessionState] { lock.withLock { seen } }
+    var versions: [UInt64] { states.map(\.version) }
     /// How the stream ended, if it has.
     var end: Result<Void, any Error>? { lock.withLock { ending } }
 
-    func waitFor(within seconds: Double = 10, _ condition: ([ChromeState]) -> Bool) async -> Bool {
+    func waitFor(within seconds: Double = 10, _ condition: ([SessionState]) -> Bool) async -> Bool {
         await eventually(within: seconds) { condition(states) }
     }
 

@@ -290,13 +290,31 @@ import TopChromeClient
         try "watch-token\n".write(to: file, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(at: file) }
         let server = try TestServer { $0.auth.token = "watch-token" }
-        let session = try await TopChromeClient(baseURL: server.url, bearerToken: "watch-token").createSession()
+        let session = try await ChromeService(baseURL: server.url, bearerToken: "watch-token").createSession()
         let refused = try Self.watch([server.url.absoluteString, session.id])
         #expect(await refused.exitStatus() == 1, "401 without the token")
         let run = try Self.watch(["--auth-token-file", file.path, server.url.absoluteString, session.id])
         #expect(await eventually { run.lines.count == 1 }, "\(run.standardError)")
         try await session.delete()
         #expect(await run.exitStatus() == 3)
+    }
+
+    /// A token rotated in the file is read when the server refuses the old
+    /// one: the watch goes on across a restart with a new token.
+    @Test func aTokenRotatedInTheFileIsUsedWithoutARestart() async throws {
+        let folder = try StateFolder()
+        let file = folder.url.appendingPathComponent("token").path
+        try "first-token\n".write(toFile: file, atomically: true, encoding: .utf8)
+        let server = try TestServer { $0.auth.token = "first-token"; $0.stateFile.path = folder.stateFile }
+        let session = try await ChromeService(baseURL: server.url, bearerToken: "first-token").createSession()
+        let run = try Self.watch(["--auth-token-file", file, server.url.absoluteString, session.id])
+        #expect(await eventually { run.lines.count == 1 }, "\(run.standardError)")
+        server.stop()
+        server.reconfigure { $0.auth.token = "second-token" }
+        try "second-token\n".write(toFile: file, atomically: true, encoding: .utf8)
+        try server.start()
+        _ = try await ChromeService(baseURL: server.url, bearerToken: "second-token").session(id: session.id).setInset(30)
+        #expect(await eventually { run.lines.count == 2 }, "the change after the rotation: \(run.lines) \(run.standardError)")
     }
 
     /// Runs a program just copied, again while exec answers "Text file busy":

@@ -33,6 +33,9 @@ struct OptionTableTests {
         defer { try? FileManager.default.removeItem(at: directory) }
         let secret = directory.appendingPathComponent("secret").path
         try "s3cret\n".write(toFile: secret, atomically: true, encoding: .utf8)
+        let jwks = directory.appendingPathComponent("jwks.json").path
+        try #"{"keys":[{"kty":"OKP","crv":"Ed25519","x":"11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"}]}"#
+            .write(toFile: jwks, atomically: true, encoding: .utf8)
         let redis = ["--store", "redis://h:1"]
         // A value other than the default for each option, and the options it needs beside it.
         let samples: [String: (value: String, with: [String])] = [
@@ -53,6 +56,9 @@ struct OptionTableTests {
             "redis-key-prefix": ("other:", redis), "redis-timeout": ("2.5", redis), "redis-wait-replicas": ("1", redis), "redis-connections": ("3", redis),
             "cors-origin": ("https://app.example.com", []), "snapshot-interval": ("5", ["--state-file", secret]),
             "fsync": ("always", ["--state-file", secret]),
+            "token-keys": (jwks, []), "token-audience": ("chrome", ["--token-keys", jwks]),
+            "token-issuer": ("backend", ["--token-keys", jwks]), "token-leeway": ("5", ["--token-keys", jwks]),
+            "tokens-not-before": ("1800000000", ["--token-keys", jwks]),
         ]
         // Read into an OpenSSL context, which needs a real certificate and key:
         // RedisSecurityOptionsTests reads them both ways.

@@ -2,7 +2,7 @@
 # Fuzzes everything in TopChrome that reads untrusted bytes, with libFuzzer
 # and AddressSanitizer (Sources/TopChromeFuzz, Fuzz/README.md).
 #
-#   Tests/scripts/fuzz.sh [SECONDS] [TARGET...]     (default: 60 seconds each; json request body snapshot journal events resp cluster functions frames)
+#   Tests/scripts/fuzz.sh [SECONDS] [TARGET...]     (default: 60 seconds each; json request body snapshot journal events resp cluster functions frames token)
 #
 # Each target runs for SECONDS on a copy of its seed corpus (Fuzz/corpus/TARGET
 # is never written to). The run fails on any crash, sanitizer or leak report,
@@ -18,7 +18,7 @@ seconds=${1:-60}
 [[ $seconds =~ ^[0-9]+$ && $seconds -gt 0 ]] || { echo "usage: $0 [SECONDS] [TARGET...]" >&2; exit 2; }
 shift $(( $# > 0 ? 1 : 0 ))
 targets=("$@")
-(( ${#targets[@]} )) || targets=(json request body snapshot journal events resp cluster functions frames)
+(( ${#targets[@]} )) || targets=(json request body snapshot journal events resp cluster functions frames token)
 
 build=.build/fuzz
 artifacts=.build/fuzz-artifacts
@@ -73,6 +73,7 @@ fuzz_target() {
         cluster) flags=(-dict=Fuzz/cluster.dict -max_len=4096) ;;
         functions) flags=(-dict=Fuzz/functions.dict -max_len=4096) ;;
         frames) flags=(-max_len=4096) ;;
+        token) flags=(-dict=Fuzz/token.dict -max_len=4096) ;;
     esac
     rm -rf "${work:?}/$target"
     mkdir -p "$work/$target" "$artifacts/$target"
@@ -104,8 +105,8 @@ fuzz_target() {
 
 for target in "${targets[@]}"; do
     case $target in
-        json | request | body | snapshot | journal | events | resp | cluster | functions | frames) ;;
-        *) echo "fuzz: unknown target '$target' (json, request, body, snapshot, journal, events, resp, cluster, functions, frames)" >&2; exit 2 ;;
+        json | request | body | snapshot | journal | events | resp | cluster | functions | frames | token) ;;
+        *) echo "fuzz: unknown target '$target' (json, request, body, snapshot, journal, events, resp, cluster, functions, frames, token)" >&2; exit 2 ;;
     esac
     [[ -d Fuzz/corpus/$target ]] || { echo "fuzz: no seed corpus Fuzz/corpus/$target" >&2; exit 1; }
 done

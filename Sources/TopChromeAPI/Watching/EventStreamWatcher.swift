@@ -1,3 +1,4 @@
+import Dispatch
 import Locking
 import MicroHTTPD
 import StrictJSON
@@ -23,6 +24,8 @@ final class EventStreamWatcher: SessionWatcher, @unchecked Sendable {
     private let lock = PthreadLock()
     /// Nil until the client has a state: none sent, and none it named.
     private var lastSent: EntityTag?
+    /// Ends a stream opened with an access token at the token's `exp`.
+    private var expiry: DispatchSourceTimer?
 
     init(id: SessionID, stream: ResponseStream) {
         self.id = id
@@ -74,6 +77,30 @@ final class EventStreamWatcher: SessionWatcher, @unchecked Sendable {
         event += json.bytes + Array("\n\n".utf8)
         stream.write(event)
         stream.finish()
+    }
+
+    /// An access token opened the stream: it ends when the token does, with
+    /// `event: expired`, so the client knows to come back with a new token
+    /// (and `Last-Event-ID`) rather than reconnect with this one.
+    func end(afterSeconds seconds: Int64) {
+        let timer = DispatchSource.makeTimerSource(queue: .global())
+        timer.schedule(wallDeadline: .now() + .seconds(Int(max(seconds, 0))))
+        timer.setEventHandler { [self] in
+            stream.write(Array("event: expired\ndata: {\"reason\":\"token\"}\n\n".utf8))
+            stream.finish()
+            cancelExpiry()
+        }
+        lock.withLock { expiry = timer }
+        timer.resume()
+    }
+
+    /// The stream closed first: the timer and what it holds go now, not at `exp`.
+    func cancelExpiry() {
+        let timer = lock.withLock { () -> DispatchSourceTimer? in
+            defer { expiry = nil }
+            return expiry
+        }
+        timer?.cancel()
     }
 
     func heartbeat() {

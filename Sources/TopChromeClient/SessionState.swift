@@ -1,17 +1,21 @@
 import Foundation
 import TopChromeCore
 
-/// A session's top chrome as the service holds it.
+/// A session's top chrome as the service holds it and answers it (the
+/// API's `ChromeState`, with the session's id). Not named `ChromeState`:
+/// that is the core's state, which the service keeps and the client
+/// predicts with, and an app that imports both modules must name each.
 ///
 /// `version` grows by one on every change a watcher sees, so a client can
 /// tell a newer state from an older one that arrived late.
-public struct ChromeState: Codable, Sendable, Hashable {
+public struct SessionState: Codable, Sendable, Hashable {
     public var id: String
     /// How tall status bar and island are together; content starts this far down.
     public var inset: Double
     /// Whether the island shows: at the top it does; below, as `behavior` says.
     public var isRevealed: Bool
-    public var version: Int
+    /// As the core counts it (`TopChromeCore.ChromeState.version`).
+    public var version: UInt64
     /// The highest report `seq` the session applied, `nil` while none
     /// carried one. A `ChromeSession` numbers its reports above it, so a
     /// session attached again (an app relaunched) is never taken as stale.
@@ -29,7 +33,7 @@ public struct ChromeState: Codable, Sendable, Hashable {
 
     /// A state with the original behaviour (`revealAtTop`, the whole inset
     /// collapsing), unless told otherwise.
-    public init(id: String, inset: Double, isRevealed: Bool, version: Int, lastSeq: UInt64? = nil,
+    public init(id: String, inset: Double, isRevealed: Bool, version: UInt64, lastSeq: UInt64? = nil,
                 behavior: RevealBehavior = .revealAtTop, collapsibleHeight: Double? = nil, snap: Bool = false,
                 collapsedFraction: Double? = nil, heightOffset: Double? = nil) {
         self.id = id
@@ -61,7 +65,7 @@ public struct ChromeState: Codable, Sendable, Hashable {
         self.init(id: try container.decode(String.self, forKey: .id),
                   inset: try container.decode(Double.self, forKey: .inset),
                   isRevealed: try container.decode(Bool.self, forKey: .isRevealed),
-                  version: try container.decode(Int.self, forKey: .version),
+                  version: try container.decode(UInt64.self, forKey: .version),
                   lastSeq: try container.decodeIfPresent(UInt64.self, forKey: .lastSeq),
                   behavior: behavior,
                   collapsibleHeight: try container.decodeIfPresent(Double.self, forKey: .collapsibleHeight),
@@ -79,7 +83,7 @@ public struct ChromeState: Codable, Sendable, Hashable {
         try container.encode(isRevealed, forKey: .isRevealed)
         try container.encode(version, forKey: .version)
         try container.encodeIfPresent(lastSeq, forKey: .lastSeq)
-        guard self != ChromeState(id: id, inset: inset, isRevealed: isRevealed, version: version, lastSeq: lastSeq) else { return }
+        guard self != SessionState(id: id, inset: inset, isRevealed: isRevealed, version: version, lastSeq: lastSeq) else { return }
         try container.encode(behavior.rawValue, forKey: .behavior)
         try container.encode(collapsibleHeight, forKey: .collapsibleHeight)
         try container.encode(snap, forKey: .snap)
@@ -88,13 +92,16 @@ public struct ChromeState: Codable, Sendable, Hashable {
     }
 }
 
+/// The core's types an app names, so that `import TopChromeClient` alone is
+/// enough, and an app that imports `TopChromeCore` too names the same
+/// types, not two of each.
+public typealias RevealBehavior = TopChromeCore.RevealBehavior
+/// Where a report stands (`ScrollReport.Phase`: `.ended` lets `snap` settle).
+public typealias ScrollReport = TopChromeCore.ScrollReport
 /// Which scroll view a report comes from. Only the outer vertical one moves
 /// the island: a horizontal row always stands at y = 0 and would bring it
 /// back while the page is far down.
-public enum ScrollAxis: String, Codable, Sendable {
-    case vertical
-    case horizontal
-}
+public typealias ScrollAxis = ScrollReport.Axis
 
 /// An error answer of the service, as its `application/problem+json` body
 /// (RFC 9457) says it.

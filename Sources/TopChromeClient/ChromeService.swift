@@ -6,7 +6,7 @@ import TopChromeCore
 
 /// The TopChrome service as an app sees it: sessions to create or attach
 /// to, each with its own ordered queue of changes and its event stream.
-public final class TopChromeClient: Sendable {
+public final class ChromeService: Sendable {
     /// What the client does when the network or the service falters, and
     /// how fast it sends.
     public struct Configuration: Sendable {
@@ -15,12 +15,12 @@ public final class TopChromeClient: Sendable {
         /// Seconds a request may take before it counts as a network error.
         public var requestTimeout: Double = 30
         /// Seconds an event stream may stay silent before it is taken for
-        /// dead and reconnected: twice the service's heartbeat (`--heartbeat`,
-        /// 15 s by default), as centrifuge's `maxServerPingDelay` does, so
-        /// one late heartbeat is forgiven and a stopped server is noticed
-        /// within 30 s. Set it to twice the heartbeat of a service that
-        /// beats slower. `.infinity`: never.
-        public var streamIdleTimeout: Double = 30
+        /// dead and reconnected. `nil` (the default): twice the heartbeat
+        /// the service names on the stream (`TopChrome-Heartbeat`, its
+        /// `--heartbeat`), so one late heartbeat is forgiven and a stopped
+        /// server is noticed within two; 30 s until it names one, or from
+        /// a proxy that drops the header. `.infinity`: never.
+        public var streamIdleTimeout: Double?
         /// Seconds an event stream must stay open before its backoff starts
         /// again from the first delay (as LaunchDarkly's EventSource does):
         /// a proxy that answers and closes at once is retried ever more slowly.
@@ -60,15 +60,15 @@ public final class TopChromeClient: Sendable {
     let urlSession: URLSession
 
     /// Where the bearer token comes from: fixed, or asked for before every
-    /// request (tokens that rotate).
+    /// request (tokens that rotate); told which token the service refused.
     enum Token: Sendable {
         case fixed(String?)
-        case provider(@Sendable () async throws -> String?)
+        case provider(@Sendable (_ refused: String?) async throws -> String?)
 
-        func value() async throws -> String? {
+        func value(refused: String? = nil) async throws -> String? {
             switch self {
             case let .fixed(token): token
-            case let .provider(provide): try await provide()
+            case let .provider(provide): try await provide(refused)
             }
         }
     }
@@ -87,7 +87,22 @@ public final class TopChromeClient: Sendable {
     public convenience init(baseURL: URL, configuration: Configuration = Configuration(),
                             urlSessionConfiguration: URLSessionConfiguration = .ephemeral,
                             tokenProvider: @escaping @Sendable () async throws -> String?) {
-        self.init(baseURL: baseURL, token: .provider(tokenProvider), configuration: configuration,
+        self.init(baseURL: baseURL, token: .provider { _ in try await tokenProvider() }, configuration: configuration,
+                  urlSessionConfiguration: urlSessionConfiguration)
+    }
+
+    /// A client for short-lived tokens (the service's access tokens, or a
+    /// global token that is rotated): `tokens` is asked with nil before
+    /// every request and stream (re)connection, and, when the service
+    /// refuses a token as invalid (`401`, `error="invalid_token"`: expired,
+    /// revoked, rotated away) or a stream ends with its token (`expired`),
+    /// with that token, so it fetches a new one from the app's backend
+    /// rather than hand back the one it holds. The request is then sent once
+    /// more, and the stream resumes from its last event: the app sees no gap.
+    public convenience init(baseURL: URL, configuration: Configuration = Configuration(),
+                            urlSessionConfiguration: URLSessionConfiguration = .ephemeral,
+                            tokens: @escaping @Sendable (_ refused: String?) async throws -> String?) {
+        self.init(baseURL: baseURL, token: .provider(tokens), configuration: configuration,
                   urlSessionConfiguration: urlSessionConfiguration)
     }
 
@@ -128,8 +143,8 @@ public final class TopChromeClient: Sendable {
 
     // MARK: Requests
 
-    func request(_ method: String, _ path: String, body: Data? = nil) async throws -> URLRequest {
-        let bearerToken = try await token.value()
+    func request(_ method: String, _ path: String, body: Data? = nil, refusedToken: String? = nil) async throws -> URLRequest {
+        let bearerToken = try await token.value(refused: refusedToken)
         var request = URLRequest(url: baseURL.appendingPathComponent(path))
         request.httpMethod = method
         request.timeoutInterval = configuration.requestTimeout
@@ -152,25 +167,49 @@ public final class TopChromeClient: Sendable {
     }
 
     /// One attempt, classified: network errors, 503 and 429 may pass if
-    /// tried again; other refusals would only be refused again.
+    /// tried again; other refusals would only be refused again, but for a
+    /// token refused as invalid, which is renewed and sent once more.
     func attempt(_ request: URLRequest, sessionID: String?) async throws -> Outcome {
+        let (outcome, refused) = try await attemptOnce(request, sessionID: sessionID)
+        guard let refused, case .provider = token,
+              let renewed = try await token.value(refused: refused), renewed != refused else { return outcome }
+        var again = request
+        again.setValue("Bearer \(renewed)", forHTTPHeaderField: "Authorization")
+        return try await attemptOnce(again, sessionID: sessionID).outcome
+    }
+
+    /// One attempt, and the bearer token it carried if the service refused
+    /// it as invalid.
+    private func attemptOnce(_ request: URLRequest, sessionID: String?) async throws -> (outcome: Outcome, refusedToken: String?) {
         let data: Data, response: URLResponse
         do {
             (data, response) = try await urlSession.data(for: request)
         } catch {
             try Task.checkCancellation()
-            return .retryable(.transport(error), retryAfter: nil)
+            return (.retryable(.transport(error), retryAfter: nil), nil)
         }
         guard let http = response as? HTTPURLResponse else {
-            return .failure(.malformedResponse("not an HTTP response"))
+            return (.failure(.malformedResponse("not an HTTP response")), nil)
         }
         let outcome = Self.classify(status: http.statusCode, body: data, sessionID: sessionID,
                                     retryAfter: http.value(forHTTPHeaderField: "Retry-After"))
         if case let .success(data, status, _) = outcome,
            let stale = http.value(forHTTPHeaderField: "TopChrome-Stale-Reports").flatMap({ Int($0) }) {
-            return .success(data, status: status, staleReports: stale)
+            return (.success(data, status: status, staleReports: stale), nil)
         }
-        return outcome
+        let refused = Self.refusesTokenAsInvalid(status: http.statusCode, challenge: http.value(forHTTPHeaderField: "WWW-Authenticate"))
+            ? Self.bearerToken(of: request) : nil
+        return (outcome, refused)
+    }
+
+    /// RFC 6750 §3.1: a token expired, revoked or otherwise invalid; another may pass.
+    static func refusesTokenAsInvalid(status: Int, challenge: String?) -> Bool {
+        status == 401 && challenge?.contains("invalid_token") == true
+    }
+
+    static func bearerToken(of request: URLRequest) -> String? {
+        guard let value = request.value(forHTTPHeaderField: "Authorization"), value.hasPrefix("Bearer ") else { return nil }
+        return String(value.dropFirst("Bearer ".count))
     }
 
     static func classify(status: Int, body: Data, sessionID: String?, retryAfter: String?) -> Outcome {
@@ -203,9 +242,9 @@ public final class TopChromeClient: Sendable {
         }
     }
 
-    static func decodeState(_ data: Data) throws -> ChromeState {
+    static func decodeState(_ data: Data) throws -> SessionState {
         do {
-            return try JSONDecoder().decode(ChromeState.self, from: data)
+            return try JSONDecoder().decode(SessionState.self, from: data)
         } catch {
             throw TopChromeError.malformedResponse("not a session state: \(String(decoding: data.prefix(200), as: UTF8.self))")
         }
@@ -243,7 +282,7 @@ struct NewSessionBody: Encodable, Equatable {
     var snap: Bool?
 }
 
-extension TopChromeClient {
+extension ChromeService {
     static func encode(_ value: some Encodable) throws -> Data {
         do {
             return try JSONEncoder().encode(value)

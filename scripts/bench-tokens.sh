@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# What an access token costs a scroll report (issue 36): instructions per
+# request under callgrind, which repeat on a busy machine where CPU time does
+# not, for the same server (--auth-token-file and --token-keys) driven
+# with the global token and with an access token per session (HS256 or
+# EdDSA, made by PyJWT; each verified once, then remembered).
+#
+# Usage: scripts/bench-tokens.sh   (COUNTED, WARMUP as bench-instructions.sh)
+# SESSIONS defaults to 8, one per connection: each client reports with its
+# one token, as an app at 60 Hz does, so after the warm-up every token is a
+# remembered one. With SESSIONS=1000 and a slow count most tokens are
+# verified during the count: that measures the signature checks instead.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export SESSIONS=${SESSIONS:-8} COUNTED=${COUNTED:-10s}
+scripts/install-deps.sh --test >/dev/null
+swift build -c release --product topchrome >/dev/null
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+python=.build/python/bin/python
+global=bench-global-token-0123456789abcdef
+echo "$global" > "$work/token"
+# An Ed25519 key and an HMAC secret, their JWKS, and a minter per algorithm.
+"$python" - "$work" <<'PY'
+import json, os, sys, jwt
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ed25519
+work = sys.argv[1]
+key, secret = ed25519.Ed25519PrivateKey.generate(), os.urandom(32)
+algorithms = jwt.algorithms.get_default_algorithms()
+ed = json.loads(algorithms["EdDSA"].to_jwk(key.public_key())); ed["kid"] = "ed"
+oct_ = json.loads(algorithms["HS256"].to_jwk(secret)); oct_["kid"] = "oct"
+json.dump({"keys": [ed, oct_]}, open(f"{work}/jwks.json", "w"))
+open(f"{work}/ed.pem", "wb").write(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                                     serialization.NoEncryption()))
+open(f"{work}/secret", "wb").write(secret)
+PY
+for alg in EdDSA HS256; do
+  cat > "$work/mint-$alg" <<SH
+#!/bin/sh
+exec "$PWD/$python" - "\$1" "\$2" <<'PY'
+import sys, time, jwt
+ids, out = sys.argv[1], sys.argv[2]
+key = open("$work/ed.pem").read() if "$alg" == "EdDSA" else open("$work/secret", "rb").read()
+kid = "ed" if "$alg" == "EdDSA" else "oct"
+now = int(time.time())
+with open(out, "w") as f:
+    for line in open(ids):
+        f.write(jwt.encode({"sid": line.strip(), "scope": "write", "iat": now, "exp": now + 3600}, key,
+                           algorithm="$alg", headers={"kid": kid}) + "\n")
+PY
+SH
+  chmod +x "$work/mint-$alg"
+done
+server=("$PWD/.build/release/topchrome" --port '{port}' --threads 1 --auth-token-file "$work/token" --token-keys "$work/jwks.json")
+echo "## global token"
+BENCH_AUTH=$global WORKLOADS=scroll scripts/bench-instructions.sh "${server[@]}"
+for alg in EdDSA HS256; do
+  echo "## an access token per session, $alg"
+  BENCH_AUTH=$global MINT="$work/mint-$alg" WORKLOADS=scroll scripts/bench-instructions.sh "${server[@]}"
+done
