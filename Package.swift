@@ -61,7 +61,7 @@ let package = Package(
         .target(name: "Locking"),
 
         // A small general HTTP/1.1 server over libmicrohttpd; knows nothing of TopChrome.
-        .target(name: "MicroHTTPD", dependencies: ["CMicroHTTPD", "Locking"]),
+        .target(name: "MicroHTTPD", dependencies: ["CMicroHTTPD", "Locking", "WebSocketFrames"]),
 
         // Debian's hiredis (0.14), seen from Swift; connections and reply parsing.
         // No pkgConfig: hiredis.pc's only flag, -D_FILE_OFFSET_BITS=64, is one
@@ -104,7 +104,8 @@ let package = Package(
         // Sees the store only through the core's SessionStore and SessionChangeFeed.
         .target(
             name: "TopChromeAPI",
-            dependencies: ["TopChromeCore", "RuleStatistics", "MicroHTTPD", "StrictJSON", "Locking", "BuildInfo", "AccessTokens"],
+            dependencies: ["TopChromeCore", "RuleStatistics", "MicroHTTPD", "StrictJSON", "Locking", "BuildInfo", "AccessTokens",
+                           "WebSocketFrames"],
             plugins: ["EmbedOpenAPI"]
         ),
 
@@ -201,7 +202,7 @@ let package = Package(
         .testTarget(
             name: "LiveServerTests",
             dependencies: ["TopChromeServer", "TopChromeAPI", "TopChromeCore", "MemorySessionStore", "MicroHTTPD", "topchrome", "Redis",
-                           "RedisTestSupport", "TopChromeTesting", "ContractTestSupport", "AccessTokens"]
+                           "RedisTestSupport", "TopChromeTesting", "ContractTestSupport", "AccessTokens", "WebSocketFrames"]
         ),
         .testTarget(
             name: "TopChromeClientTests",

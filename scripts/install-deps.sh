@@ -43,9 +43,10 @@ if [ "${1:-}" = "--test" ]; then
     fi
   fi
   # PyJWT with cryptography: a well-known library's tokens, which the token tests must accept.
-  "$venv/bin/python" -c 'import openapi_spec_validator, prometheus_client, schemathesis, jwt, cryptography' 2>/dev/null \
+  # websockets: a conforming WebSocket peer for the socket's conformance set.
+  "$venv/bin/python" -c 'import openapi_spec_validator, prometheus_client, schemathesis, jwt, cryptography, websockets' 2>/dev/null \
     || "$venv/bin/python" -m pip install --quiet --disable-pip-version-check openapi-spec-validator prometheus-client schemathesis \
-      'pyjwt[crypto]'
+      'pyjwt[crypto]' websockets
 fi
 
 command -v swift >/dev/null || { echo "swift is not on PATH: install Swift 6 (swift.org) first" >&2; exit 1; }

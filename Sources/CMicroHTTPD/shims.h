@@ -16,6 +16,10 @@
 #include <sys/types.h>
 #include <sys/socket.h>
 #include <poll.h>
+// For the WebSocket loop, which watches upgraded sockets itself: Swift's
+// Glibc module leaves these headers out.
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <microhttpd.h>

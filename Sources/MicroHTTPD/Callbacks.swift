@@ -284,6 +284,8 @@ private func queue(
         queue(response, on: connection, context: context, dispatcher: dispatcher, closing: closing)
     case let .stream(response):
         queue(response, on: connection, context: context, dispatcher: dispatcher)
+    case let .upgrade(response):
+        queue(response, on: connection, context: context, dispatcher: dispatcher)
     }
 }
 

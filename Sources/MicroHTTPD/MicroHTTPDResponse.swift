@@ -54,9 +54,6 @@ public enum MicroHTTPDResponse: Sendable {
     public mutating func addHeaders(_ fields: HTTPHeaders) {
         if case let .later(pending, _) = self {
             pending.addToAnswer(fields)
-        } else if case var .upgrade(response) = self {
-            response.headers.add(contentsOf: fields)
-            self = .upgrade(response)
         } else if var decided = DecidedResponse(self) {
             decided.addHeaders(fields)
             self = decided.answer
@@ -99,13 +96,16 @@ public struct StreamingResponse: Sendable {
 enum DecidedResponse: Sendable {
     case complete(CompleteResponse)
     case stream(StreamingResponse)
+    /// A 101 decided once the store answered (a WebSocket whose session is in Redis).
+    case upgrade(UpgradeResponse)
 
     /// nil for a response that is still to come.
     init?(_ response: MicroHTTPDResponse) {
         switch response {
         case let .complete(response): self = .complete(response)
         case let .stream(response): self = .stream(response)
-        case .later, .upgrade: return nil
+        case let .upgrade(response): self = .upgrade(response)
+        case .later: return nil
         }
     }
 
@@ -114,6 +114,7 @@ enum DecidedResponse: Sendable {
         switch self {
         case let .complete(response): .complete(response)
         case let .stream(response): .stream(response)
+        case let .upgrade(response): .upgrade(response)
         }
     }
 
@@ -121,6 +122,7 @@ enum DecidedResponse: Sendable {
         switch self {
         case let .complete(response): response.endpoint
         case let .stream(response): response.endpoint
+        case let .upgrade(response): response.endpoint
         }
     }
 
@@ -132,6 +134,9 @@ enum DecidedResponse: Sendable {
         case var .stream(response):
             response.headers.add(contentsOf: fields)
             self = .stream(response)
+        case var .upgrade(response):
+            response.headers.add(contentsOf: fields)
+            self = .upgrade(response)
         }
     }
 }

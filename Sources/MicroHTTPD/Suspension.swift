@@ -185,6 +185,12 @@ public final class PendingResponse: @unchecked Sendable, Suspending {
         decide(.stream(response))
     }
 
+    /// Answers the request with a 101 (see ``complete(with:)-(CompleteResponse)``).
+    @discardableResult
+    public func complete(with response: UpgradeResponse) -> Bool {
+        decide(.upgrade(response))
+    }
+
     private func decide(_ response: DecidedResponse) -> Bool {
         lock.withLock {
             guard self.response == nil else { return false }

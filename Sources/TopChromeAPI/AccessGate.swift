@@ -84,7 +84,7 @@ final class AccessGate: @unchecked Sendable {
         switch route {
         case .sessions?: return ([.create], nil)
         case let .session(id?)?: return (method == "DELETE" ? [.write] : [.read], id)
-        case let .events(id?)?: return ([.read], id)
+        case let .events(id?)?, let .socket(id?)?: return ([.read], id)
         case let .inset(id?)?, let .scroll(id?)?, let .disappear(id?)?, let .behavior(id?)?: return ([.write], id)
         default: return nil
         }

@@ -40,6 +40,13 @@ public struct CrossOriginPolicy: Sendable {
     static let forbiddenPreflight = Problem(
         status: 403, detail: "This origin may not call the API from a browser; the server names the origins it allows with --cors-origin.")
 
+    /// A WebSocket opened from a page elsewhere: browsers let any page
+    /// open one, and leave the check to the server.
+    static let forbiddenSocket = Problem(
+        status: 403, detail: "This origin may not open the socket from a browser; the server names the origins it allows with --cors-origin.")
+
+    func allows(_ origin: String) -> Bool { origins.contains(origin) }
+
     /// `Origin` if it is one of ours.
     private func allowedOrigin(of request: MicroHTTPDRequest) -> String? {
         guard let origin = request.headers.combined("Origin"), origins.contains(origin) else { return nil }

@@ -15,6 +15,12 @@ enum RequestBodies {
 
     /// `{"inset": n}`, required.
     static func inset(_ body: [UInt8]) throws(BodyError) -> Double {
+        try inset(parsed: try parse(body))
+    }
+
+    /// The readings below take a body already parsed (nil: none), as a
+    /// WebSocket message carries it, so both transports check it alike.
+    static func inset(parsed body: JSONValue?) throws(BodyError) -> Double {
         let members = try object(try required(body), context: "the body")
         try rejectUnknown(members, allowed: insetFields, context: "the body")
         guard let value = members["inset"] else { throw BodyError(detail: "\"inset\" is required") }
@@ -33,6 +39,10 @@ enum RequestBodies {
     /// `{"behavior": "…", "collapsibleHeight": n, "snap": b}`, the behaviour required:
     /// a PUT names the whole choice, and what it leaves out takes its default.
     static func behavior(_ body: [UInt8]) throws(BodyError) -> RevealSettings {
+        try behavior(parsed: try parse(body))
+    }
+
+    static func behavior(parsed body: JSONValue?) throws(BodyError) -> RevealSettings {
         let members = try object(try required(body), context: "the body")
         try rejectUnknown(members, allowed: behaviorFields, context: "the body")
         return try settings(members, behaviorRequired: true)
@@ -66,7 +76,11 @@ enum RequestBodies {
 
     /// Nothing or `{}`.
     static func disappear(_ body: [UInt8]) throws(BodyError) {
-        guard let value = try parse(body) else { return }
+        try disappear(parsed: try parse(body))
+    }
+
+    static func disappear(parsed body: JSONValue?) throws(BodyError) {
+        guard let value = body else { return }
         try rejectUnknown(try object(value, context: "the body"), allowed: [], context: "the body")
     }
 
@@ -79,6 +93,10 @@ enum RequestBodies {
 
     /// The reference reading of scroll reports: every case, every error.
     static func strictScrollReports(_ body: [UInt8]) throws(BodyError) -> [ScrollReport] {
+        try scrollReports(parsed: try parse(body))
+    }
+
+    static func scrollReports(parsed body: JSONValue?) throws(BodyError) -> [ScrollReport] {
         let value = try required(body)
         guard case let .array(elements) = value else {
             return [try scrollReport(value, index: nil)]
@@ -213,8 +231,8 @@ enum RequestBodies {
         return value
     }
 
-    private static func required(_ body: [UInt8]) throws(BodyError) -> JSONValue {
-        guard let value = try parse(body) else { throw BodyError(detail: "a JSON body is required") }
+    private static func required(_ body: JSONValue?) throws(BodyError) -> JSONValue {
+        guard let value = body else { throw BodyError(detail: "a JSON body is required") }
         return value
     }
 

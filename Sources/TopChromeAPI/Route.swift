@@ -9,6 +9,8 @@ public enum Route: Equatable, Sendable {
     case disappear(SessionID?)
     case behavior(SessionID?)
     case events(SessionID?)
+    /// The WebSocket channel: reports in, states out, on one connection.
+    case socket(SessionID?)
     case health
     case readiness
     case openAPI
@@ -28,6 +30,7 @@ public enum Route: Equatable, Sendable {
         case .session: ["GET", "HEAD", "DELETE"]
         case .inset, .behavior: ["PUT"]
         case .events, .health, .readiness, .openAPI, .metrics, .demo: ["GET", "HEAD"]
+        case .socket: ["GET"]
         }
     }
 
@@ -38,6 +41,7 @@ public enum Route: Equatable, Sendable {
         case .session: method == "GET" || method == "HEAD" || method == "DELETE"
         case .inset, .behavior: method == "PUT"
         case .events, .health, .readiness, .openAPI, .metrics, .demo: method == "GET" || method == "HEAD"
+        case .socket: method == "GET"
         }
     }
 
@@ -46,6 +50,7 @@ public enum Route: Equatable, Sendable {
     public enum Template: Int, CaseIterable, Sendable {
         case sessions, session, inset, scroll, disappear, events, health, readiness, openAPI, metrics, demo, unmatched
         case behavior
+        case socket
 
         public var name: StaticString {
             switch self {
@@ -62,6 +67,7 @@ public enum Route: Equatable, Sendable {
             case .demo: "/"
             case .unmatched: "unmatched"
             case .behavior: "/v1/sessions/{id}/behavior"
+            case .socket: "/v1/sessions/{id}/socket"
             }
         }
     }
@@ -80,12 +86,14 @@ public enum Route: Equatable, Sendable {
         case .metrics: .metrics
         case .demo: .demo
         case .behavior: .behavior
+        case .socket: .socket
         }
     }
 
     var sessionID: SessionID? {
         switch self {
-        case let .session(id), let .inset(id), let .scroll(id), let .disappear(id), let .events(id), let .behavior(id): id
+        case let .session(id), let .inset(id), let .scroll(id), let .disappear(id), let .events(id), let .behavior(id),
+             let .socket(id): id
         default: nil
         }
     }

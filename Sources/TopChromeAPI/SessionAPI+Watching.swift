@@ -86,7 +86,7 @@ extension SessionAPI {
     }
 
     /// Subscribes the watcher, unless the server is stopping.
-    private func subscribe(_ watcher: any SessionWatcher, to id: SessionID) throws(Problem) -> StoreAnswer<Session?> {
+    func subscribe(_ watcher: any SessionWatcher, to id: SessionID) throws(Problem) -> StoreAnswer<Session?> {
         // Stopping: watchers are being closed; a new one would be cut off at once.
         guard isReady else { throw Self.shuttingDown }
         do {
@@ -98,12 +98,12 @@ extension SessionAPI {
 
     /// The session a watch starts from; without one (none, or the store
     /// failed) the watch ends and the problem is thrown.
-    private func started(_ watcher: any SessionWatcher, of id: SessionID,
+    func started(_ watcher: any SessionWatcher, of id: SessionID,
                          _ result: Result<Session?, StoreError>) throws(Problem) -> Session {
         try Self.started(watcher, of: id, result, hub: watchers)
     }
 
-    private static func started(_ watcher: any SessionWatcher, of id: SessionID, _ result: Result<Session?, StoreError>,
+    static func started(_ watcher: any SessionWatcher, of id: SessionID, _ result: Result<Session?, StoreError>,
                                 hub: WatcherHub) throws(Problem) -> Session {
         do throws(Problem) {
             guard let current = try value(result) else { throw unknownSession }

@@ -7,6 +7,7 @@ import RuleStatistics
 import StrictJSON
 import Synchronization
 import TopChromeCore
+import WebSocketFrames
 
 /// The v1 HTTP API over a ``SessionStore``: routing, JSON in and out, and
 /// problem details for everything that goes wrong. Holds no socket, so it
@@ -44,18 +45,26 @@ public final class SessionAPI: HTTPResponder {
     /// Session creations per client address; nil: no limit.
     private let creationLimit: CreationRateLimit?
     /// Web pages on other origins allowed to call; nil (the default) costs one check per request.
-    private let crossOrigin: CrossOriginPolicy?
+    let crossOrigin: CrossOriginPolicy?
     /// An event stream's head, which names the heartbeat's interval
     /// (`TopChrome-Heartbeat`): a client takes a stream silent for longer
     /// than that for dead, and only the server knows its `--heartbeat`.
     let eventStreamHeaders: HTTPHeaders
+    let heartbeatSeconds: Int
+    /// The WebSocket channel's sockets, read by one thread of their own.
+    let sockets: WebSocketLoop
 
     public init(store: any SessionStore & SessionChangeFeed, maxBodyBytes: Int, authToken: String? = nil,
                 metricsToken: String? = nil, maxWaitSeconds: Int = 60, metrics: ServiceMetrics = ServiceMetrics(),
                 statistics: ChromeStatistics = ChromeStatistics(), moreMetrics: [any MetricsFamilies] = [],
                 readinessDetails: [any ReadinessDetail] = [], crossOrigin: CrossOriginPolicy? = nil,
-                creationRate: CreationRatePolicy? = nil, heartbeatSeconds: Int = 15, accessTokens: TokenVerifier? = nil) {
+                creationRate: CreationRatePolicy? = nil, heartbeatSeconds: Int = 15, accessTokens: TokenVerifier? = nil,
+                socketMessagesPerSecond: Int = 200) {
         self.maxWaitSeconds = maxWaitSeconds
+        self.heartbeatSeconds = heartbeatSeconds
+        // A client that does not read holds its answers (small) and the newest state: a few bodies' worth.
+        sockets = WebSocketLoop(limits: WebSocketLimits(maxMessageBytes: maxBodyBytes, messagesPerSecond: socketMessagesPerSecond,
+                                                        maxBufferedBytes: max(4 * maxBodyBytes, 65_536)))
         eventStreamHeaders = Self.eventStreamHeaders(heartbeatSeconds: heartbeatSeconds)
         self.store = store
         watchers = WatcherHub(feed: store)
@@ -183,6 +192,7 @@ public final class SessionAPI: HTTPResponder {
                                       watchers: watchers.count, statistics: statistics)
             for families in moreMetrics { text += families.render() }
             if let creationLimit { text += creationLimit.render() }
+            text += WebSocketMetrics(counts: sockets.counts).render()
             return MicroHTTPDResponse(status: 200, headers: HTTPHeaders([("Content-Type", "text/plain; version=0.0.4; charset=utf-8")]),
                                 body: Array(text.utf8))
         case .demo:
@@ -196,7 +206,7 @@ public final class SessionAPI: HTTPResponder {
                                             endpoint: endpoint, ifUnsure: Self.createMayHaveHappened, reusing: &buffers)
             if let allowance { response.addHeaders(allowance) }
             return response
-        case .session(nil), .events(nil), .inset(nil), .scroll(nil), .disappear(nil), .behavior(nil):
+        case .session(nil), .events(nil), .inset(nil), .scroll(nil), .disappear(nil), .behavior(nil), .socket(nil):
             // A malformed id names no session: the store is not asked.
             throw Self.notASessionID
         case let .session(id?):
@@ -227,6 +237,8 @@ public final class SessionAPI: HTTPResponder {
             }
             return try eventStream(of: id, lastEventID: request.headers["Last-Event-ID"], endsAfter: Self.secondsLeft(access),
                                    endpoint: endpoint)
+        case let .socket(id?):
+            return try openSocket(request, of: id, access: access, endpoint: endpoint)
         case let .inset(id?):
             let inset = try body(of: request, RequestBodies.inset)
             return try apply(.setInset(inset), to: id, request, endpoint, &buffers)
@@ -270,7 +282,7 @@ public final class SessionAPI: HTTPResponder {
     }
 
     /// Seconds the access token has left (none: nil); a watch ends by then.
-    private static func secondsLeft(_ access: AccessToken?) -> Int64? {
+    static func secondsLeft(_ access: AccessToken?) -> Int64? {
         access.map { $0.expiresAt - Int64(time(nil)) }
     }
 

@@ -2,7 +2,7 @@ import TopChromeCore
 
 enum HTTPModel {
     enum Resource: Equatable {
-        case sessions, session, inset, behavior, scroll, disappear, events, health, readiness, openAPI, metrics, demo
+        case sessions, session, inset, behavior, scroll, disappear, events, socket, health, readiness, openAPI, metrics, demo
 
         var allowed: [String] {
             switch self {
@@ -10,6 +10,7 @@ enum HTTPModel {
             case .session: ["GET", "HEAD", "DELETE"]
             case .inset, .behavior: ["PUT"]
             case .events, .health, .readiness, .openAPI, .metrics, .demo: ["GET", "HEAD"]
+            case .socket: ["GET"]
             }
         }
 
@@ -28,7 +29,7 @@ enum HTTPModel {
         var takesBody: Bool { [.sessions, .inset, .behavior, .scroll, .disappear].contains(self) }
 
         /// Whether the path holds a session id (`/v1/sessions/{id}…`).
-        var namesSession: Bool { [.session, .inset, .behavior, .scroll, .disappear, .events].contains(self) }
+        var namesSession: Bool { [.session, .inset, .behavior, .scroll, .disappear, .events, .socket].contains(self) }
     }
 
     /// The resource at `path` and, under `/v1/sessions/`, the id (nil when
@@ -58,10 +59,27 @@ enum HTTPModel {
             case "scroll": return (.scroll, id)
             case "disappear": return (.disappear, id)
             case "events": return (.events, id)
+            case "socket": return (.socket, id)
             default: return nil
             }
         default: return nil
         }
+    }
+
+    /// What RFC 6455 §4.2.1 asks of an opening handshake, as docs/http.md
+    /// words the refusals: nil for one the server takes, else its status.
+    static func handshakeRefusal(_ headers: [(String, String)]) -> Int? {
+        func tokens(_ name: String) -> [String] {
+            (combined(headers, name) ?? "").lowercased().split(separator: ",")
+                .map { String($0.drop { $0 == " " || $0 == "\t" }.reversed().drop { $0 == " " || $0 == "\t" }.reversed()) }
+        }
+        guard tokens("Upgrade").contains("websocket"), tokens("Connection").contains("upgrade") else { return 426 }
+        guard tokens("Sec-WebSocket-Version") == ["13"] else { return 426 }
+        let key = Array((tokens("Sec-WebSocket-Key").count == 1 ? combined(headers, "Sec-WebSocket-Key") ?? "" : "")
+            .utf8.drop { $0 == 0x20 || $0 == 0x09 }.reversed().drop { $0 == 0x20 || $0 == 0x09 }.reversed())
+        let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
+        guard key.count == 24, key[22...] == [0x3D, 0x3D], key[..<22].allSatisfy(alphabet.contains) else { return 400 }
+        return nil
     }
 
     /// 32 lowercase hex digits, as the README says ids are written; all

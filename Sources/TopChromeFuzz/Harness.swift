@@ -217,6 +217,10 @@ struct World {
             check(state == expectedState, "session is \(state), the model expects \(expectedState)\n\(context())")
             othersUnchanged(except: id)
             checkState(response, id: id, state: state, context)
+        case .status(101):
+            // The socket's watch ends when the answer is let go without its 101 sent, as here.
+            othersUnchanged(except: nil)
+            check(response.headers["Sec-WebSocket-Accept"] != nil, "a 101 without Sec-WebSocket-Accept\n\(context())")
         case .pending:
             othersUnchanged(except: nil)
             if let pending = response.pending { pendings.append(pending) }
@@ -267,7 +271,8 @@ struct World {
                 return .status(401)
             }
             guard let (kind, id) = resource else { return .status(404) }
-            let method = request.method == "HEAD" && kind.allowed.contains("GET") ? "GET" : request.method
+            // HEAD is GET without a body, but for the socket: an upgrade has no head to show.
+            let method = request.method == "HEAD" && kind.allowed.contains("GET") && kind != .socket ? "GET" : request.method
             guard kind.allowed.contains(method) else { return .status(405) }
             if request.isBodyTooLarge { return .status(413) }
             // A malformed id names nothing: 404 before the body is read as JSON.
@@ -296,6 +301,11 @@ struct World {
                 return .status(200)
             case .sessions:
                 return .status(count >= capacity ? 503 : 201)
+            case .socket:
+                // The handshake is read before the session is looked up; a socket counts as a watcher.
+                if let refusal = HTTPModel.handshakeRefusal(headers) { return .status(refusal) }
+                guard state != nil else { return .status(404) }
+                return watchers > 0 && choose(.either) ? .status(503) : .status(101)
             case .events:
                 guard state != nil else { return .status(404) }
                 if method != request.method { return .status(200) }  // HEAD: the headers, no stream

@@ -16,6 +16,9 @@ public struct LimitSettings: Sendable, Equatable {
     public var maxWaitSeconds = 60
     /// Sessions one client address (an IPv6 /64) may create a second, and
     /// at once; more get 429. 0: no limit. See `CreationRatePolicy` for why these.
+    /// Messages a second one WebSocket may send, and as many at once: a
+    /// device at 120 Hz sends fewer, its reports batched; more close it (1008).
+    public var socketMessagesPerSecond = 200
     public var createRate = 20
     public var createBurst = 200
 
@@ -35,9 +38,11 @@ public struct LimitSettings: Sendable, Equatable {
                 \.limits.createRate, in: 0...1_000_000),
         .number("create-burst", "N", help: "Sessions one client address may create at once before --create-rate applies (default {default}).",
                 \.limits.createBurst, in: 1...1_000_000),
-        .number("max-watchers", "N", help: "Event streams and long-polls at most, and no more than the descriptor limit allows; more get 503 (default {default}).",
+        .number("max-watchers", "N", help: "Event streams, WebSockets and long-polls at most, and no more than the descriptor limit allows; more get 503 (default {default}).",
                 \.limits.maxWatchers, in: 1...1_000_000),
         .number("max-watchers-per-session", "N", help: "Watchers of one session at most (default {default}).", \.limits.maxWatchersPerSession, in: 1...100_000),
+        .number("socket-messages-per-second", "N", help: "Messages one WebSocket may send a second, and at once; more close it with 1008 (default {default}).",
+                \.limits.socketMessagesPerSecond, in: 1...100_000),
         .number("max-wait", "S", help: "Longest long-poll wait honoured, in seconds (default {default}).", \.limits.maxWaitSeconds, in: 1...3600),
     ]
 }

@@ -20,6 +20,6 @@ public struct SessionSettings: Sendable, Equatable {
             config.sessions.revealThreshold = number
         },
         .number("session-ttl", "S", help: "Seconds idle before a session is dropped; 0 = never (default {default}).", \.sessions.ttl, in: 0...(10 * 365 * 86_400)),
-        .number("heartbeat", "S", help: "Seconds between heartbeats on event streams (default {default}).", \.sessions.heartbeatSeconds, in: 1...3600),
+        .number("heartbeat", "S", help: "Seconds between heartbeats on event streams and pings on WebSockets (default {default}).", \.sessions.heartbeatSeconds, in: 1...3600),
     ]
 }

@@ -69,7 +69,8 @@ public final class TopChromeService: Sendable {
                          readinessDetails: backend.readinessDetails,
                          crossOrigin: CrossOriginPolicy(origins: configuration.http.corsOrigins),
                          creationRate: configuration.limits.creationRate,
-                         heartbeatSeconds: configuration.sessions.heartbeatSeconds, accessTokens: configuration.tokens.verifier)
+                         heartbeatSeconds: configuration.sessions.heartbeatSeconds, accessTokens: configuration.tokens.verifier,
+                         socketMessagesPerSecond: configuration.limits.socketMessagesPerSecond)
         var serverConfiguration = configuration.httpServer
         serverConfiguration.descriptorBudget = budget.connections
         server = HTTPServer(configuration: serverConfiguration, responder: api,
@@ -155,14 +156,16 @@ public final class TopChromeService: Sendable {
         public var snapshotFailure: SnapshotFile.Failure?
     }
 
-    /// Graceful stop: `/readyz` turns 503, event streams end, long-polls get
-    /// 503, requests already received are answered and later ones refused
+    /// Graceful stop: `/readyz` turns 503, event streams end, WebSockets
+    /// close with 1001, long-polls get 503, requests already received are answered and later ones refused
     /// with 503, then every connection closes and the state file is written.
     @discardableResult
     public func stop() -> StopOutcome {
         api.isReady = false
         chores.cancelAll()
         api.closeWatchers()
+        // WebSockets answer the 1001 with their close frames; libmicrohttpd must not stop under one.
+        api.stopSockets(timeout: .milliseconds(min(1000, Int(configuration.http.shutdownTimeout * 1000))))
         let finished = server.stop(timeout: .milliseconds(Int(configuration.http.shutdownTimeout * 1000)))
         var outcome = StopOutcome(requestsFinished: finished)
         switch backend {

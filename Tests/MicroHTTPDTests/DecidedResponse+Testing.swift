@@ -6,6 +6,7 @@ extension DecidedResponse {
         switch self {
         case let .complete(response): response.headers
         case let .stream(response): response.headers
+        case let .upgrade(response): response.headers
         }
     }
 }

@@ -44,6 +44,7 @@ struct OptionTableTests {
             "shutdown-timeout": ("2.5", []), "idle-timeout": ("0", []), "request-timeout": ("2.5", []), "max-connections": ("7", []),
             "max-connections-per-ip": ("2", []), "connection-memory": ("16384", []), "heartbeat": ("1", []), "create-rate": ("3", []), "create-burst": ("7", []),
             "max-watchers": ("9", []), "max-watchers-per-session": ("3", []), "max-wait": ("5", []),
+            "socket-messages-per-second": ("50", []),
             "auth-token-file": (secret, []), "metrics-token-file": (secret, []), "tls-cert": (secret, ["--tls-key", secret]),
             "tls-key": (secret, ["--tls-cert", secret]), "tls-priorities": ("NORMAL", ["--tls-cert", secret, "--tls-key", secret]),
             "log-format": ("json", []), "log-level": ("debug", []),

@@ -6,13 +6,8 @@ import TopChromeCore
 
 /// A Server-Sent Events stream of one session's states.
 ///
-/// Events carry the entity tag (`<version>.<tag>`) as their id, and
-/// versions go backwards only when the store does: a state older than one
-/// already sent is dropped, unless it is the store's state read again after
-/// its feed lost touch (a failover can lose the last acknowledged changes;
-/// the client must then hold what the store holds). A state with the
-/// version last sent but another tag is one that replaced a lost state,
-/// and is sent. A client too slow to take
+/// Events carry the entity tag (`<version>.<tag>`) as their id, and pass
+/// in the order ``SentStates`` keeps. A client too slow to take
 /// events is closed rather than buffered without bound; it reconnects with
 /// `Last-Event-ID` and gets the current state, which is what it needs.
 final class EventStreamWatcher: SessionWatcher, @unchecked Sendable {
@@ -22,8 +17,7 @@ final class EventStreamWatcher: SessionWatcher, @unchecked Sendable {
     let id: SessionID
     let stream: ResponseStream
     private let lock = PthreadLock()
-    /// Nil until the client has a state: none sent, and none it named.
-    private var lastSent: EntityTag?
+    private var sent = SentStates()
     /// Ends a stream opened with an access token at the token's `exp`.
     private var expiry: DispatchSourceTimer?
 
@@ -41,7 +35,7 @@ final class EventStreamWatcher: SessionWatcher, @unchecked Sendable {
             let current = session.entityTag
             if lastEventID == current {
                 // A change may have come first, on another thread.
-                if (lastSent?.version ?? 0) < current.version { lastSent = current }
+                sent.clientHas(current)
             } else {
                 _ = send(current, Self.event(for: session))
             }
@@ -61,12 +55,7 @@ final class EventStreamWatcher: SessionWatcher, @unchecked Sendable {
     }
 
     private func send(_ tag: EntityTag, _ event: [UInt8], isResynchronization: Bool = false) -> Bool {
-        if let lastSent {
-            let isNewer = tag.version > lastSent.version
-            let replacesLost = tag != lastSent && (isResynchronization || tag.version == lastSent.version)
-            guard isNewer || replacesLost else { return stream.isOpen }
-        }
-        lastSent = tag
+        guard sent.admit(tag, isResynchronization: isResynchronization) else { return stream.isOpen }
         return writeOrClose(event)
     }
 

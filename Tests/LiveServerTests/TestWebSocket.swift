@@ -1,0 +1,143 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+import TopChromeTesting
+import WebSocketFrames
+
+/// A WebSocket client on one TCP connection that sends exactly the frames a
+/// test writes (masked or not, fragmented, broken) and reads the server's.
+final class TestWebSocket {
+    private let fd: Int32
+    private var buffer: [UInt8] = []
+    /// The 101's head.
+    private(set) var handshake = ReceivedResponse(status: 0, headers: [], body: [])
+
+    /// A frame as the server sent it.
+    struct Frame {
+        var opcode: UInt8
+        var fin: Bool
+        var payload: [UInt8]
+        var text: String { String(decoding: payload, as: UTF8.self) }
+        /// A close frame's code; nil without one.
+        var closeCode: UInt16? { payload.count >= 2 ? UInt16(payload[0]) << 8 | UInt16(payload[1]) : nil }
+    }
+
+    static let key = "dGhlIHNhbXBsZSBub25jZQ=="
+
+    /// Opens the socket; throws `TestClientError.malformed` with the answer if it is not a 101.
+    init(port: Int, path: String, headers: [(String, String)] = []) throws {
+        let fd: Int32
+        do { fd = try connectedSocket(port: port) } catch { throw TestClientError.connect(error.errno) }
+        var timeout = timeval(tv_sec: Int(10 * testTimeScale), tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        self.fd = fd
+        var head = "GET \(path) HTTP/1.1\r\nHost: localhost\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+            + "Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: \(Self.key)\r\n"
+        for (name, value) in headers { head += "\(name): \(value)\r\n" }
+        try send(raw: Array((head + "\r\n").utf8))
+        let end = try readUntil([13, 10, 13, 10])
+        let text = String(decoding: buffer[..<end], as: UTF8.self)
+        buffer.removeFirst(end + 4)
+        var lines = text.components(separatedBy: "\r\n")
+        let status = Int(lines.removeFirst().split(separator: " ")[1]) ?? 0
+        handshake = ReceivedResponse(status: status, headers: lines.compactMap { line in
+            line.firstIndex(of: ":").map { (String(line[..<$0]), line[line.index(after: $0)...].trimmingCharacters(in: .whitespaces)) }
+        }, body: [])
+        guard status == 101 else { throw TestClientError.malformed(text) }
+    }
+
+    deinit { close(fd) }
+
+    func send(raw bytes: [UInt8]) throws {
+        var sent = 0
+        while sent < bytes.count {
+            let n = bytes[sent...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            guard n > 0 else { throw TestClientError.closed }
+            sent += n
+        }
+    }
+
+    func send(_ opcode: WebSocketOpcode, _ payload: [UInt8], fin: Bool = true) throws {
+        try send(raw: WebSocketFrameWriter.frame(opcode, payload, fin: fin, mask: (0x37, 0xFA, 0x21, 0x3D)))
+    }
+
+    func send(text: String) throws { try send(.text, Array(text.utf8)) }
+
+    /// The next frame, whatever it is.
+    func readFrame() throws -> Frame {
+        while buffer.count < 2 { try fill() }
+        var length = Int(buffer[1] & 0x7F)
+        var header = 2
+        if length == 126 {
+            while buffer.count < 4 { try fill() }
+            length = Int(buffer[2]) << 8 | Int(buffer[3])
+            header = 4
+        } else if length == 127 {
+            while buffer.count < 10 { try fill() }
+            length = (2..<10).reduce(0) { $0 << 8 | Int(buffer[$1]) }
+            header = 10
+        }
+        while buffer.count < header + length { try fill() }
+        let frame = Frame(opcode: buffer[0] & 0x0F, fin: buffer[0] & 0x80 != 0, payload: Array(buffer[header..<header + length]))
+        buffer.removeFirst(header + length)
+        return frame
+    }
+
+    /// The next text message as JSON, pings answered and passed over.
+    func nextMessage() throws -> [String: Any] {
+        while true {
+            let frame = try readFrame()
+            switch frame.opcode {
+            case 0x1:
+                guard let object = try JSONSerialization.jsonObject(with: Data(frame.payload)) as? [String: Any] else {
+                    throw TestClientError.malformed(frame.text)
+                }
+                return object
+            case 0x9: try send(.pong, frame.payload)
+            case 0x8: throw TestClientError.closed
+            default: continue
+            }
+        }
+    }
+
+    /// Messages until one of `type`, which is returned.
+    func next(ofType type: String) throws -> [String: Any] {
+        while true {
+            let message = try nextMessage()
+            if message["type"] as? String == type { return message }
+        }
+    }
+
+    /// Reads past messages to the server's close frame and returns its code.
+    func closeCode() throws -> UInt16? {
+        while true {
+            let frame = try readFrame()
+            if frame.opcode == 0x8 { return frame.closeCode }
+        }
+    }
+
+    /// True once the server has closed the TCP connection (after its close frame, if any).
+    func isClosedByServer() -> Bool {
+        var byte: UInt8 = 0
+        return buffer.isEmpty && recv(fd, &byte, 1, 0) == 0
+    }
+
+    private func readUntil(_ marker: [UInt8]) throws -> Int {
+        while true {
+            if buffer.count >= marker.count {
+                for start in 0...(buffer.count - marker.count) where buffer[start..<start + marker.count].elementsEqual(marker) {
+                    return start
+                }
+            }
+            try fill()
+        }
+    }
+
+    private func fill() throws {
+        var chunk = [UInt8](repeating: 0, count: 65_536)
+        let n = recv(fd, &chunk, chunk.count, 0)
+        guard n > 0 else { throw TestClientError.closed }
+        buffer.append(contentsOf: chunk[..<n])
+    }
+}
