@@ -169,7 +169,7 @@ let package = Package(
         // What tests (and the fuzz harness) share: a loopback listener, a seeded
         // generator, the API asked in this process, a store that answers later.
         // No test framework in it, so the fuzz binary can link it.
-        .target(name: "TopChromeTesting", dependencies: ["MicroHTTPD", "TopChromeCore", "LaterAnswers"]),
+        .target(name: "TopChromeTesting", dependencies: ["MicroHTTPD", "TopChromeCore", "LaterAnswers", "WebSocketFrames"]),
         // The API's contract as every transport's tests ask it: the API in
         // this process on either store path, and the checks of its answers.
         .target(name: "ContractTestSupport",

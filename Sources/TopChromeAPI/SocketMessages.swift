@@ -85,15 +85,19 @@ enum SocketMessages {
         return json.bytes
     }
 
-    /// A change made: the state's ETag, its `lastSeq`, and stale reports ignored, if any.
+    /// A change made: the state's ETag, its `lastSeq`, stale reports ignored,
+    /// if any, and the state itself, as HTTP answers it: the watchers' copy
+    /// of it may come later (Redis publishes after the change) or, for a
+    /// slow reader, never (a newer one replaced it).
     static func applied(_ id: String?, _ session: Session, staleReports: Int) -> [UInt8] {
-        var json = JSONWriter()
+        var json = JSONWriter(capacity: 512)
         json.object { object in
             object.member("type") { $0.string("answer") }
             if let id { object.member("id") { $0.string(id) } }
             object.member("etag") { $0.string("\"\(session.entityTag)\"") }
             if let lastSeq = session.state.lastAppliedSeq { object.member("lastSeq") { $0.number(lastSeq) } }
             if staleReports > 0 { object.member("staleReports") { $0.number(staleReports) } }
+            object.member("state") { $0.raw(String(decoding: StateWriter.json(session), as: UTF8.self)) }
         }
         return json.bytes
     }

@@ -47,6 +47,21 @@ public final class ChromeService: Sendable {
         /// States a slow reader of `states()` may fall behind by; beyond
         /// that the oldest are dropped (the newest state wins).
         public var stateBufferLimit = 16
+        /// Whether a session that is followed also sends its changes on one
+        /// WebSocket (`GET /v1/sessions/{id}/socket`) that brings its states,
+        /// instead of a request per change and an event stream: no request
+        /// to pay per report, no pacing interval to wait out. Where the
+        /// upgrade is refused (a proxy that passes no WebSocket) the session
+        /// goes on over HTTP and the event stream. Off where Foundation's
+        /// networking is libcurl's (Linux), whose Debian build has no
+        /// WebSocket; on elsewhere.
+        #if canImport(FoundationNetworking)
+        public var usesWebSocket = false
+        #else
+        public var usesWebSocket = true
+        #endif
+        /// Opens the socket; `URLSessionWebSocketTask` unless a test gives another.
+        package var socketOpener: ChromeSocketOpener?
         /// Told what the client does about trouble (a stale report
         /// renumbered, a failed report, a reconnection), for the app's log.
         public var log: (@Sendable (String) -> Void)?
@@ -58,6 +73,7 @@ public final class ChromeService: Sendable {
     public let configuration: Configuration
     let token: Token
     let urlSession: URLSession
+    let openSocket: ChromeSocketOpener
 
     /// Where the bearer token comes from: fixed, or asked for before every
     /// request (tokens that rotate); told which token the service refused.
@@ -113,6 +129,7 @@ public final class ChromeService: Sendable {
         let sessionConfiguration = urlSessionConfiguration.copy() as? URLSessionConfiguration ?? .ephemeral
         sessionConfiguration.timeoutIntervalForRequest = configuration.requestTimeout
         urlSession = URLSession(configuration: sessionConfiguration)
+        openSocket = configuration.socketOpener ?? URLSessionChromeSocket.opener(in: urlSession)
     }
 
     deinit { urlSession.finishTasksAndInvalidate() }
@@ -227,9 +244,14 @@ public final class ChromeService: Sendable {
 
     /// Sends `request` until it succeeds, fails for good, or the retries run out.
     func send(_ request: URLRequest, sessionID: String?) async throws -> Data {
+        try await retrying { try await self.attempt(request, sessionID: sessionID) }
+    }
+
+    /// `attempt` until it succeeds, fails for good, or the retries run out.
+    func retrying(_ attempt: @Sendable () async throws -> Outcome) async throws -> Data {
         var retry = 0
         while true {
-            switch try await attempt(request, sessionID: sessionID) {
+            switch try await attempt() {
             case let .success(data, _, _):
                 return data
             case let .failure(error):

@@ -38,7 +38,8 @@ extension ChromeSession {
     /// Waits out the rest of the interval since the last request started;
     /// reports arriving meanwhile replace the one queued.
     func pace() async {
-        guard !hurry, let lastSendStart else { return }
+        // On a socket nothing waits: a message costs the service no request.
+        guard !hurry, socketLink == nil, let lastSendStart else { return }
         let interval = Duration.nanoseconds(Int64(max(0, client.configuration.minimumSendInterval) * 1e9))
         let due = lastSendStart + interval
         if ContinuousClock.now < due {
@@ -80,24 +81,44 @@ extension ChromeSession {
 
     func send(_ command: Command) async throws -> SessionState? {
         let path = "v1/sessions/\(id)"
-        let request: URLRequest
+        let change: Change
         switch command {
         case let .inset(inset):
-            request = try await client.request("PUT", path + "/inset", body: ChromeService.encode(InsetBody(inset: inset)))
+            change = Change(type: "inset", method: "PUT", path: path + "/inset", body: try ChromeService.encode(InsetBody(inset: inset)))
         case let .behavior(settings):
-            request = try await client.request("PUT", path + "/behavior", body: ChromeService.encode(settings))
+            change = Change(type: "behavior", method: "PUT", path: path + "/behavior", body: try ChromeService.encode(settings))
         case .disappear:
-            request = try await client.request("POST", path + "/disappear")
+            change = Change(type: "disappear", method: "POST", path: path + "/disappear", body: nil)
         case .read:
-            request = try await client.request("GET", path)
+            change = Change(type: nil, method: "GET", path: path, body: nil)
         case .delete:
             _ = try await client.send(client.request("DELETE", path), sessionID: id)
             end(with: .sessionGone(id: id), streamsFinishing: false)
             return nil
         }
-        let state = try ChromeService.decodeState(try await client.send(request, sessionID: id))
+        let state = try ChromeService.decodeState(try await sendUntilDone(change))
         learn(state)
         return state
+    }
+
+    /// A change as a socket message (`type`, nil: HTTP only) and as its HTTP request.
+    struct Change {
+        var type: String?
+        var method: String
+        var path: String
+        var body: Data?
+    }
+
+    /// One attempt: on the session's socket while one is open, else over HTTP.
+    func attempt(_ change: Change) async throws -> ChromeService.Outcome {
+        if let type = change.type, let socketLink { return await socketLink.attempt(type, body: change.body) }
+        return try await client.attempt(client.request(change.method, change.path, body: change.body), sessionID: id)
+    }
+
+    /// `attempt` until it succeeds, fails for good, or the retries run out
+    /// (a retry after a socket was cut goes over HTTP, or a new socket).
+    func sendUntilDone(_ change: Change) async throws -> Data {
+        try await client.retrying { try await self.attempt(change) }
     }
 
     /// Sends one batch, retrying while the service is out of reach (for
@@ -118,7 +139,7 @@ extension ChromeSession {
             let outcome: ChromeService.Outcome
             do {
                 let body = try batch.body()
-                outcome = try await client.attempt(client.request("POST", "v1/sessions/\(id)/scroll", body: body), sessionID: id)
+                outcome = try await attempt(Change(type: "scroll", method: "POST", path: "v1/sessions/\(id)/scroll", body: body))
             } catch {
                 failReport(error, seqs: batch.seqs, count: batch.count)
                 return

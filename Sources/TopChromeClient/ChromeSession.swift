@@ -68,6 +68,11 @@ public actor ChromeSession {
     /// clock stepped back would make every report stale.
     var lastSeq: UInt64 = 0
     private var streams: [UInt64: AsyncThrowingStream<SessionState, any Error>.Continuation] = [:]
+    /// The socket a follower holds open: changes go on it while it is.
+    var socketLink: SessionSocketLink?
+    /// The upgrade cannot be had here (a proxy refused it, or the platform
+    /// has no WebSocket): this session follows and sends over HTTP.
+    var socketRefused = false
 
     init(id: String, client: ChromeService, known state: SessionState?) {
         self.id = id
@@ -292,6 +297,20 @@ public actor ChromeSession {
 
     func unregister(_ key: UInt64) {
         streams[key] = nil
+    }
+
+    var mayOpenSocket: Bool { client.configuration.usesWebSocket && !socketRefused }
+
+    func socketOpened(_ link: SessionSocketLink) {
+        socketLink = link
+    }
+
+    func socketEnded(_ link: SessionSocketLink) {
+        if socketLink === link { socketLink = nil }
+    }
+
+    func socketNotOffered() {
+        socketRefused = true
     }
 
     /// The event stream says the session is gone.

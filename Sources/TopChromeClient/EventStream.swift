@@ -102,8 +102,49 @@ struct StateFollower: Sendable {
         /// next connection asks for a new one.
         var refusedToken: String?
         let tokensRenew = if case .provider = client.token { true } else { false }
+        /// Waits before the next attempt, the backoff grown unless the last
+        /// connection stayed up `stableConnectionInterval`.
+        func waitBeforeNext(_ interruption: TopChromeError?, connectedAt: ContinuousClock.Instant?, retryAfter: Double?) async throws {
+            if let connectedAt, ContinuousClock.now - connectedAt >= .seconds(client.configuration.stableConnectionInterval) {
+                retry = 0
+            }
+            if let interruption {
+                failures += 1
+                onConnection(.interrupted(interruption, failedAttempts: failures))
+                client.log("session \(session.id): event stream interrupted (\(interruption))")
+            }
+            var policy = client.configuration.retry
+            if let milliseconds = parser.reconnectionTime {
+                // `retry:` sets the first delay; the backoff grows from it.
+                policy.initialDelay = min(Double(milliseconds) / 1000, policy.maximumDelay)
+            }
+            let delay = policy.delay(retry: retry, retryAfter: retryAfter, random: Double.random(in: 0..<1))
+            onWait(delay)
+            try await Task.sleep(nanoseconds: UInt64(delay * 1_000_000_000))
+            retry += 1
+        }
         while true {
             try Task.checkCancellation()
+            if await session.mayOpenSocket {
+                let renewing = refusedToken
+                refusedToken = nil
+                switch try await followOverSocket(refusedToken: renewing, lastYielded: &lastYielded, into: output) {
+                case .deleted:
+                    return
+                case let .tokenEnded(token) where renewing == nil:
+                    refusedToken = token
+                    continue
+                case .tokenEnded:
+                    // Refused again with a new token: the event stream's answer says why.
+                    break
+                case .notOffered:
+                    break
+                case let .cut(interruption, connectedAt):
+                    if connectedAt != nil { failures = 0 }
+                    try await waitBeforeNext(interruption, connectedAt: connectedAt, retryAfter: nil)
+                    continue
+                }
+            }
             let request: URLRequest
             let renewing = refusedToken != nil
             do {
@@ -216,24 +257,7 @@ struct StateFollower: Sendable {
                 try Task.checkCancellation()
                 interruption = .transport(error)
             }
-            if let connectedAt, ContinuousClock.now - connectedAt >= .seconds(client.configuration.stableConnectionInterval) {
-                retry = 0
-            }
-            if let interruption {
-                failures += 1
-                onConnection(.interrupted(interruption, failedAttempts: failures))
-                client.log("session \(session.id): event stream interrupted (\(interruption))")
-            }
-
-            var policy = client.configuration.retry
-            if let milliseconds = parser.reconnectionTime {
-                // `retry:` sets the first delay; the backoff grows from it.
-                policy.initialDelay = min(Double(milliseconds) / 1000, policy.maximumDelay)
-            }
-            let delay = policy.delay(retry: retry, retryAfter: retryAfter, random: Double.random(in: 0..<1))
-            onWait(delay)
-            try await Task.sleep(nanoseconds: UInt64(delay * 1_000_000_000))
-            retry += 1
+            try await waitBeforeNext(interruption, connectedAt: connectedAt, retryAfter: retryAfter)
         }
     }
 

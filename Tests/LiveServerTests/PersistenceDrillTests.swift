@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TopChromeTesting
 
 /// Restarts as operators cause them: graceful stops, stops under load, kill -9.
 @Suite struct PersistenceDrillTests {

@@ -2,6 +2,7 @@ import Foundation
 import RedisTestSupport
 import Testing
 import TopChromeServer
+import TopChromeTesting
 
 /// Reveal behaviours over loopback HTTP, on the memory store and on Redis:
 /// chosen at creation, changed with `PUT …/behavior`, driven by scroll reports.

@@ -4,12 +4,6 @@ import Glibc
 #endif
 import TopChromeTesting
 
-enum TestClientError: Error {
-    case connect(Int32)
-    case closed
-    case malformed(String)
-}
-
 /// A plain HTTP/1.1 client on one TCP connection, so tests control exactly
 /// what is sent (keep-alive, raw bytes, huge bodies) and see every header.
 final class TestHTTPClient: ContractClient {

@@ -59,7 +59,10 @@ import TopChromeTesting
         let socket = try open(id)
         _ = try socket.next(ofType: "state")
         try socket.send(text: #"{"type":"inset","id":"1","body":{"inset":44}}"#)
-        _ = try socket.next(ofType: "answer")
+        // The answer carries the state, as the HTTP route's answer does.
+        let inset = try #require(try socket.next(ofType: "answer")["state"] as? [String: Any])
+        #expect(inset["inset"] as? Double == 44)
+        #expect(inset["version"] as? Int == (try server.client().request("GET", "/v1/sessions/\(id)").json["version"] as? Int))
         try socket.send(text: #"{"type":"behavior","id":"2","body":{"behavior":"pinned"}}"#)
         _ = try socket.next(ofType: "answer")
         try socket.send(text: #"{"type":"disappear","id":"3"}"#)

@@ -68,6 +68,35 @@ import Testing
         recorder.cancel()
     }
 
+    /// The same over the session's socket: the service closes it at the
+    /// token's `exp` (4401); it is opened again at once with a new token,
+    /// and the changes and states go on over it.
+    @Test func aSocketGoesOnPastItsTokensExpiry() async throws {
+        let signer = try TokenSigner(seed: Array(repeating: 7, count: 32), keyID: "app")
+        let server = try TestServer {
+            $0.auth.token = "admin"
+            $0.tokens.keysJWKS = String(decoding: signer.jwks, as: UTF8.self)
+        }
+        let id = try await server.client(tokens: { _ in "admin" }).createSession(inset: 59).id
+        let backend = Backend(minting: signer, sessionID: id)
+        let opener = LoopbackChromeSocket.Opener()
+        var configuration = server.client().configuration
+        configuration.usesWebSocket = true
+        configuration.socketOpener = opener.open
+        let session = ChromeService(baseURL: server.url, configuration: configuration, tokens: backend.token).session(id: id)
+        let events = ConnectionLog()
+        let recorder = StateRecorder(session.states(onConnection: events.add))
+        #expect(await recorder.waitFor { $0.last?.version == 1 })
+        #expect(await eventually(within: 15) { backend.refusals.count >= 1 }, "told of the expired token: \(events.all)")
+        #expect(await eventually { opener.sockets.count >= 2 }, "a second socket")
+        try await session.setInset(30)
+        #expect(await recorder.waitFor { $0.last?.version == 2 }, "\(recorder.versions); ended: \(String(describing: recorder.end))")
+        #expect(recorder.versions == [1, 2], "each version once: no gap, nothing twice")
+        #expect(events.interruptions == 0, "an expiry is no outage: \(events.all)")
+        #expect(opener.sockets.flatMap(\.sent).contains { $0.contains(#""type":"inset""#) }, "the change went on a socket")
+        recorder.cancel()
+    }
+
     /// Without a provider there is nothing to renew: the refusal is told.
     @Test func aFixedTokenRefusedIsTold() async throws {
         let server = try TestServer { $0.auth.token = "first" }

@@ -2,35 +2,44 @@ import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
-import TopChromeTesting
 import WebSocketFrames
+
+/// Why a test's own client failed: no connection (its errno), closed, or an answer that is not what it expected.
+public enum TestClientError: Error {
+    case connect(Int32)
+    case closed
+    case malformed(String)
+}
 
 /// A WebSocket client on one TCP connection that sends exactly the frames a
 /// test writes (masked or not, fragmented, broken) and reads the server's.
-final class TestWebSocket {
+public final class TestWebSocket {
     private let fd: Int32
     private var buffer: [UInt8] = []
     /// The 101's head.
-    private(set) var handshake = ReceivedResponse(status: 0, headers: [], body: [])
+    public private(set) var handshake = ReceivedResponse(status: 0, headers: [], body: [])
 
     /// A frame as the server sent it.
-    struct Frame {
-        var opcode: UInt8
-        var fin: Bool
-        var payload: [UInt8]
-        var text: String { String(decoding: payload, as: UTF8.self) }
+    public struct Frame {
+        public var opcode: UInt8
+        public var fin: Bool
+        public var payload: [UInt8]
+        public var text: String { String(decoding: payload, as: UTF8.self) }
         /// A close frame's code; nil without one.
-        var closeCode: UInt16? { payload.count >= 2 ? UInt16(payload[0]) << 8 | UInt16(payload[1]) : nil }
+        public var closeCode: UInt16? { payload.count >= 2 ? UInt16(payload[0]) << 8 | UInt16(payload[1]) : nil }
     }
 
-    static let key = "dGhlIHNhbXBsZSBub25jZQ=="
+    public static let key = "dGhlIHNhbXBsZSBub25jZQ=="
 
     /// Opens the socket; throws `TestClientError.malformed` with the answer if it is not a 101.
-    init(port: Int, path: String, headers: [(String, String)] = []) throws {
+    /// `receiveTimeout`: seconds a read waits (times `testTimeScale`); nil, for ever.
+    public init(port: Int, path: String, headers: [(String, String)] = [], receiveTimeout: Double? = 10) throws {
         let fd: Int32
         do { fd = try connectedSocket(port: port) } catch { throw TestClientError.connect(error.errno) }
-        var timeout = timeval(tv_sec: Int(10 * testTimeScale), tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        if let receiveTimeout {
+            var timeout = timeval(tv_sec: Int(receiveTimeout * testTimeScale), tv_usec: 0)
+            setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        }
         self.fd = fd
         var head = "GET \(path) HTTP/1.1\r\nHost: localhost\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
             + "Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: \(Self.key)\r\n"
@@ -49,7 +58,12 @@ final class TestWebSocket {
 
     deinit { close(fd) }
 
-    func send(raw bytes: [UInt8]) throws {
+    /// Ends the connection both ways: a read waiting on another thread returns.
+    public func shutdown() {
+        _ = Glibc.shutdown(fd, Int32(SHUT_RDWR))
+    }
+
+    public func send(raw bytes: [UInt8]) throws {
         var sent = 0
         while sent < bytes.count {
             let n = bytes[sent...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
@@ -58,14 +72,14 @@ final class TestWebSocket {
         }
     }
 
-    func send(_ opcode: WebSocketOpcode, _ payload: [UInt8], fin: Bool = true) throws {
+    public func send(_ opcode: WebSocketOpcode, _ payload: [UInt8], fin: Bool = true) throws {
         try send(raw: WebSocketFrameWriter.frame(opcode, payload, fin: fin, mask: (0x37, 0xFA, 0x21, 0x3D)))
     }
 
-    func send(text: String) throws { try send(.text, Array(text.utf8)) }
+    public func send(text: String) throws { try send(.text, Array(text.utf8)) }
 
     /// The next frame, whatever it is.
-    func readFrame() throws -> Frame {
+    public func readFrame() throws -> Frame {
         while buffer.count < 2 { try fill() }
         var length = Int(buffer[1] & 0x7F)
         var header = 2
@@ -85,7 +99,7 @@ final class TestWebSocket {
     }
 
     /// The next text message as JSON, pings answered and passed over.
-    func nextMessage() throws -> [String: Any] {
+    public func nextMessage() throws -> [String: Any] {
         while true {
             let frame = try readFrame()
             switch frame.opcode {
@@ -102,7 +116,7 @@ final class TestWebSocket {
     }
 
     /// Messages until one of `type`, which is returned.
-    func next(ofType type: String) throws -> [String: Any] {
+    public func next(ofType type: String) throws -> [String: Any] {
         while true {
             let message = try nextMessage()
             if message["type"] as? String == type { return message }
@@ -110,7 +124,7 @@ final class TestWebSocket {
     }
 
     /// Reads past messages to the server's close frame and returns its code.
-    func closeCode() throws -> UInt16? {
+    public func closeCode() throws -> UInt16? {
         while true {
             let frame = try readFrame()
             if frame.opcode == 0x8 { return frame.closeCode }
@@ -118,7 +132,7 @@ final class TestWebSocket {
     }
 
     /// True once the server has closed the TCP connection (after its close frame, if any).
-    func isClosedByServer() -> Bool {
+    public func isClosedByServer() -> Bool {
         var byte: UInt8 = 0
         return buffer.isEmpty && recv(fd, &byte, 1, 0) == 0
     }
