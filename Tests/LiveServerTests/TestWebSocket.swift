@@ -26,9 +26,10 @@ final class TestWebSocket {
     static let key = "dGhlIHNhbXBsZSBub25jZQ=="
 
     /// Opens the socket; throws `TestClientError.malformed` with the answer if it is not a 101.
-    init(port: Int, path: String, headers: [(String, String)] = []) throws {
+    /// `receiveBuffer`: a small one makes a reader whose server's writes back up after a few kilobytes.
+    init(port: Int, path: String, headers: [(String, String)] = [], receiveBuffer: Int32? = nil) throws {
         let fd: Int32
-        do { fd = try connectedSocket(port: port) } catch { throw TestClientError.connect(error.errno) }
+        do { fd = try connectedSocket(port: port, receiveBuffer: receiveBuffer) } catch { throw TestClientError.connect(error.errno) }
         var timeout = timeval(tv_sec: Int(10 * testTimeScale), tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         self.fd = fd
