@@ -20,7 +20,7 @@ run: deps release
 ## with podman, and deploy/compose.yaml (Redis, two replicas, nginx) brought
 ## up with podman-compose and drilled.
 TEST_STAGES = test-deps test-build test-all test-client-urlsession check-snippets test-live-redis test-live-rediss test-sentinel-drill test-tsan test-asan \
-  check-binary check-spec check-readme check-metrics check-conformance check-demo check-cors fuzz test-container test-deploy
+  check-binary check-spec check-readme check-metrics check-conformance check-websocket check-demo check-cors fuzz test-container test-deploy
 test:
 	MAKE="$(MAKE)" Tests/scripts/run-stages.sh $(TEST_STAGES)
 
@@ -122,6 +122,11 @@ check-metrics: check-binary
 ## every check, >= 1,000 requests, also with a bearer token (SEED=n to vary).
 check-conformance: check-binary
 	Tests/scripts/check-conformance.sh $(SHIPPED_BINARY)
+
+## The WebSocket channel against Autobahn's categories, with Python's websockets as the peer (a few seconds).
+.PHONY: check-websocket
+check-websocket: check-binary
+	.build/python/bin/python Tests/scripts/check-websocket.py $(SHIPPED_BINARY)
 
 ## The server binary as the image ships it (static, stripped), left at
 ## $(SHIPPED_BINARY): fails if it links Foundation or ICU again, or is over

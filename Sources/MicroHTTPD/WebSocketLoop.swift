@@ -24,6 +24,9 @@ public final class WebSocketLoop: @unchecked Sendable {
     /// Some connection is closing: the loop looks at deadlines.
     private var anyClosing = false
 
+    /// A second of states at 120 Hz and then some; the kernel doubles it for its bookkeeping.
+    static let sendBufferBytes: Int32 = 32_768
+
     public init(limits: WebSocketLimits) {
         self.limits = limits
         epoll = epoll_create1(Int32(EPOLL_CLOEXEC))
@@ -61,6 +64,10 @@ public final class WebSocketLoop: @unchecked Sendable {
     /// Reads what came with the request's head, then watches the socket.
     /// Apart from ``adopt(_:delegate:)`` so the owner can send first.
     public func start(_ connection: WebSocketConnection) {
+        // A fixed send buffer: the kernel's autotuning would let a reader
+        // that stalls hold megabytes (tcp_wmem's max) before states coalesce.
+        var sendBuffer = Self.sendBufferBytes
+        setsockopt(connection.socket.descriptor, SOL_SOCKET, SO_SNDBUF, &sendBuffer, socklen_t(MemoryLayout<Int32>.size))
         guard connection.begin(with: connection.socket.bytesAlreadyRead) else {
             connection.finish()
             return

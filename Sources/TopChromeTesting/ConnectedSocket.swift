@@ -7,9 +7,13 @@ import Glibc
 /// address it comes from, e.g. `127.0.0.2` to be another client (all of
 /// 127.0.0.0/8 is loopback); nil lets the kernel choose.
 public func connectedSocket(port: Int, host: String = "127.0.0.1",
-                            from source: String? = nil) throws(LoopbackSocketError) -> Int32 {
+                            from source: String? = nil, receiveBuffer: Int32? = nil) throws(LoopbackSocketError) -> Int32 {
     let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     guard socket >= 0 else { throw LoopbackSocketError(call: "socket", errno: errno) }
+    // Before connecting, so the window the client offers is small from the start (a reader that stalls).
+    if var receiveBuffer {
+        setsockopt(socket, SOL_SOCKET, SO_RCVBUF, &receiveBuffer, socklen_t(MemoryLayout<Int32>.size))
+    }
     if let source {
         var local = sockaddr_in()
         local.sin_family = sa_family_t(AF_INET)

@@ -33,9 +33,11 @@ public final class TestWebSocket {
 
     /// Opens the socket; throws `TestClientError.malformed` with the answer if it is not a 101.
     /// `receiveTimeout`: seconds a read waits (times `testTimeScale`); nil, for ever.
-    public init(port: Int, path: String, headers: [(String, String)] = [], receiveTimeout: Double? = 10) throws {
+    /// `receiveBuffer`: a small one makes a reader whose server's writes back up after a few kilobytes.
+    public init(port: Int, path: String, headers: [(String, String)] = [], receiveTimeout: Double? = 10,
+                receiveBuffer: Int32? = nil) throws {
         let fd: Int32
-        do { fd = try connectedSocket(port: port) } catch { throw TestClientError.connect(error.errno) }
+        do { fd = try connectedSocket(port: port, receiveBuffer: receiveBuffer) } catch { throw TestClientError.connect(error.errno) }
         if let receiveTimeout {
             var timeout = timeval(tv_sec: Int(receiveTimeout * testTimeScale), tv_usec: 0)
             setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))

@@ -34,6 +34,18 @@ import TopChromeTesting
         #expect(try first.client().request("GET", "/v1/sessions/\(id)").status == 404)
     }
 
+    @Test func aSocketOnOneReplicaHearsChangesMadeThroughTheOtherAndItsOwnReachIt() throws {
+        let id = try first.createSession()
+        let socket = try TestWebSocket(port: second.port, path: "/v1/sessions/\(id)/socket")
+        _ = try socket.next(ofType: "state")
+        #expect(try first.client().json("PUT", "/v1/sessions/\(id)/inset", #"{"inset": 33}"#).status == 200)
+        let heard = try socket.next(ofType: "state")
+        #expect((heard["state"] as? [String: Any])?["inset"] as? Double == 33)
+        try socket.send(text: #"{"type":"inset","id":"s","body":{"inset":34}}"#)
+        #expect(try socket.next(ofType: "answer")["id"] as? String == "s")
+        #expect(try first.client().request("GET", "/v1/sessions/\(id)").json["inset"] as? Double == 34)
+    }
+
     @Test func aStreamOnOneReplicaSeesEveryChangeMadeThroughTheOther() throws {
         let id = try first.createSession()
         let stream = try EventStreamClient(port: second.port, sessionID: id)

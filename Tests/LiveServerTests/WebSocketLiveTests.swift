@@ -173,3 +173,28 @@ import TopChromeTesting
         #expect(server.service.connections.refusals(.requestTimeout) == 0)
     }
 }
+
+/// A client that does not read costs the server one state, the newest,
+/// not every state since it stopped: states are coalesced for it.
+@Suite struct WebSocketSlowReaderLiveTests {
+    @Test func aReaderThatStallsGetsTheNewestStateNotEveryOne() throws {
+        let server = try LiveServer()
+        let id = try server.createSession()
+        let socket = try TestWebSocket(port: server.port, path: "/v1/sessions/\(id)/socket", receiveBuffer: 2048)
+        _ = try socket.next(ofType: "state")
+        let writer = try server.client()
+        let changes = 4000
+        for step in 1...changes {
+            #expect(try writer.json("PUT", "/v1/sessions/\(id)/inset", #"{"inset": \#(step % 2 == 0 ? 10 : 20)}"#).status == 200)
+        }
+        let newest = try server.etag(id)
+        var received = 0
+        while true {
+            let state = try socket.next(ofType: "state")
+            received += 1
+            if state["etag"] as? String == newest { break }
+        }
+        // Every one of them would have been kept for it otherwise.
+        #expect(received < changes / 2, "\(received) states of \(changes)")
+    }
+}
