@@ -1,11 +1,12 @@
 /// `GET /`: a page that shows what the service does, for a person and for the
 /// browser check (`Tests/scripts/check-demo.py`). The island hides and shows only
-/// from the service's state, which an `EventSource` delivers, never from the
+/// from the service's state, which the session's WebSocket delivers (an
+/// `EventSource` where the socket cannot open: `?channel=events`), never from the
 /// page's own scroll position: the service is the one source of truth, as it is
 /// for a remote app. The page reports its vertical scrolling, and a horizontal
-/// row reports too, which must not bring the island back. Reports go one
-/// request at a time, batched, with increasing `seq`, so they never overtake
-/// each other. A picker chooses the session's behaviour (`PUT …/behavior`);
+/// row reports too, which must not bring the island back. Reports go on the
+/// socket, or one request at a time, batched, with increasing `seq`, so they
+/// never overtake each other. A picker chooses the session's behaviour (`PUT …/behavior`);
 /// the island moves by the state's `heightOffset`, and a panel shows its
 /// `collapsedFraction` and the last events. Self-contained (no external
 /// assets); `data-session` on `<html>` and `data-revealed`, `data-version`,
@@ -94,13 +95,19 @@ for (let i = 0; i < 12; i++) {
   row.append(card);
 }
 
-let session = null, seq = 0, pending = [], sending = false;
+// `socket`: the session's WebSocket once its first state came; null: HTTP.
+let session = null, seq = 0, pending = [], sending = false, socket = null;
 const say = text => { document.getElementById("line").textContent = text; };
 
 // Sends what is pending as one batch, one request at a time, so that reports
 // arrive in the order of their seq.
 async function flush() {
   if (sending || !session || pending.length === 0) return;
+  if (socket) {
+    // In order on the one connection; only a refusal is answered.
+    socket.send(JSON.stringify({ type: "scroll", body: pending.splice(0, 1024) }));
+    return;
+  }
   sending = true;
   const batch = pending.splice(0, 1024);
   try {
@@ -177,11 +184,41 @@ async function start() {
   session = (await response.json()).id;
   document.documentElement.dataset.session = session;
   document.getElementById("sid").textContent = `session ${session.slice(0, 8)}…`;
+  if (new URLSearchParams(location.search).get("channel") === "events") followEvents(); else followSocket();
+  reportVertical(); // where the page stands now, e.g. after a reload restored the scroll position
+}
+
+// States in and reports out on one WebSocket; where it cannot open (a proxy
+// that passes no upgrade), the event stream and a request per batch instead.
+function followSocket() {
+  const ws = new WebSocket(`${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/v1/sessions/${session}/socket`);
+  let opened = false, gone = false;
+  ws.onmessage = event => {
+    const message = JSON.parse(event.data);
+    if (message.type === "state") {
+      if (!opened) { opened = true; socket = ws; document.documentElement.dataset.channel = "socket"; flush(); }
+      show(message.state);
+    } else if (message.type === "deleted") {
+      gone = true;
+      say("session deleted");
+    } else if (message.type === "answer" && message.problem) {
+      say(`report refused: ${message.problem.detail}`);
+    }
+  };
+  ws.onclose = () => {
+    socket = null;
+    if (!opened) followEvents();
+    else if (!gone) { say("reconnecting…"); setTimeout(followSocket, 1000); }
+  };
+}
+
+function followEvents() {
+  document.documentElement.dataset.channel = "events";
   const events = new EventSource(`/v1/sessions/${session}/events`);
   events.addEventListener("state", event => show(JSON.parse(event.data)));
   events.addEventListener("deleted", () => { events.close(); say("session deleted"); });
   events.onerror = () => say(events.readyState === EventSource.CLOSED ? "event stream closed" : "reconnecting…");
-  reportVertical(); // where the page stands now, e.g. after a reload restored the scroll position
+  flush();
 }
 
 // Leaving the screen brings the island back (sendBeacon cannot send JSON; keepalive fetch outlives the page).
@@ -201,7 +238,7 @@ start().catch(error => say(`could not start: ${error.message}`));
 /// changes its hash: `DemoPageTests` says the new one.
 let demoPageSecurityHeaders: [(String, String)] = [
     ("Content-Security-Policy",
-     "default-src 'none'; script-src 'sha256-GiOBSWWXGszkWR0Wd5g+SDNBiJ59nDJjAe3MjkjiHmw='; "
+     "default-src 'none'; script-src 'sha256-tXe+l5ZN83gMR4LDJ1UZhTopdEP0qKS6gMhXxSUfG5Y='; "
         + "style-src 'sha256-T8hp022VO2VVLouuNr4y7Toqdy/rkhbKOgzU1azrYz8='; connect-src 'self'; img-src data:; "
         + "base-uri 'none'; form-action 'none'; frame-ancestors 'none'"),
     ("X-Content-Type-Options", "nosniff"),

@@ -13,7 +13,9 @@ from its own scroll position). The behaviour picker then makes the session
 enterAlways: a short scroll collapses the island part way, a scroll back up far
 down the page brings it back part way, snapping settles it when the gesture
 ends, and the panel shows the service's collapsedFraction and its events.
-Leaving the page reveals the island again (`/disappear` on pagehide). Screenshots of each step go to
+Leaving the page reveals the island again (`/disappear` on pagehide). All of
+it on the session's WebSocket; then, with `?channel=events`, the page on the
+event stream and requests (its fallback) scrolls down and back. Screenshots of each step go to
 test-results/demo/NN-step.png. Installs Chromium, chromedriver and selenium
 when missing (scripts/install-browser.sh).
 
@@ -183,6 +185,9 @@ class Check:
                                                       self.js("return document.getElementById('line').textContent")))
         self.session = self.js("return document.documentElement.dataset.session")
         self.wait("first state: revealed, island shown", self.island_is(True))
+        self.wait("the page follows on the session's WebSocket",
+                  lambda: (self.js("return document.documentElement.dataset.channel") == "socket",
+                           self.js("return document.documentElement.dataset.channel")))
         state = self.service()
         inset = self.js("return Math.ceil(document.getElementById('island').getBoundingClientRect().bottom)")
         self.check("session inset is the chrome's height", state["inset"] == inset, f"{state['inset']} != {inset}")
@@ -240,6 +245,19 @@ class Check:
             return state["isRevealed"], state
         self.wait("leaving the page: service says revealed", revealed_after_leaving)
 
+    def run_without_socket(self):
+        """Where the socket cannot open, the event stream and requests do the same."""
+        self.driver.get(self.base + "/?channel=events")
+        self.wait("page created a session (event stream)",
+                  lambda: (self.js("return document.documentElement.dataset.channel") == "events",
+                           self.js("return document.getElementById('line').textContent")))
+        self.session = self.js("return document.documentElement.dataset.session")
+        self.wait("event stream: first state, island shown", self.island_is(True))
+        ActionChains(self.driver).scroll_by_amount(0, 1200).perform()
+        self.wait("event stream: scrolled down, island hidden", self.island_is(False))
+        ActionChains(self.driver).scroll_by_amount(0, -(self.js("return window.scrollY") + 500)).perform()
+        self.wait("event stream: back at the top, island shown", self.island_is(True))
+
 
 def main():
     if len(sys.argv) != 2:
@@ -268,6 +286,7 @@ def main():
         driver.set_page_load_timeout(20)
         check = Check(driver, base)
         check.run()
+        check.run_without_socket()
     except Exception as error:
         if check is None:
             check = Check(None, base)
