@@ -36,6 +36,8 @@ public final class SessionAPI: HTTPResponder {
     private let authToken: CurrentBearerToken?
     /// Access tokens (JWTs) for one session each; nil: none is taken.
     private let accessGate: AccessGate?
+    /// The key tokens are minted with; nil: none are.
+    private let minting: TokenMinting?
     /// A scraper's token for `/metrics`; nil leaves `/metrics` open.
     private let metricsToken: CurrentBearerToken?
     private let metrics: ServiceMetrics
@@ -54,7 +56,8 @@ public final class SessionAPI: HTTPResponder {
                 metricsToken: String? = nil, maxWaitSeconds: Int = 60, metrics: ServiceMetrics = ServiceMetrics(),
                 statistics: ChromeStatistics = ChromeStatistics(), moreMetrics: [any MetricsFamilies] = [],
                 readinessDetails: [any ReadinessDetail] = [], crossOrigin: CrossOriginPolicy? = nil,
-                creationRate: CreationRatePolicy? = nil, heartbeatSeconds: Int = 15, accessTokens: TokenVerifier? = nil) {
+                creationRate: CreationRatePolicy? = nil, heartbeatSeconds: Int = 15, accessTokens: TokenVerifier? = nil,
+                tokenSigner: TokenSigner? = nil, maxTokenLifetime: Int = 3600) {
         self.maxWaitSeconds = maxWaitSeconds
         eventStreamHeaders = Self.eventStreamHeaders(heartbeatSeconds: heartbeatSeconds)
         self.store = store
@@ -65,6 +68,7 @@ public final class SessionAPI: HTTPResponder {
         self.authToken = token
         self.metricsToken = metricsToken.map { CurrentBearerToken(BearerToken($0)) }
         accessGate = accessTokens.map(AccessGate.init)
+        minting = tokenSigner.map { TokenMinting(signer: $0, maxLifetime: maxTokenLifetime) }
         readiness = Readiness(store: { store.readiness }, details: readinessDetails, authToken: token)
         self.metrics = metrics
         self.statistics = statistics
@@ -98,6 +102,16 @@ public final class SessionAPI: HTTPResponder {
     public func replaceTokenVerifier(_ verifier: TokenVerifier) -> Bool {
         guard let accessGate else { return false }
         accessGate.replace(with: verifier)
+        return true
+    }
+
+    /// Tokens are minted with this key, and verified with these keys (the
+    /// signer's among them), from now on; false for an API made without a key.
+    @discardableResult
+    public func replaceTokenSigner(_ signer: TokenSigner, verifier: TokenVerifier) -> Bool {
+        guard let minting, let accessGate else { return false }
+        accessGate.replace(with: verifier)
+        minting.replace(with: signer)
         return true
     }
 
@@ -160,6 +174,7 @@ public final class SessionAPI: HTTPResponder {
         guard let route else {
             throw .notFound("There is no resource at this path; the API lives under /v1/sessions.")
         }
+        if minting == nil, route == .jwks || route.template == .tokens { throw TokenMinting.off }
         guard route.allows(request.method) else {
             throw .methodNotAllowed(request.method, allowed: route.allowedMethods)
         }
@@ -196,7 +211,10 @@ public final class SessionAPI: HTTPResponder {
                                             endpoint: endpoint, ifUnsure: Self.createMayHaveHappened, reusing: &buffers)
             if let allowance { response.addHeaders(allowance) }
             return response
-        case .session(nil), .events(nil), .inset(nil), .scroll(nil), .disappear(nil), .behavior(nil):
+        case .jwks:
+            guard let minting else { throw TokenMinting.off }
+            return Self.keySetAnswer(minting)
+        case .session(nil), .events(nil), .inset(nil), .scroll(nil), .disappear(nil), .behavior(nil), .tokens(nil):
             // A malformed id names no session: the store is not asked.
             throw Self.notASessionID
         case let .session(id?):
@@ -241,6 +259,9 @@ public final class SessionAPI: HTTPResponder {
         case let .behavior(id?):
             let settings = try body(of: request, RequestBodies.behavior)
             return try apply(.setBehavior(settings), to: id, request, endpoint, &buffers)
+        case let .tokens(id?):
+            guard let minting else { throw TokenMinting.off }
+            return try mintToken(for: id, request, minting, endpoint: endpoint)
         }
     }
 

@@ -7,6 +7,11 @@ public struct TokenSettings: Sendable, Equatable {
     /// The JWKS text, checked when read (kept as text so that configurations compare).
     public var keysJWKS: String?
     public var keysFile: String?
+    /// The Ed25519 PEM that tokens are minted with, checked when read; nil: none are.
+    public var signingKeyPEM: String?
+    public var signingKeyFile: String?
+    /// The longest lifetime a minted token may have, and the one it gets unless it asks for less.
+    public var maxLifetimeSeconds = 3600
     /// Audience, issuer, leeway and revocation cut-off that tokens are held to.
     public var policy = TokenVerifier.Policy()
 
@@ -16,6 +21,14 @@ public struct TokenSettings: Sendable, Equatable {
             _ = try keySet(config.tokens.keysJWKS ?? "", in: value, source)
             config.tokens.keysFile = value
         },
+        .init(name: "token-signing-key", placeholder: "PATH", help: "Mint access tokens (POST /v1/sessions/{id}/tokens, EdDSA) with the Ed25519 private key in PATH (PEM, again on SIGHUP); its public key is served at /.well-known/jwks.json and accepted.") { value, source, config throws(ServiceConfiguration.UsageError) in
+            let pem = try ServiceConfiguration.contents(of: value, source)
+            _ = try signer(pem, in: value, source)
+            config.tokens.signingKeyPEM = pem
+            config.tokens.signingKeyFile = value
+        },
+        .number("token-max-ttl", "S", help: "Longest lifetime, in seconds, of a minted access token, and the default (default {default}).",
+                \.tokens.maxLifetimeSeconds, in: 1...86_400),
         .init(name: "token-audience", placeholder: "AUD", help: "Access tokens must name AUD in their 'aud' claim.") { value, source, config throws(ServiceConfiguration.UsageError) in
             guard !value.isEmpty else { throw ServiceConfiguration.UsageError(description: "\(source) must not be empty") }
             config.tokens.policy.audience = value
@@ -32,10 +45,43 @@ public struct TokenSettings: Sendable, Equatable {
         },
     ]
 
-    /// What verifies access tokens; nil without `--token-keys`.
+    /// What verifies access tokens; nil without `--token-keys` or `--token-signing-key`.
     var verifier: TokenVerifier? {
-        // Checked when the option was read: it cannot fail here.
-        keysJWKS.flatMap { try? KeySet(jwks: Array($0.utf8)) }.map { TokenVerifier(keys: $0, policy: policy) }
+        // Checked when the options were read: neither can fail here.
+        Self.verifier(keys: keysJWKS.flatMap { try? KeySet(jwks: Array($0.utf8)) }, signer: signer, policy: policy)
+    }
+
+    /// What mints access tokens; nil without `--token-signing-key`.
+    var signer: TokenSigner? {
+        signingKeyPEM.flatMap { try? TokenSigner(pem: $0) }
+    }
+
+    /// The JWKS file's keys and the minting key's public half: a deployment
+    /// that mints needs no JWKS file for its own tokens.
+    static func verifier(keys: KeySet?, signer: TokenSigner?, policy: TokenVerifier.Policy) -> TokenVerifier? {
+        // The signer's JWKS is made by the signer itself: it always reads back.
+        let own = signer.flatMap { try? KeySet(jwks: $0.jwks) }?.keys ?? []
+        let all = (keys?.keys ?? []) + own
+        return all.isEmpty ? nil : TokenVerifier(keys: KeySet(keys: all), policy: policy)
+    }
+
+    /// Only the global token mints, so a signing key without one would mint
+    /// nothing; and a cap without a key caps nothing.
+    func check(_ given: [String: String], globalToken: Bool) throws(ServiceConfiguration.UsageError) {
+        if let source = given["token-signing-key"], !globalToken {
+            throw ServiceConfiguration.UsageError(description: "\(source): only the global token mints tokens; add --auth-token-file")
+        }
+        if let source = given["token-max-ttl"], given["token-signing-key"] == nil {
+            throw ServiceConfiguration.UsageError(description: "\(source) caps minted tokens and does nothing without --token-signing-key")
+        }
+    }
+
+    static func signer(_ pem: String, in path: String, _ source: String) throws(ServiceConfiguration.UsageError) -> TokenSigner {
+        do {
+            return try TokenSigner(pem: pem)
+        } catch {
+            throw ServiceConfiguration.UsageError(description: "\(source): '\(path)' is not an Ed25519 private key (PEM): \(error)")
+        }
     }
 
     static func keySet(_ text: String, in path: String, _ source: String) throws(ServiceConfiguration.UsageError) -> KeySet {
