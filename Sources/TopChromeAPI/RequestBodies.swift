@@ -71,7 +71,9 @@ enum RequestBodies {
     }
 
     /// `{"scope": "read"|"write", "ttl": seconds}`: what a minted token may
-    /// do, and for how long (at most `maxLifetime`, which is also the default).
+    /// do, and for how long. A longer `ttl` than `maxLifetime` gets the cap
+    /// (the answer's `expiresAt` says so), as does none: the operator's cap
+    /// bounds the lifetime, the asker need not know it.
     static func tokenRequest(_ body: [UInt8], maxLifetime: Int) throws(BodyError) -> (scope: String, lifetime: Int) {
         let members = try object(try required(body), context: "the body")
         try rejectUnknown(members, allowed: tokenRequestFields, context: "the body")
@@ -79,10 +81,10 @@ enum RequestBodies {
             throw BodyError(detail: "\"scope\" is required, \"read\" or \"write\"")
         }
         guard let ttl = members["ttl"] else { return (scope, maxLifetime) }
-        guard case let .number(seconds, _) = ttl, seconds.rounded() == seconds, seconds >= 1, seconds <= Double(maxLifetime) else {
-            throw BodyError(detail: "\"ttl\" must be a whole number of seconds from 1 to \(maxLifetime)")
+        guard case let .number(seconds, _) = ttl, seconds.rounded() == seconds, seconds >= 1 else {
+            throw BodyError(detail: "\"ttl\" must be a whole number of seconds, at least 1")
         }
-        return (scope, Int(seconds))
+        return (scope, Int(min(seconds, Double(maxLifetime))))
     }
 
     /// One report, or an array of 1…1024. All are checked before any is

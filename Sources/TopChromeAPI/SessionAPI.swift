@@ -174,10 +174,11 @@ public final class SessionAPI: HTTPResponder {
         guard let route else {
             throw .notFound("There is no resource at this path; the API lives under /v1/sessions.")
         }
-        if minting == nil, route == .jwks || route.template == .tokens { throw TokenMinting.off }
         guard route.allows(request.method) else {
             throw .methodNotAllowed(request.method, allowed: route.allowedMethods)
         }
+        // After the method: the paths are the API's, whether this server mints or not.
+        if minting == nil, route == .jwks || route.template == .tokens { throw TokenMinting.off }
         if request.isBodyTooLarge {
             throw Problem(status: 413, detail: "The body is larger than the limit of \(maxBodyBytes) bytes.",
                           kind: .contentTooLarge(limit: maxBodyBytes))

@@ -98,9 +98,22 @@ import TopChromeTesting
         #expect((before + 5)...(Self.now + 5) ~= Int64(shortExpiry))
     }
 
+    @Test func aLongerTTLThanTheCapGetsTheCap() throws {
+        let id = try create()
+        let before = Self.now - 1
+        for ttl in ["\(Self.maxLifetime + 1)", "86400", "1e300"] {
+            let response = try mint(id, #"{"scope": "read", "ttl": \#(ttl)}"#)
+            #expect(response.status == 200)
+            let expiresAt = try #require(response.json["expiresAt"] as? Int)
+            #expect((before + Int64(Self.maxLifetime))...(Self.now + Int64(Self.maxLifetime)) ~= Int64(expiresAt))
+            let token = try #require(response.json["token"] as? String)
+            #expect(try request("GET", "/v1/sessions/\(id)", token).status == 200)
+        }
+    }
+
     @Test func badAsksAre400Problems() throws {
         let id = try create()
-        for body in [#"{"scope": "read", "ttl": 601}"#, #"{"scope": "read", "ttl": 0}"#, #"{"scope": "read", "ttl": 1.5}"#,
+        for body in [#"{"scope": "read", "ttl": -5}"#, #"{"scope": "read", "ttl": 0}"#, #"{"scope": "read", "ttl": 1.5}"#,
                      #"{"scope": "read", "ttl": "60"}"#, #"{"scope": "create"}"#, #"{"ttl": 60}"#,
                      #"{"scope": "read", "sid": "\#(id)"}"#, "[]", ""] {
             try expectProblem(mint(id, body), 400)
@@ -156,6 +169,13 @@ import TopChromeTesting
         let id = try #require(try request("POST", "/v1/sessions", Self.admin, body: "", on: plain).json["id"] as? String)
         try expectProblem(request("POST", "/v1/sessions/\(id)/tokens", Self.admin, body: #"{"scope": "read"}"#, on: plain), 404)
         try expectProblem(request("GET", "/.well-known/jwks.json", nil, on: plain), 404)
+        // The paths are the API's either way: a method they never take is 405, as with a key.
+        for (method, path) in [("TRACE", "/.well-known/jwks.json"), ("POST", "/.well-known/jwks.json"),
+                               ("GET", "/v1/sessions/\(id)/tokens")] {
+            let refused = try request(method, path, Self.admin, on: plain)
+            try expectProblem(refused, 405)
+            #expect(refused.header("Allow") != nil)
+        }
     }
 
     @Test func aRotatedSigningKeyTakesEffectOnReload() throws {
