@@ -35,7 +35,7 @@ public final class SessionAPI: HTTPResponder {
     /// Nil when no token is configured: then requests never read it.
     private let authToken: CurrentBearerToken?
     /// Access tokens (JWTs) for one session each; nil: none is taken.
-    private let accessGate: AccessGate?
+    let accessGate: AccessGate?
     /// The key tokens are minted with; nil: none are.
     private let minting: TokenMinting?
     /// A scraper's token for `/metrics`; nil leaves `/metrics` open.
@@ -101,7 +101,7 @@ public final class SessionAPI: HTTPResponder {
     @discardableResult
     public func replaceTokenVerifier(_ verifier: TokenVerifier) -> Bool {
         guard let accessGate else { return false }
-        accessGate.replace(with: verifier)
+        take(verifier, accessGate)
         return true
     }
 
@@ -110,9 +110,15 @@ public final class SessionAPI: HTTPResponder {
     @discardableResult
     public func replaceTokenSigner(_ signer: TokenSigner, verifier: TokenVerifier) -> Bool {
         guard let minting, let accessGate else { return false }
-        accessGate.replace(with: verifier)
+        take(verifier, accessGate)
         minting.replace(with: signer)
         return true
+    }
+
+    /// Tokens a moved cut-off refuses lose their watches too, not only their next request.
+    private func take(_ verifier: TokenVerifier, _ accessGate: AccessGate) {
+        accessGate.replace(with: verifier)
+        watchers.endWatches(revokedBy: verifier.policy)
     }
 
     /// `/metrics` needs this token from now on; false (and nothing changes)
@@ -231,7 +237,7 @@ public final class SessionAPI: HTTPResponder {
                 // A long-poll never waits past its token's exp (Mercure's rule): it waits less, or not at all.
                 // The wait starts from the state the feed reads once it
                 // listens to the session: no change can fall between.
-                return try waitForChange(of: id, preconditions, seconds: wait, endpoint: endpoint)
+                return try waitForChange(of: id, preconditions, seconds: wait, access: access, endpoint: endpoint)
             }
             return try Self.respond(to: store.requestSession(id), Read(preconditions: preconditions), endpoint: endpoint,
                                     reusing: &buffers)
@@ -244,8 +250,8 @@ public final class SessionAPI: HTTPResponder {
                     return Self.emptyEventStream(headers)
                 }
             }
-            return try eventStream(of: id, lastEventID: request.headers["Last-Event-ID"], endsAfter: Self.secondsLeft(access),
-                                   endpoint: endpoint)
+            return try eventStream(of: id, lastEventID: request.headers["Last-Event-ID"], access: access,
+                                   endsAfter: Self.secondsLeft(access), endpoint: endpoint)
         case let .inset(id?):
             let inset = try body(of: request, RequestBodies.inset)
             return try apply(.setInset(inset), to: id, request, endpoint, &buffers)

@@ -15,7 +15,9 @@ final class Reloads: @unchecked Sendable {
     private let certificateFile: String?
     private let keyFile: String?
     private let tokenKeysFile: String?
-    private let tokenPolicy: TokenVerifier.Policy
+    /// Its cut-off moves when `notBeforeFile` does.
+    private var tokenPolicy: TokenVerifier.Policy
+    private let notBeforeFile: String?
     /// The JWKS last read, as text: an unchanged file is said to be unchanged.
     private var tokenKeysText: String?
     private var tokenKeys: KeySet?
@@ -39,6 +41,7 @@ final class Reloads: @unchecked Sendable {
         credentials = configuration.httpServer.tls
         tokenKeysFile = configuration.tokens.keysFile
         tokenPolicy = configuration.tokens.policy
+        notBeforeFile = configuration.tokens.notBeforeFile
         tokenKeysText = configuration.tokens.keysJWKS
         tokenKeys = configuration.tokens.keysJWKS.flatMap { try? KeySet(jwks: Array($0.utf8)) }
         signingKeyFile = configuration.tokens.signingKeyFile
@@ -53,7 +56,7 @@ final class Reloads: @unchecked Sendable {
         var keptSomething = false
 
         var description: String {
-            parts.isEmpty ? "nothing to reload (no --auth-token-file, --metrics-token-file, --token-keys, --token-signing-key, --tls-cert or --tls-key)" : parts.joined(separator: "; ")
+            parts.isEmpty ? "nothing to reload (no --auth-token-file, --metrics-token-file, --token-keys, --token-signing-key, --tokens-not-before-file, --tls-cert or --tls-key)" : parts.joined(separator: "; ")
         }
     }
 
@@ -68,13 +71,16 @@ final class Reloads: @unchecked Sendable {
                     api.replaceMetricsToken($0)
                 }
             }
-            var keysChanged = false
+            var verifierChanged = false
             if let tokenKeysFile {
-                keysChanged = reloadTokenKeys(from: tokenKeysFile, into: &outcome)
+                verifierChanged = reloadTokenKeys(from: tokenKeysFile, into: &outcome)
+            }
+            if let notBeforeFile {
+                verifierChanged = reloadCutOff(from: notBeforeFile, into: &outcome) || verifierChanged
             }
             if let signingKeyFile, reloadSigningKey(from: signingKeyFile, into: &outcome), let signer {
                 api.replaceTokenSigner(signer, verifier: verifier(signer))
-            } else if keysChanged {
+            } else if verifierChanged {
                 api.replaceTokenVerifier(verifier(signer))
             }
             if let certificateFile, let keyFile {
@@ -129,6 +135,27 @@ final class Reloads: @unchecked Sendable {
         tokenKeys = keys
         tokenKeysText = text
         outcome.parts.append("token keys replaced (\(keys.keys.count) key\(keys.keys.count == 1 ? "" : "s"))")
+        return true
+    }
+
+    /// A moved revocation cut-off: tokens issued before it are refused from
+    /// now on, and what they opened is ended by the API as it takes the
+    /// new verifier. Returns whether the cut-off moved.
+    private func reloadCutOff(from path: String, into outcome: inout Outcome) -> Bool {
+        let cutOff: Int64
+        do {
+            cutOff = try TokenSettings.notBefore(inFile: path, "--tokens-not-before-file")
+        } catch {
+            outcome.keptSomething = true
+            outcome.parts.append("kept the old token cut-off: \(error)")
+            return false
+        }
+        guard cutOff != tokenPolicy.notBefore else {
+            outcome.parts.append("token cut-off unchanged")
+            return false
+        }
+        tokenPolicy.notBefore = cutOff
+        outcome.parts.append("token cut-off moved to \(cutOff)")
         return true
     }
 

@@ -14,6 +14,8 @@ public struct TokenSettings: Sendable, Equatable {
     public var maxLifetimeSeconds = 3600
     /// Audience, issuer, leeway and revocation cut-off that tokens are held to.
     public var policy = TokenVerifier.Policy()
+    /// Where the cut-off is read from, again on each reload; nil: it stays as started.
+    public var notBeforeFile: String?
 
     static let options: [ServiceConfiguration.Option] = [
         .init(name: "token-keys", placeholder: "PATH", help: "Accept access tokens (JWTs: EdDSA, ES256 or HS256, each key chosen by kid) verified with the JWKS in PATH (again on SIGHUP).") { value, source, config throws(ServiceConfiguration.UsageError) in
@@ -41,9 +43,26 @@ public struct TokenSettings: Sendable, Equatable {
             config.tokens.policy.leewaySeconds = Int64(try Int.read(value, source, in: 0...Int(TokenVerifier.Policy.maximumLeeway)))
         },
         .init(name: "tokens-not-before", placeholder: "T", help: "Refuse access tokens issued (iat) before T, in seconds since 1970: a revocation of every older token.") { value, source, config throws(ServiceConfiguration.UsageError) in
-            config.tokens.policy.notBefore = Int64(try Int.read(value, source, in: 0...Int(Int32.max) * 2))
+            config.tokens.policy.notBefore = try notBefore(value, source)
+        },
+        .init(name: "tokens-not-before-file", placeholder: "PATH", help: "As --tokens-not-before, the time read from PATH, and again on SIGHUP: moved forward, it also ends the streams and long-polls of the tokens it refuses.") { value, source, config throws(ServiceConfiguration.UsageError) in
+            config.tokens.policy.notBefore = try notBefore(inFile: value, source)
+            config.tokens.notBeforeFile = value
         },
     ]
+
+    /// A revocation cut-off, in seconds since 1970.
+    static func notBefore(_ text: String, _ source: String) throws(ServiceConfiguration.UsageError) -> Int64 {
+        Int64(try Int.read(text, source, in: 0...Int(Int32.max) * 2))
+    }
+
+    /// The cut-off a file holds (white space around it aside, as an editor's final newline).
+    static func notBefore(inFile path: String, _ source: String) throws(ServiceConfiguration.UsageError) -> Int64 {
+        var text = try ServiceConfiguration.contents(of: path, source)[...]
+        while text.first?.isWhitespace == true { text.removeFirst() }
+        while text.last?.isWhitespace == true { text.removeLast() }
+        return try notBefore(String(text), "\(source) ('\(path)')")
+    }
 
     /// What verifies access tokens; nil without `--token-keys` or `--token-signing-key`.
     var verifier: TokenVerifier? {
@@ -73,6 +92,9 @@ public struct TokenSettings: Sendable, Equatable {
         }
         if let source = given["token-max-ttl"], given["token-signing-key"] == nil {
             throw ServiceConfiguration.UsageError(description: "\(source) caps minted tokens and does nothing without --token-signing-key")
+        }
+        if let source = given["tokens-not-before-file"], given["tokens-not-before"] != nil {
+            throw ServiceConfiguration.UsageError(description: "\(source) and --tokens-not-before both set the cut-off; give one")
         }
     }
 
