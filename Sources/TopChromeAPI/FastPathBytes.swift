@@ -278,6 +278,8 @@ extension Route {
             self = .events(id)
         } else if suffix.equals("behavior") {
             self = .behavior(id)
+        } else if suffix.equals("tokens") {
+            self = .tokens(id)
         } else {
             return nil
         }

@@ -14,30 +14,35 @@ public enum Route: Equatable, Sendable {
     case openAPI
     case metrics
     case demo
+    /// Minting an access token for one session.
+    case tokens(SessionID?)
+    /// The public keys minted tokens verify with.
+    case jwks
 
     /// The paths without an id, each a resource of its own.
     static let fixedPaths: [(path: StaticString, route: Route)] = [
         ("/v1/sessions", .sessions), ("/healthz", .health), ("/readyz", .readiness),
         ("/openapi.yaml", .openAPI), ("/metrics", .metrics), ("/", .demo),
+        ("/.well-known/jwks.json", .jwks),
     ]
 
     /// Methods this resource answers, for 405's `Allow`.
     var allowedMethods: [String] {
         switch self {
-        case .sessions, .scroll, .disappear: ["POST"]
+        case .sessions, .scroll, .disappear, .tokens: ["POST"]
         case .session: ["GET", "HEAD", "DELETE"]
         case .inset, .behavior: ["PUT"]
-        case .events, .health, .readiness, .openAPI, .metrics, .demo: ["GET", "HEAD"]
+        case .events, .health, .readiness, .openAPI, .metrics, .demo, .jwks: ["GET", "HEAD"]
         }
     }
 
     /// Whether this resource answers `method`; asked on every request, so it builds no list.
     func allows(_ method: String) -> Bool {
         switch self {
-        case .sessions, .scroll, .disappear: method == "POST"
+        case .sessions, .scroll, .disappear, .tokens: method == "POST"
         case .session: method == "GET" || method == "HEAD" || method == "DELETE"
         case .inset, .behavior: method == "PUT"
-        case .events, .health, .readiness, .openAPI, .metrics, .demo: method == "GET" || method == "HEAD"
+        case .events, .health, .readiness, .openAPI, .metrics, .demo, .jwks: method == "GET" || method == "HEAD"
         }
     }
 
@@ -46,6 +51,7 @@ public enum Route: Equatable, Sendable {
     public enum Template: Int, CaseIterable, Sendable {
         case sessions, session, inset, scroll, disappear, events, health, readiness, openAPI, metrics, demo, unmatched
         case behavior
+        case tokens, jwks
 
         public var name: StaticString {
             switch self {
@@ -62,6 +68,8 @@ public enum Route: Equatable, Sendable {
             case .demo: "/"
             case .unmatched: "unmatched"
             case .behavior: "/v1/sessions/{id}/behavior"
+            case .tokens: "/v1/sessions/{id}/tokens"
+            case .jwks: "/.well-known/jwks.json"
             }
         }
     }
@@ -80,12 +88,15 @@ public enum Route: Equatable, Sendable {
         case .metrics: .metrics
         case .demo: .demo
         case .behavior: .behavior
+        case .tokens: .tokens
+        case .jwks: .jwks
         }
     }
 
     var sessionID: SessionID? {
         switch self {
-        case let .session(id), let .inset(id), let .scroll(id), let .disappear(id), let .events(id), let .behavior(id): id
+        case let .session(id), let .inset(id), let .scroll(id), let .disappear(id), let .events(id), let .behavior(id),
+             let .tokens(id): id
         default: nil
         }
     }

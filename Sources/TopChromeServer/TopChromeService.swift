@@ -69,7 +69,8 @@ public final class TopChromeService: Sendable {
                          readinessDetails: backend.readinessDetails,
                          crossOrigin: CrossOriginPolicy(origins: configuration.http.corsOrigins),
                          creationRate: configuration.limits.creationRate,
-                         heartbeatSeconds: configuration.sessions.heartbeatSeconds, accessTokens: configuration.tokens.verifier)
+                         heartbeatSeconds: configuration.sessions.heartbeatSeconds, accessTokens: configuration.tokens.verifier,
+                         tokenSigner: configuration.tokens.signer, maxTokenLifetime: configuration.tokens.maxLifetimeSeconds)
         var serverConfiguration = configuration.httpServer
         serverConfiguration.descriptorBudget = budget.connections
         server = HTTPServer(configuration: serverConfiguration, responder: api,
