@@ -16,11 +16,11 @@ run: deps release
 ## checks after it run: the OpenAPI validator, the README's curl examples,
 ## metrics through Prometheus' parser, Schemathesis against the live server,
 ## the demo page and calls from other origins (CORS) in headless Chromium,
-## every fuzz target; the container image built around that binary and run
+## every fuzz target's saved inputs and a short fuzz of each; the container image built around that binary and run
 ## with podman, and deploy/compose.yaml (Redis, two replicas, nginx) brought
 ## up with podman-compose and drilled.
 TEST_STAGES = test-deps test-build test-all test-client-urlsession check-snippets test-live-redis test-live-rediss test-sentinel-drill test-tsan test-asan \
-  check-binary check-spec check-readme check-metrics check-conformance check-demo check-cors fuzz test-container test-deploy
+  check-binary check-spec check-readme check-metrics check-conformance check-demo check-cors test-fuzz test-container test-deploy
 test:
 	MAKE="$(MAKE)" Tests/scripts/run-stages.sh $(TEST_STAGES)
 
@@ -220,10 +220,19 @@ check-cors: deps check-binary
 ## request bodies, the state file, the client's event-stream parser) with
 ## libFuzzer + AddressSanitizer, FUZZ_SECONDS per target (default 60) on copies of Fuzz/corpus; fails on any
 ## crash, sanitizer report, leak or broken invariant (see Fuzz/README.md).
+## A fuzzing session, to look for what no saved input finds yet.
 FUZZ_SECONDS ?= 60
-.PHONY: fuzz
+.PHONY: fuzz test-fuzz
 fuzz:
 	Tests/scripts/fuzz.sh $(FUZZ_SECONDS)
+
+## `make test`'s fuzz stage, a regression run: each target first runs every
+## input saved in Fuzz/corpus (the seeds, and each input that once found a
+## fault), which is what catches a regression, then fuzzes for
+## TEST_FUZZ_SECONDS. Searching for new faults is `make fuzz`'s job.
+TEST_FUZZ_SECONDS = 15
+test-fuzz:
+	Tests/scripts/fuzz.sh $(TEST_FUZZ_SECONDS)
 
 ## The suites that own threads or pointers (as for test-tsan) under
 ## AddressSanitizer + LeakSanitizer (its own build folder, .build/asan), the
