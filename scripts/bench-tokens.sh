@@ -5,8 +5,7 @@
 # with the global token and with an access token per session (HS256 or
 # EdDSA, made by PyJWT; each verified once, then remembered).
 #
-# Usage: scripts/bench-tokens.sh   (COUNTED, WARMUP as bench-instructions.sh;
-# KEEP=DIR keeps each credential's dump in DIR/global, DIR/EdDSA, DIR/HS256)
+# Usage: scripts/bench-tokens.sh   (COUNTED, WARMUP as bench-instructions.sh)
 # SESSIONS defaults to 8, one per connection: each client reports with its
 # one token, as an app at 60 Hz does, so after the warm-up every token is a
 # remembered one. With SESSIONS=1000 and a slow count most tokens are
@@ -54,10 +53,9 @@ SH
   chmod +x "$work/mint-$alg"
 done
 server=("$PWD/.build/release/topchrome" --port '{port}' --threads 1 --auth-token-file "$work/token" --token-keys "$work/jwks.json")
-keep=${KEEP:-}
 echo "## global token"
-KEEP=${keep:+$keep/global} BENCH_AUTH=$global WORKLOADS=scroll scripts/bench-instructions.sh "${server[@]}"
+BENCH_AUTH=$global WORKLOADS=scroll scripts/bench-instructions.sh "${server[@]}"
 for alg in EdDSA HS256; do
   echo "## an access token per session, $alg"
-  KEEP=${keep:+$keep/$alg} BENCH_AUTH=$global MINT="$work/mint-$alg" WORKLOADS=scroll scripts/bench-instructions.sh "${server[@]}"
+  BENCH_AUTH=$global MINT="$work/mint-$alg" WORKLOADS=scroll scripts/bench-instructions.sh "${server[@]}"
 done

@@ -30,8 +30,7 @@ enum HTTPTokens {
     static func path(_ target: UnsafePointer<CChar>, into path: inout [UInt8]) {
         let text = UnsafeBufferPointer(start: UnsafeRawPointer(target).assumingMemoryBound(to: UInt8.self),
                                        count: strlen(target))
-        // A context's reset has emptied it already, and emptying an empty array still costs a call.
-        if !path.isEmpty { path.removeAll(keepingCapacity: true) }
+        path.removeAll(keepingCapacity: true)
         guard let first = text.first, first != UInt8(ascii: "/") else { return path.append(contentsOf: text) }
         func startsWith(_ scheme: StaticString) -> Bool {
             text.count >= scheme.utf8CodeUnitCount && UnsafeBufferPointer(rebasing: text.prefix(scheme.utf8CodeUnitCount))

@@ -156,21 +156,6 @@ public struct HTTPHeaders: Sendable, Sequence {
         return found
     }
 
-    /// The first value of the field `name` as the bytes that came: a slice
-    /// of the fields' buffer, so a long value (a bearer token) is neither
-    /// copied nor checked as UTF-8 to be read.
-    public func firstValueBytes(of name: String) -> ArraySlice<UInt8>? {
-        var found: Range<Int>?
-        storage.withUnsafeBytes { bytes in
-            forEachValue(of: name) { value in
-                let start = value.baseAddress.map { UnsafeRawPointer($0) - bytes.baseAddress! } ?? 0
-                found = start..<start + value.count
-                return false
-            }
-        }
-        return found.map { storage[$0] }
-    }
-
     /// Whether a field `name` is present.
     public func contains(_ name: String) -> Bool {
         var found = false

@@ -14,30 +14,23 @@ struct BearerToken: Sendable {
     /// The scheme is any case and is followed by one or more spaces (RFC 9110
     /// §11.4, RFC 6750 §2.1); white space around the field value is not part
     /// of it (RFC 9110 §5.5), so a trailing space or tab is dropped.
-    func check(_ authorization: ArraySlice<UInt8>?) throws(Problem) {
+    func check(_ authorization: String?) throws(Problem) {
         guard let authorization else { throw Self.missing }
         guard let credentials = Self.credentials(in: authorization), matches(credentials) else { throw Self.invalid }
     }
 
-    /// The credentials of `Bearer <credentials>`, or nil for another scheme
-    /// or none; `authorization` is the field's value as it came (see
-    /// ``HTTPHeaders/firstValueBytes(of:)``).
-    static func credentials(in authorization: ArraySlice<UInt8>) -> ArraySlice<UInt8>? {
-        var start = authorization.startIndex, end = authorization.endIndex
-        while end > start, isBlank(authorization[end - 1]) { end -= 1 }
-        while start < end, isBlank(authorization[start]) { start += 1 }
-        let schemeEnd = start + scheme.count
-        guard schemeEnd < end, authorization[schemeEnd] == UInt8(ascii: " ") else { return nil }
-        for offset in scheme.indices where authorization[start + offset] | 0x20 != scheme[offset] { return nil }
-        var credentialsStart = schemeEnd
-        while authorization[credentialsStart] == UInt8(ascii: " ") { credentialsStart += 1 }  // ends at the last, not blank
-        return authorization[credentialsStart..<end]
-    }
-
-    private static let scheme: [UInt8] = Array("bearer".utf8)
-
-    private static func isBlank(_ byte: UInt8) -> Bool {
-        byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t")
+    /// The credentials of `Bearer <credentials>`, or nil for another scheme or none.
+    static func credentials(in authorization: String) -> ArraySlice<UInt8>? {
+        var field = Array(authorization.utf8)[...]
+        while let last = field.last, last == UInt8(ascii: " ") || last == UInt8(ascii: "\t") { field.removeLast() }
+        while let first = field.first, first == UInt8(ascii: " ") || first == UInt8(ascii: "\t") { field.removeFirst() }
+        let scheme = field.prefix { $0 != UInt8(ascii: " ") }
+        let credentials = field.dropFirst(scheme.count).drop { $0 == UInt8(ascii: " ") }
+        guard scheme.count == 6, zip(scheme, "bearer".utf8).allSatisfy({ $0 | 0x20 == $1 }),
+              credentials.startIndex > scheme.endIndex else {
+            return nil
+        }
+        return credentials
     }
 
     static var missing: Problem { unauthorized("This API needs 'Authorization: Bearer <token>'.", challenge: #"Bearer realm="topchrome""#) }
@@ -46,10 +39,11 @@ struct BearerToken: Sendable {
     /// Compares in time that depends only on the secret's length, so the
     /// answer's timing does not tell how much of a guess was right.
     func matches(_ candidate: ArraySlice<UInt8>) -> Bool {
-        // A candidate of another length is compared with the secret itself.
-        let sameLength = candidate.count == secret.count
-        var difference: UInt8 = sameLength ? 0 : 1
-        for (mine, theirs) in zip(secret, sameLength ? candidate : secret[...]) { difference |= mine ^ theirs }
+        var difference: UInt8 = candidate.count == secret.count ? 0 : 1
+        let start = candidate.startIndex
+        for index in secret.indices {
+            difference |= secret[index] ^ (index < candidate.count ? candidate[start + index] : 0)
+        }
         return difference == 0
     }
 

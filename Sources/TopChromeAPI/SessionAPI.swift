@@ -194,12 +194,12 @@ public final class SessionAPI: HTTPResponder {
         case .health:
             return Self.json(200, ["status": "ok"])
         case .readiness:
-            return try readiness.answer(isReady: isReady, authorization: request.headers.firstValueBytes(of: "Authorization"))
+            return try readiness.answer(isReady: isReady, authorization: request.headers["Authorization"])
         case .openAPI:
             return MicroHTTPDResponse(status: 200, headers: HTTPHeaders([("Content-Type", "application/yaml")]),
                                 body: Array(openAPIDocument.utf8))
         case .metrics:
-            if let metricsToken { try Self.checkScraper(request.headers.firstValueBytes(of: "Authorization"), metricsToken, authToken) }
+            if let metricsToken { try Self.checkScraper(request.headers["Authorization"], metricsToken, authToken) }
             // The same question /readyz asks: a store in this process always serves.
             var text = metrics.render(sessions: store.sessionCount, storeUp: store.readiness == .ready,
                                       watchers: watchers.count, statistics: statistics)
@@ -290,7 +290,7 @@ public final class SessionAPI: HTTPResponder {
     /// The global token passes everything; else an access token passes what it allows.
     /// Returns the access token, nil for the global one.
     private func authorize(_ request: MicroHTTPDRequest, _ route: Route?) throws(Problem) -> AccessToken? {
-        guard let authorization = request.headers.firstValueBytes(of: "Authorization") else { throw BearerToken.missing }
+        guard let authorization = request.headers["Authorization"] else { throw BearerToken.missing }
         guard let credentials = BearerToken.credentials(in: authorization) else { throw BearerToken.invalid }
         if let authToken, authToken.value.matches(credentials) { return nil }
         guard let accessGate else { throw BearerToken.invalid }
@@ -305,7 +305,7 @@ public final class SessionAPI: HTTPResponder {
     /// `/metrics` tells what `/readyz` keeps to operators (state-file
     /// failures, session counts, request rates): with a metrics token it
     /// answers that token, or the API's own, which opens more already.
-    private static func checkScraper(_ authorization: ArraySlice<UInt8>?, _ metricsToken: CurrentBearerToken,
+    private static func checkScraper(_ authorization: String?, _ metricsToken: CurrentBearerToken,
                                      _ authToken: CurrentBearerToken?) throws(Problem) {
         do {
             try metricsToken.value.check(authorization)

@@ -24,14 +24,6 @@ import Testing
         #expect(headers.first("If-Match", is: "\"1\""))
     }
 
-    /// The bytes of the first field of the name, without the NULs around them, whatever the field's place.
-    @Test func firstValueBytesAreTheValueAsItCame() {
-        #expect(headers.firstValueBytes(of: "host").map(Array.init) == Array("example.com".utf8))
-        #expect(headers.firstValueBytes(of: "If-Match").map(Array.init) == Array("\"1\"".utf8))
-        #expect(headers.firstValueBytes(of: "X-Empty").map(Array.init) == [])
-        #expect(headers.firstValueBytes(of: "Accept") == nil)
-    }
-
     @Test func repeatedFieldsCombineInOrder() {
         #expect(headers.combined("IF-MATCH") == "\"1\", \"2\"")
         #expect(headers.combined("Accept") == nil)

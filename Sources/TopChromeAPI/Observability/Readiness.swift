@@ -17,7 +17,7 @@ struct Readiness: Sendable {
     let details: [any ReadinessDetail]
     let authToken: CurrentBearerToken?
 
-    func answer(isReady: Bool, authorization: ArraySlice<UInt8>?) throws(Problem) -> MicroHTTPDResponse {
+    func answer(isReady: Bool, authorization: String?) throws(Problem) -> MicroHTTPDResponse {
         guard isReady else { throw SessionAPI.shuttingDown }
         let mayTell = authToken.map { token in (try? token.value.check(authorization)) != nil } ?? true
         if case let .unavailable(reason) = store() {
