@@ -15,9 +15,10 @@ import TopChromeCore
 final class AccessGate: @unchecked Sendable {
     private let lock = PthreadLock()
     private var verifier: TokenVerifier
-    /// Tokens remembered at most; past it a newcomer takes the place of one that expires first.
-    static let cacheCapacity = 16_384
-    private var verified = RememberedTokens(capacity: cacheCapacity)
+    private var verified = RememberedTokens()
+
+    /// Tokens remembered at most; past it the expired go, and if none has, all do.
+    static let cacheCapacity = 10_000
 
     typealias Grant = RememberedTokens.Grant
 
@@ -59,7 +60,7 @@ final class AccessGate: @unchecked Sendable {
             return Result { () throws(TokenRefusal) -> Grant in
                 let access = try verifier.verify(credentials, now: now)
                 let grant = Grant(access: access, session: access.sessionID.flatMap { SessionID($0) })
-                verified.remember(grant, as: credentials)
+                remember(grant, as: credentials, now: now)
                 return grant
             }
         }
@@ -67,6 +68,14 @@ final class AccessGate: @unchecked Sendable {
         case let .success(grant): return grant
         case let .failure(refusal): throw Self.invalidToken(refusal)
         }
+    }
+
+    private func remember(_ grant: Grant, as credentials: ArraySlice<UInt8>, now: Int64) {
+        if verified.count >= Self.cacheCapacity {
+            verified.keep { now < $0.access.expiresAt }
+            if verified.count >= Self.cacheCapacity { verified.removeAll() }
+        }
+        verified.remember(grant, as: credentials)
     }
 
     /// What a route asks of a token, and of which session; nil: no token will do
