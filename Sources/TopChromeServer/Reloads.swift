@@ -118,24 +118,30 @@ final class Reloads: @unchecked Sendable {
     /// A rotated JWKS: tokens signed with a new key pass, those of a removed key no longer do.
     /// Returns whether the keys changed.
     private func reloadTokenKeys(from path: String, into outcome: inout Outcome) -> Bool {
-        let keys: KeySet
-        let text: String
-        do {
-            text = try ServiceConfiguration.contents(of: path, "--token-keys")
-            guard text != tokenKeysText else {
-                outcome.parts.append("token keys unchanged")
-                return false
-            }
-            keys = try TokenSettings.keySet(text, in: path, "--token-keys")
-        } catch {
-            outcome.keptSomething = true
-            outcome.parts.append("kept the old token keys: \(error)")
-            return false
-        }
+        guard let (text, keys) = reread(path, "--token-keys", "token keys", was: tokenKeysText, into: &outcome,
+                                        TokenSettings.keySet) else { return false }
         tokenKeys = keys
         tokenKeysText = text
         outcome.parts.append("token keys replaced (\(keys.keys.count) key\(keys.keys.count == 1 ? "" : "s"))")
         return true
+    }
+
+    /// A file of `option` read again and read as `parse` reads it; nil, said
+    /// in `outcome`, when it is as it `was` or cannot be read (the old one is kept).
+    private func reread<Value>(_ path: String, _ option: String, _ what: String, was: String?, into outcome: inout Outcome,
+                               _ parse: (String, String, String) throws -> Value) -> (String, Value)? {
+        do {
+            let text = try ServiceConfiguration.contents(of: path, option)
+            guard text != was else {
+                outcome.parts.append("\(what) unchanged")
+                return nil
+            }
+            return (text, try parse(text, path, option))
+        } catch {
+            outcome.keptSomething = true
+            outcome.parts.append("kept the old \(what): \(error)")
+            return nil
+        }
     }
 
     /// A moved revocation cut-off: tokens issued before it are refused from
@@ -162,20 +168,8 @@ final class Reloads: @unchecked Sendable {
     /// A rotated minting key: new tokens are signed with it, and those of the old key are no longer accepted.
     /// Returns whether the key changed.
     private func reloadSigningKey(from path: String, into outcome: inout Outcome) -> Bool {
-        let new: TokenSigner
-        let pem: String
-        do {
-            pem = try ServiceConfiguration.contents(of: path, "--token-signing-key")
-            guard pem != signingKeyPEM else {
-                outcome.parts.append("token signing key unchanged")
-                return false
-            }
-            new = try TokenSettings.signer(pem, in: path, "--token-signing-key")
-        } catch {
-            outcome.keptSomething = true
-            outcome.parts.append("kept the old token signing key: \(error)")
-            return false
-        }
+        guard let (pem, new) = reread(path, "--token-signing-key", "token signing key", was: signingKeyPEM, into: &outcome,
+                                      TokenSettings.signer) else { return false }
         signer = new
         signingKeyPEM = pem
         outcome.parts.append("token signing key replaced (kid \(new.keyID))")
