@@ -23,6 +23,13 @@ public struct TokenVerifier: Sendable {
             self.issuer = issuer
             self.notBefore = notBefore
         }
+
+        /// Whether the cut-off refuses a token issued at `issuedAt` (nil: no `iat`);
+        /// also what ends the watches such a token opened when the cut-off moves.
+        public func revokes(issuedAt: Int64?) -> Bool {
+            guard let notBefore else { return false }
+            return (issuedAt ?? Int64.min) < notBefore
+        }
     }
 
     /// Longest token read, in bytes: a header line holds far less, and a
@@ -52,7 +59,7 @@ public struct TokenVerifier: Sendable {
         if let notBefore = try Self.time(claims, "nbf"), now + policy.leewaySeconds < notBefore { throw .notYetValid }
         let issuedAt = try Self.time(claims, "iat")
         if let issuedAt, now + policy.leewaySeconds < issuedAt { throw .notYetValid }
-        if let cutOff = policy.notBefore, (issuedAt ?? Int64.min) < cutOff { throw .revoked }
+        if policy.revokes(issuedAt: issuedAt) { throw .revoked }
         if let issuer = policy.issuer {
             guard case .string(issuer)? = claims["iss"] else { throw .wrongIssuer }
         }

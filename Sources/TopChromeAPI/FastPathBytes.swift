@@ -280,6 +280,8 @@ extension Route {
             self = .behavior(id)
         } else if suffix.equals("socket") {
             self = .socket(id)
+        } else if suffix.equals("tokens") {
+            self = .tokens(id)
         } else {
             return nil
         }

@@ -84,6 +84,23 @@ enum RequestBodies {
         try rejectUnknown(try object(value, context: "the body"), allowed: [], context: "the body")
     }
 
+    /// `{"scope": "read"|"write", "ttl": seconds}`: what a minted token may
+    /// do, and for how long. A longer `ttl` than `maxLifetime` gets the cap
+    /// (the answer's `expiresAt` says so), as does none: the operator's cap
+    /// bounds the lifetime, the asker need not know it.
+    static func tokenRequest(_ body: [UInt8], maxLifetime: Int) throws(BodyError) -> (scope: String, lifetime: Int) {
+        let members = try object(try required(try parse(body)), context: "the body")
+        try rejectUnknown(members, allowed: tokenRequestFields, context: "the body")
+        guard case let .string(scope)? = members["scope"], scope == "read" || scope == "write" else {
+            throw BodyError(detail: "\"scope\" is required, \"read\" or \"write\"")
+        }
+        guard let ttl = members["ttl"] else { return (scope, maxLifetime) }
+        guard case let .number(seconds, _) = ttl, seconds.rounded() == seconds, seconds >= 1 else {
+            throw BodyError(detail: "\"ttl\" must be a whole number of seconds, at least 1")
+        }
+        return (scope, Int(min(seconds, Double(maxLifetime))))
+    }
+
     /// One report, or an array of 1…1024. All are checked before any is
     /// applied, so a batch with one bad report changes nothing.
     static func scrollInputs(_ body: [UInt8]) throws(BodyError) -> ScrollBody<ChromeInput> {
@@ -119,6 +136,7 @@ enum RequestBodies {
     private static let insetFields: Set<String> = ["inset"]
     private static let behaviorFields: Set<String> = ["behavior", "collapsibleHeight", "snap"]
     private static let newSessionFields = insetFields.union(behaviorFields)
+    private static let tokenRequestFields: Set<String> = ["scope", "ttl"]
 
     /// - Parameter index: the report's place in a batch, for error messages.
     private static func scrollReport(_ value: JSONValue, index: Int?) throws(BodyError) -> ScrollReport {

@@ -16,20 +16,25 @@ public enum Route: Equatable, Sendable {
     case openAPI
     case metrics
     case demo
+    /// Minting an access token for one session.
+    case tokens(SessionID?)
+    /// The public keys minted tokens verify with.
+    case jwks
 
     /// The paths without an id, each a resource of its own.
     static let fixedPaths: [(path: StaticString, route: Route)] = [
         ("/v1/sessions", .sessions), ("/healthz", .health), ("/readyz", .readiness),
         ("/openapi.yaml", .openAPI), ("/metrics", .metrics), ("/", .demo),
+        ("/.well-known/jwks.json", .jwks),
     ]
 
     /// Methods this resource answers, for 405's `Allow`.
     var allowedMethods: [String] {
         switch self {
-        case .sessions, .scroll, .disappear: ["POST"]
+        case .sessions, .scroll, .disappear, .tokens: ["POST"]
         case .session: ["GET", "HEAD", "DELETE"]
         case .inset, .behavior: ["PUT"]
-        case .events, .health, .readiness, .openAPI, .metrics, .demo: ["GET", "HEAD"]
+        case .events, .health, .readiness, .openAPI, .metrics, .demo, .jwks: ["GET", "HEAD"]
         case .socket: ["GET"]
         }
     }
@@ -37,10 +42,10 @@ public enum Route: Equatable, Sendable {
     /// Whether this resource answers `method`; asked on every request, so it builds no list.
     func allows(_ method: String) -> Bool {
         switch self {
-        case .sessions, .scroll, .disappear: method == "POST"
+        case .sessions, .scroll, .disappear, .tokens: method == "POST"
         case .session: method == "GET" || method == "HEAD" || method == "DELETE"
         case .inset, .behavior: method == "PUT"
-        case .events, .health, .readiness, .openAPI, .metrics, .demo: method == "GET" || method == "HEAD"
+        case .events, .health, .readiness, .openAPI, .metrics, .demo, .jwks: method == "GET" || method == "HEAD"
         case .socket: method == "GET"
         }
     }
@@ -51,6 +56,7 @@ public enum Route: Equatable, Sendable {
         case sessions, session, inset, scroll, disappear, events, health, readiness, openAPI, metrics, demo, unmatched
         case behavior
         case socket
+        case tokens, jwks
 
         public var name: StaticString {
             switch self {
@@ -68,6 +74,8 @@ public enum Route: Equatable, Sendable {
             case .unmatched: "unmatched"
             case .behavior: "/v1/sessions/{id}/behavior"
             case .socket: "/v1/sessions/{id}/socket"
+            case .tokens: "/v1/sessions/{id}/tokens"
+            case .jwks: "/.well-known/jwks.json"
             }
         }
     }
@@ -87,13 +95,15 @@ public enum Route: Equatable, Sendable {
         case .demo: .demo
         case .behavior: .behavior
         case .socket: .socket
+        case .tokens: .tokens
+        case .jwks: .jwks
         }
     }
 
     var sessionID: SessionID? {
         switch self {
         case let .session(id), let .inset(id), let .scroll(id), let .disappear(id), let .events(id), let .behavior(id),
-             let .socket(id): id
+             let .tokens(id), let .socket(id): id
         default: nil
         }
     }

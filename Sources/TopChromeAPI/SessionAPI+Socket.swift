@@ -27,10 +27,9 @@ extension SessionAPI {
         if let crossOrigin, let origin = request.headers.combined("Origin"), !crossOrigin.allows(origin) {
             throw CrossOriginPolicy.forbiddenSocket
         }
-        let socket = SessionSocket(id: id, store: store, hub: watchers, mayWrite: access.map { $0.scope.contains(.write) } ?? true,
-                                   heartbeatSeconds: heartbeatSeconds)
+        let socket = SessionSocket(id: id, store: store, hub: watchers, access: access, heartbeatSeconds: heartbeatSeconds)
         let endsAfter = Self.secondsLeft(access)
-        let response: @Sendable () -> UpgradeResponse = { [sockets] in
+        let response: @Sendable () -> UpgradeResponse = { [sockets, watchers, accessGate] in
             let ticket = UpgradeTicket(socket)
             var response = UpgradeResponse(headers: HTTPHeaders([("Upgrade", "websocket"), ("Sec-WebSocket-Accept", accept)])) { upgraded in
                 ticket.taken.store(true, ordering: .releasing)
@@ -39,6 +38,7 @@ extension SessionAPI {
                     return
                 }
                 socket.attach(connection, endsAfter: endsAfter)
+                Self.endIfRevokedMeanwhile(socket, accessGate, watchers)
                 sockets.start(connection)
             }
             response.endpoint = endpoint

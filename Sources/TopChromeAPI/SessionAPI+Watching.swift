@@ -1,3 +1,4 @@
+import AccessTokens
 import MicroHTTPD
 import TopChromeCore
 
@@ -9,12 +10,13 @@ extension SessionAPI {
     /// A long-poll: answers when the session reaches a version the client
     /// does not have, or with 304 when the time is up. Holds no thread
     /// meanwhile. The preconditions are checked against the state the feed read.
-    func waitForChange(of id: SessionID, _ preconditions: Preconditions, seconds: Int,
+    func waitForChange(of id: SessionID, _ preconditions: Preconditions, seconds: Int, access: AccessToken?,
                        endpoint: Int) throws(Problem) -> MicroHTTPDResponse {
-        let watcher = LongPollWatcher(id: id, isNew: preconditions.noneMatchCondition, waitSeconds: seconds)
-        try watch(id, by: watcher, answering: watcher.pending) { [watchers] current throws(Problem) in
+        let watcher = LongPollWatcher(id: id, isNew: preconditions.noneMatchCondition, waitSeconds: seconds, access: access)
+        try watch(id, by: watcher, answering: watcher.pending) { [watchers, accessGate] current throws(Problem) in
             guard preconditions.matchCondition.holds(for: current.entityTag) else { throw Self.preconditionFailed }
             watcher.start(with: current, hub: watchers)
+            Self.endIfRevokedMeanwhile(watcher, accessGate, watchers)
         }
         // A client that left frees its watcher's place now, not at the end of
         // its wait. Only once the watch is on: the handler holds the watcher
@@ -27,19 +29,21 @@ extension SessionAPI {
 
     /// Server-Sent Events: the current state at once, then every change.
     /// `endsAfter`: seconds until the access token that opened it expires.
-    func eventStream(of id: SessionID, lastEventID: String?, endsAfter: Int64?, endpoint: Int) throws(Problem) -> MicroHTTPDResponse {
+    func eventStream(of id: SessionID, lastEventID: String?, access: AccessToken?, endsAfter: Int64?,
+                     endpoint: Int) throws(Problem) -> MicroHTTPDResponse {
         let lastEventID = lastEventID.flatMap { EntityTag($0.trimmingOWS.utf8) }
         let stream = ResponseStream()
-        let watcher = EventStreamWatcher(id: id, stream: stream)
+        let watcher = EventStreamWatcher(id: id, stream: stream, access: access)
         // Only for a stream that goes out: the server closes it, which ends
         // the watch; one that never goes out would hold its watcher (and
         // through it the store) forever.
-        let response: @Sendable () -> StreamingResponse = { [watchers, eventStreamHeaders] in
+        let response: @Sendable () -> StreamingResponse = { [watchers, eventStreamHeaders, accessGate] in
             stream.onClose {
                 watcher.cancelExpiry()
                 watchers.remove(watcher, for: id)
             }
             if let endsAfter { watcher.end(afterSeconds: endsAfter) }
+            Self.endIfRevokedMeanwhile(watcher, accessGate, watchers)
             var response = StreamingResponse(status: 200, headers: eventStreamHeaders, stream: stream)
             response.endpoint = endpoint
             return response
@@ -62,6 +66,12 @@ extension SessionAPI {
             }
             return .later(pending, endpoint: endpoint)
         }
+    }
+
+    /// A cut-off that moved between the token's check and the watch's start
+    /// found no watch to end: the watch, subscribed now, looks for itself.
+    static func endIfRevokedMeanwhile(_ watcher: any SessionWatcher, _ accessGate: AccessGate?, _ hub: WatcherHub) {
+        if let accessGate, watcher.endIfRevoked(by: accessGate.policy) { hub.remove(watcher, for: watcher.id) }
     }
 
     /// Subscribes the watcher; `start` runs with the session once the feed

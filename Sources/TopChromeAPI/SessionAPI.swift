@@ -36,7 +36,9 @@ public final class SessionAPI: HTTPResponder {
     /// Nil when no token is configured: then requests never read it.
     private let authToken: CurrentBearerToken?
     /// Access tokens (JWTs) for one session each; nil: none is taken.
-    private let accessGate: AccessGate?
+    let accessGate: AccessGate?
+    /// The key tokens are minted with; nil: none are.
+    private let minting: TokenMinting?
     /// A scraper's token for `/metrics`; nil leaves `/metrics` open.
     private let metricsToken: CurrentBearerToken?
     private let metrics: ServiceMetrics
@@ -59,6 +61,7 @@ public final class SessionAPI: HTTPResponder {
                 statistics: ChromeStatistics = ChromeStatistics(), moreMetrics: [any MetricsFamilies] = [],
                 readinessDetails: [any ReadinessDetail] = [], crossOrigin: CrossOriginPolicy? = nil,
                 creationRate: CreationRatePolicy? = nil, heartbeatSeconds: Int = 15, accessTokens: TokenVerifier? = nil,
+                tokenSigner: TokenSigner? = nil, maxTokenLifetime: Int = 3600,
                 socketMessagesPerSecond: Int = 200) {
         self.maxWaitSeconds = maxWaitSeconds
         self.heartbeatSeconds = heartbeatSeconds
@@ -74,6 +77,7 @@ public final class SessionAPI: HTTPResponder {
         self.authToken = token
         self.metricsToken = metricsToken.map { CurrentBearerToken(BearerToken($0)) }
         accessGate = accessTokens.map(AccessGate.init)
+        minting = tokenSigner.map { TokenMinting(signer: $0, maxLifetime: maxTokenLifetime) }
         readiness = Readiness(store: { store.readiness }, details: readinessDetails, authToken: token)
         self.metrics = metrics
         self.statistics = statistics
@@ -106,8 +110,24 @@ public final class SessionAPI: HTTPResponder {
     @discardableResult
     public func replaceTokenVerifier(_ verifier: TokenVerifier) -> Bool {
         guard let accessGate else { return false }
-        accessGate.replace(with: verifier)
+        take(verifier, accessGate)
         return true
+    }
+
+    /// Tokens are minted with this key, and verified with these keys (the
+    /// signer's among them), from now on; false for an API made without a key.
+    @discardableResult
+    public func replaceTokenSigner(_ signer: TokenSigner, verifier: TokenVerifier) -> Bool {
+        guard let minting, let accessGate else { return false }
+        take(verifier, accessGate)
+        minting.replace(with: signer)
+        return true
+    }
+
+    /// Tokens a moved cut-off refuses lose their watches too, not only their next request.
+    private func take(_ verifier: TokenVerifier, _ accessGate: AccessGate) {
+        accessGate.replace(with: verifier)
+        watchers.endWatches(revokedBy: verifier.policy)
     }
 
     /// `/metrics` needs this token from now on; false (and nothing changes)
@@ -172,6 +192,8 @@ public final class SessionAPI: HTTPResponder {
         guard route.allows(request.method) else {
             throw .methodNotAllowed(request.method, allowed: route.allowedMethods)
         }
+        // After the method: the paths are the API's, whether this server mints or not.
+        if minting == nil, route == .jwks || route.template == .tokens { throw TokenMinting.off }
         if request.isBodyTooLarge {
             throw Problem(status: 413, detail: "The body is larger than the limit of \(maxBodyBytes) bytes.",
                           kind: .contentTooLarge(limit: maxBodyBytes))
@@ -206,7 +228,10 @@ public final class SessionAPI: HTTPResponder {
                                             endpoint: endpoint, ifUnsure: Self.createMayHaveHappened, reusing: &buffers)
             if let allowance { response.addHeaders(allowance) }
             return response
-        case .session(nil), .events(nil), .inset(nil), .scroll(nil), .disappear(nil), .behavior(nil), .socket(nil):
+        case .jwks:
+            guard let minting else { throw TokenMinting.off }
+            return Self.keySetAnswer(minting)
+        case .session(nil), .events(nil), .inset(nil), .scroll(nil), .disappear(nil), .behavior(nil), .tokens(nil), .socket(nil):
             // A malformed id names no session: the store is not asked.
             throw Self.notASessionID
         case let .session(id?):
@@ -222,7 +247,7 @@ public final class SessionAPI: HTTPResponder {
                 // A long-poll never waits past its token's exp (Mercure's rule): it waits less, or not at all.
                 // The wait starts from the state the feed reads once it
                 // listens to the session: no change can fall between.
-                return try waitForChange(of: id, preconditions, seconds: wait, endpoint: endpoint)
+                return try waitForChange(of: id, preconditions, seconds: wait, access: access, endpoint: endpoint)
             }
             return try Self.respond(to: store.requestSession(id), Read(preconditions: preconditions), endpoint: endpoint,
                                     reusing: &buffers)
@@ -235,8 +260,8 @@ public final class SessionAPI: HTTPResponder {
                     return Self.emptyEventStream(headers)
                 }
             }
-            return try eventStream(of: id, lastEventID: request.headers["Last-Event-ID"], endsAfter: Self.secondsLeft(access),
-                                   endpoint: endpoint)
+            return try eventStream(of: id, lastEventID: request.headers["Last-Event-ID"], access: access,
+                                   endsAfter: Self.secondsLeft(access), endpoint: endpoint)
         case let .socket(id?):
             return try openSocket(request, of: id, access: access, endpoint: endpoint)
         case let .inset(id?):
@@ -253,6 +278,9 @@ public final class SessionAPI: HTTPResponder {
         case let .behavior(id?):
             let settings = try body(of: request, RequestBodies.behavior)
             return try apply(.setBehavior(settings), to: id, request, endpoint, &buffers)
+        case let .tokens(id?):
+            guard let minting else { throw TokenMinting.off }
+            return try mintToken(for: id, request, minting, endpoint: endpoint)
         }
     }
 

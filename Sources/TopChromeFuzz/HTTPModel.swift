@@ -3,16 +3,21 @@ import TopChromeCore
 enum HTTPModel {
     enum Resource: Equatable {
         case sessions, session, inset, behavior, scroll, disappear, events, socket, health, readiness, openAPI, metrics, demo
+        /// Minting's paths: `/v1/sessions/{id}/tokens` and `/.well-known/jwks.json`.
+        case tokens, keySet
 
         var allowed: [String] {
             switch self {
-            case .sessions, .scroll, .disappear: ["POST"]
+            case .sessions, .scroll, .disappear, .tokens: ["POST"]
             case .session: ["GET", "HEAD", "DELETE"]
             case .inset, .behavior: ["PUT"]
-            case .events, .health, .readiness, .openAPI, .metrics, .demo: ["GET", "HEAD"]
+            case .events, .health, .readiness, .openAPI, .metrics, .demo, .keySet: ["GET", "HEAD"]
             case .socket: ["GET"]
             }
         }
+
+        /// Paths of a server with `--token-signing-key`: 404 to their own methods without one.
+        var isMinting: Bool { self == .tokens || self == .keySet }
 
         /// The Content-Type of a 200 from a resource that is not a session's state.
         var contentType: String? {
@@ -29,7 +34,7 @@ enum HTTPModel {
         var takesBody: Bool { [.sessions, .inset, .behavior, .scroll, .disappear].contains(self) }
 
         /// Whether the path holds a session id (`/v1/sessions/{id}…`).
-        var namesSession: Bool { [.session, .inset, .behavior, .scroll, .disappear, .events, .socket].contains(self) }
+        var namesSession: Bool { [.session, .inset, .behavior, .scroll, .disappear, .events, .socket, .tokens].contains(self) }
     }
 
     /// The resource at `path` and, under `/v1/sessions/`, the id (nil when
@@ -43,6 +48,7 @@ enum HTTPModel {
         case "/openapi.yaml": return (.openAPI, nil)
         case "/metrics": return (.metrics, nil)
         case "/": return (.demo, nil)
+        case "/.well-known/jwks.json": return (.keySet, nil)
         default: break
         }
         let bytes = Array(path.utf8), prefix = Array("/v1/sessions/".utf8)
@@ -60,6 +66,7 @@ enum HTTPModel {
             case "disappear": return (.disappear, id)
             case "events": return (.events, id)
             case "socket": return (.socket, id)
+            case "tokens": return (.tokens, id)
             default: return nil
             }
         default: return nil

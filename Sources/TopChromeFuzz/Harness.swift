@@ -274,6 +274,9 @@ struct World {
             // HEAD is GET without a body, but for the socket: an upgrade has no head to show.
             let method = request.method == "HEAD" && kind.allowed.contains("GET") && kind != .socket ? "GET" : request.method
             guard kind.allowed.contains(method) else { return .status(405) }
+            // The harness mints nothing (no --token-signing-key), so its paths
+            // are 404 to their methods, before the body is looked at.
+            if kind.isMinting { return .status(404) }
             if request.isBodyTooLarge { return .status(413) }
             // A malformed id names nothing: 404 before the body is read as JSON.
             if kind.namesSession, id == nil { return .status(404) }
@@ -299,6 +302,8 @@ struct World {
             switch kind {
             case .health, .readiness, .openAPI, .metrics, .demo:
                 return .status(200)
+            case .tokens, .keySet:
+                return .status(404)  // not reached: answered with the method
             case .sessions:
                 return .status(count >= capacity ? 503 : 201)
             case .socket:

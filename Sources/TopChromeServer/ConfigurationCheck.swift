@@ -47,6 +47,9 @@ public struct ConfigurationCheck: Sendable {
             let count = verifier.keys.keys.count
             checked.append("access token keys: \(count) key\(count == 1 ? "" : "s") (\(verifier.keys.keys.map(\.algorithm.rawValue).joined(separator: ", ")))")
         }
+        if let signer = configuration.tokens.signer {
+            checked.append("token signing key: Ed25519, kid \(signer.keyID); minted tokens live at most \(configuration.tokens.maxLifetimeSeconds) s")
+        }
         switch configuration.store {
         case .memory:
             if let path = configuration.stateFile.path {

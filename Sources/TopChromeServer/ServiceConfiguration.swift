@@ -69,6 +69,7 @@ public struct ServiceConfiguration: Sendable, Equatable {
         }
         try configuration.tls.check(given)
         try configuration.redis.secure(configuration.store, given)
+        try configuration.tokens.check(given, globalToken: configuration.auth.token != nil)
         // An option that would do nothing with the store chosen is refused:
         // an operator who set it expects it to hold.
         switch configuration.store {

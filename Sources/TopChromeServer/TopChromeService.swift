@@ -70,6 +70,7 @@ public final class TopChromeService: Sendable {
                          crossOrigin: CrossOriginPolicy(origins: configuration.http.corsOrigins),
                          creationRate: configuration.limits.creationRate,
                          heartbeatSeconds: configuration.sessions.heartbeatSeconds, accessTokens: configuration.tokens.verifier,
+                         tokenSigner: configuration.tokens.signer, maxTokenLifetime: configuration.tokens.maxLifetimeSeconds,
                          socketMessagesPerSecond: configuration.limits.socketMessagesPerSecond)
         var serverConfiguration = configuration.httpServer
         serverConfiguration.descriptorBudget = budget.connections

@@ -86,6 +86,53 @@ import TopChromeTesting
         #expect(refused.errors.contains("--token-keys"), "\(refused.errors)")
     }
 
+    /// The cut-off file holds one time, as `--tokens-not-before` takes it
+    /// (an editor's final newline aside); anything else, or both ways of
+    /// setting the cut-off at once, is exit 2 naming the option.
+    @Test func aCutOffFileHoldsOneTime() throws {
+        let folder = try Self.folder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let keys = folder.appendingPathComponent("keys.json").path, cutOff = folder.appendingPathComponent("cut-off").path
+        try #"{"keys":[{"kty":"OKP","crv":"Ed25519","x":"11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"}]}"#
+            .write(toFile: keys, atomically: true, encoding: .utf8)
+        try " 1800000000\n".write(toFile: cutOff, atomically: true, encoding: .utf8)
+        let read = try Self.check(["--token-keys", keys, "--tokens-not-before-file", cutOff])
+        #expect(read.status == 0, "\(read.errors)")
+        let both = try Self.check(["--token-keys", keys, "--tokens-not-before-file", cutOff, "--tokens-not-before", "1800000000"])
+        #expect(both.status == 2)
+        #expect(both.errors.contains("--tokens-not-before-file"), "\(both.errors)")
+        for bad in ["", "tomorrow", "-1", "1800000000 1800000001"] {
+            try "\(bad)\n".write(toFile: cutOff, atomically: true, encoding: .utf8)
+            let refused = try Self.check(["--token-keys", keys, "--tokens-not-before-file", cutOff])
+            #expect(refused.status == 2, "'\(bad)'")
+            #expect(refused.errors.contains("--tokens-not-before-file"), "\(refused.errors)")
+        }
+    }
+
+    /// The minting key is read as a start reads it: named by its kid, and a
+    /// private key of another kind (the TLS key), no key at all, or a key
+    /// without the global token that alone mints is exit 2.
+    @Test func aSigningKeyMustBeAnEd25519PrivateKey() throws {
+        let pki = try AccessLiveTests.ThrowawayPKI()
+        defer { try? FileManager.default.removeItem(at: pki.directory) }
+        let good = pki.directory.appendingPathComponent("signing.pem").path, notPEM = pki.directory.appendingPathComponent("text").path
+        try TokenMintingLiveTests.pem(seed: 7).write(toFile: good, atomically: true, encoding: .utf8)
+        try "not a key\n".write(toFile: notPEM, atomically: true, encoding: .utf8)
+        let token = pki.directory.appendingPathComponent("token").path
+        try "admin-token-0123456789abcdef0123456\n".write(toFile: token, atomically: true, encoding: .utf8)
+        let read = try Self.check(["--token-signing-key", good, "--token-max-ttl", "120", "--auth-token-file", token])
+        #expect(read.status == 0, "\(read.errors)")
+        #expect(read.output.contains("token signing key: Ed25519, kid ed25519-"), "\(read.output)")
+        let alone = try Self.check(["--token-signing-key", good])
+        #expect(alone.status == 2)
+        #expect(alone.errors.contains("--auth-token-file"), "\(alone.errors)")
+        for bad in ["\(pki.directory.path)/server.key", notPEM] {
+            let refused = try Self.check(["--token-signing-key", bad, "--auth-token-file", token])
+            #expect(refused.status == 2, "\(bad)")
+            #expect(refused.errors.contains("--token-signing-key"), "\(refused.errors)")
+        }
+    }
+
     /// TLS files are loaded as the server would load them: a key that does
     /// not belong to the certificate is found now, not at the next start.
     @Test func tlsFilesThatCannotServeExit2() throws {

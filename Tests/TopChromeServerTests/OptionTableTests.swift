@@ -36,6 +36,12 @@ struct OptionTableTests {
         let jwks = directory.appendingPathComponent("jwks.json").path
         try #"{"keys":[{"kty":"OKP","crv":"Ed25519","x":"11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"}]}"#
             .write(toFile: jwks, atomically: true, encoding: .utf8)
+        let signingKey = directory.appendingPathComponent("signing.pem").path
+        // PKCS #8 of the Ed25519 seed 7…7, as `openssl genpkey -algorithm ed25519` writes a key.
+        try "-----BEGIN PRIVATE KEY-----\nMC4CAQAwBQYDK2VwBCIEIAcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcH\n-----END PRIVATE KEY-----\n"
+            .write(toFile: signingKey, atomically: true, encoding: .utf8)
+        let cutOff = directory.appendingPathComponent("not-before").path
+        try "1800000000\n".write(toFile: cutOff, atomically: true, encoding: .utf8)
         let redis = ["--store", "redis://h:1"]
         // A value other than the default for each option, and the options it needs beside it.
         let samples: [String: (value: String, with: [String])] = [
@@ -60,6 +66,9 @@ struct OptionTableTests {
             "token-keys": (jwks, []), "token-audience": ("chrome", ["--token-keys", jwks]),
             "token-issuer": ("backend", ["--token-keys", jwks]), "token-leeway": ("5", ["--token-keys", jwks]),
             "tokens-not-before": ("1800000000", ["--token-keys", jwks]),
+            "tokens-not-before-file": (cutOff, ["--token-keys", jwks]),
+            "token-signing-key": (signingKey, ["--auth-token-file", secret]),
+            "token-max-ttl": ("120", ["--token-signing-key", signingKey, "--auth-token-file", secret]),
         ]
         // Read into an OpenSSL context, which needs a real certificate and key:
         // RedisSecurityOptionsTests reads them both ways.

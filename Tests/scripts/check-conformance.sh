@@ -5,9 +5,11 @@
 # Fails on any failure or error, on an operation left untested, or on fewer
 # than MIN_REQUESTS generated requests.
 #
-# Then the same with a bearer token (--auth-token-file): with the token it
-# must pass as well, and without it every /v1 answer must be 401 with a
-# WWW-Authenticate challenge.
+# Then the same with a bearer token (--auth-token-file) and minting on
+# (--token-signing-key, a key made for the run): with the token it must pass
+# as well, and without it every /v1 answer must be 401 with a
+# WWW-Authenticate challenge. The first run mints nothing, so both runs
+# check the minting paths: 404 without a key, tokens with one.
 #
 # Usage: Tests/scripts/check-conformance.sh [path/to/topchrome]
 #   SEED=n          another seed than the one in Tests/scripts/schemathesis.toml
@@ -97,10 +99,11 @@ schemathesis open || true  # the report says what went wrong
 verify_report open "$min_requests" || status=1
 stop_server
 
-echo "== with --auth-token-file: with the token, then without"
+echo "== with --auth-token-file and --token-signing-key: with the token, then without"
 token="conformance-$RANDOM$RANDOM$RANDOM"
 printf '%s\n' "$token" >"$work/token"
-start_server auth --auth-token-file "$work/token"
+(umask 077; openssl genpkey -algorithm ed25519 -out "$work/signing.pem")
+start_server auth --auth-token-file "$work/token" --token-signing-key "$work/signing.pem"
 schemathesis auth-token --max-examples 25 --header "Authorization: Bearer $token" || true
 verify_report auth-token 100 || status=1
 schemathesis auth-none --max-examples 10 || true

@@ -1,3 +1,4 @@
+import AccessTokens
 import Dispatch
 import Locking
 import MicroHTTPD
@@ -16,14 +17,17 @@ final class EventStreamWatcher: SessionWatcher, @unchecked Sendable {
 
     let id: SessionID
     let stream: ResponseStream
+    /// The access token that opened it; nil for the global token.
+    private let access: AccessToken?
     private let lock = PthreadLock()
     private var sent = SentStates()
     /// Ends a stream opened with an access token at the token's `exp`.
     private var expiry: DispatchSourceTimer?
 
-    init(id: SessionID, stream: ResponseStream) {
+    init(id: SessionID, stream: ResponseStream, access: AccessToken?) {
         self.id = id
         self.stream = stream
+        self.access = access
     }
 
     /// Opens the stream with the current state, unless the client already
@@ -74,13 +78,23 @@ final class EventStreamWatcher: SessionWatcher, @unchecked Sendable {
     func end(afterSeconds seconds: Int64) {
         let timer = DispatchSource.makeTimerSource(queue: .global())
         timer.schedule(wallDeadline: .now() + .seconds(Int(max(seconds, 0))))
-        timer.setEventHandler { [self] in
-            stream.write(Array("event: expired\ndata: {\"reason\":\"token\"}\n\n".utf8))
-            stream.finish()
-            cancelExpiry()
-        }
+        timer.setEventHandler { [self] in end(because: "token") }
         lock.withLock { expiry = timer }
         timer.resume()
+    }
+
+    /// The cut-off moved past the token's `iat`: the same end as at `exp`,
+    /// with its own reason, so a client gets a new token either way.
+    func endIfRevoked(by policy: TokenVerifier.Policy) -> Bool {
+        guard let access, policy.revokes(issuedAt: access.issuedAt) else { return false }
+        end(because: "revoked")
+        return true
+    }
+
+    private func end(because reason: StaticString) {
+        stream.write(Array("event: expired\ndata: {\"reason\":\"\(reason)\"}\n\n".utf8))
+        stream.finish()
+        cancelExpiry()
     }
 
     /// The stream closed first: the timer and what it holds go now, not at `exp`.

@@ -1,3 +1,4 @@
+import AccessTokens
 import Dispatch
 import Locking
 import MicroHTTPD
@@ -11,14 +12,17 @@ final class LongPollWatcher: SessionWatcher, @unchecked Sendable {
     /// Holds for states the client does not have yet.
     private let isNew: VersionCondition
     private let waitSeconds: Int
+    /// The access token that asked; nil for the global token.
+    private let access: AccessToken?
     private let lock = PthreadLock()
     /// The newest state seen, for the 304 when time is up.
     private var latest: Session?
 
-    init(id: SessionID, isNew: VersionCondition, waitSeconds: Int) {
+    init(id: SessionID, isNew: VersionCondition, waitSeconds: Int, access: AccessToken?) {
         self.id = id
         self.isNew = isNew
         self.waitSeconds = waitSeconds
+        self.access = access
     }
 
     /// Answers at once if the session already moved on; else starts the clock.
@@ -62,6 +66,14 @@ final class LongPollWatcher: SessionWatcher, @unchecked Sendable {
     func sessionUnheard(_ id: SessionID) -> Bool {
         pending.complete(with: SessionAPI.changesUnheard.response)
         return false
+    }
+
+    /// The cut-off moved past the token's `iat`: the wait ends as the
+    /// token's next request would, with 401 `invalid_token`.
+    func endIfRevoked(by policy: TokenVerifier.Policy) -> Bool {
+        guard let access, policy.revokes(issuedAt: access.issuedAt) else { return false }
+        pending.complete(with: AccessGate.invalidToken(.revoked).response)
+        return true
     }
 
     func heartbeat() {}

@@ -1,3 +1,4 @@
+import AccessTokens
 import Dispatch
 import Locking
 import MicroHTTPD
@@ -20,6 +21,8 @@ final class SessionSocket: SessionWatcher, WebSocketDelegate, @unchecked Sendabl
     let id: SessionID
     private let store: any SessionStore & SessionChangeFeed
     private let hub: WatcherHub
+    /// The access token that opened it, if one did: the revocation cut-off ends it too.
+    private let access: AccessToken?
     /// An access token without `write` only follows.
     private let mayWrite: Bool
     /// A client that answers no ping for this long is closed.
@@ -33,18 +36,21 @@ final class SessionSocket: SessionWatcher, WebSocketDelegate, @unchecked Sendabl
     /// The newest state, kept until the socket is there to take it.
     private var waiting: Session?
     private var closedEarly = false
+    /// The cut-off moved past the token before the socket was there.
+    private var revokedEarly = false
     /// The session went before the socket was there: it is told at once.
     private var removed = false
     private var queue: [Result<SocketRequest, SocketRefusal>] = []
     private var applying = false
     private var expiry: DispatchSourceTimer?
 
-    init(id: SessionID, store: any SessionStore & SessionChangeFeed, hub: WatcherHub, mayWrite: Bool,
+    init(id: SessionID, store: any SessionStore & SessionChangeFeed, hub: WatcherHub, access: AccessToken?,
          heartbeatSeconds: Int) {
         self.id = id
         self.store = store
         self.hub = hub
-        self.mayWrite = mayWrite
+        self.access = access
+        mayWrite = access.map { $0.scope.contains(.write) } ?? true
         silenceLimit = .seconds(2 * heartbeatSeconds)
     }
 
@@ -66,6 +72,7 @@ final class SessionSocket: SessionWatcher, WebSocketDelegate, @unchecked Sendabl
                 connection.close(.normal, reason: "the session is gone")
             }
             if closedEarly { connection.close(.goingAway) }
+            if revokedEarly { connection.close(.tokenExpired, reason: Self.revoked) }
         }
         if let seconds { end(afterSeconds: seconds) }
     }
@@ -114,6 +121,20 @@ final class SessionSocket: SessionWatcher, WebSocketDelegate, @unchecked Sendabl
             connection?.close(.goingAway, reason: "the server is stopping")
         }
     }
+
+    /// The cut-off moved past the token's `iat`: the same close as at `exp`,
+    /// with its own reason, so a client gets a new token either way.
+    func endIfRevoked(by policy: TokenVerifier.Policy) -> Bool {
+        guard let access, policy.revokes(issuedAt: access.issuedAt) else { return false }
+        lock.withLock {
+            revokedEarly = true
+            connection?.close(.tokenExpired, reason: Self.revoked)
+        }
+        cancelExpiry()
+        return true
+    }
+
+    private static let revoked = "the access token was revoked"
 
     /// An access token opened the socket: it closes at the token's `exp`.
     private func end(afterSeconds seconds: Int64) {

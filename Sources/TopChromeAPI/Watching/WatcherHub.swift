@@ -1,12 +1,17 @@
+import AccessTokens
 import TopChromeCore
 
 /// Someone waiting to learn of a session's changes: an event stream or a long-poll.
 protocol SessionWatcher: SessionSubscriber {
+    var id: SessionID { get }
     /// A periodic tick: streams send a heartbeat, so proxies keep them open
     /// and a client that left is noticed.
     func heartbeat()
     /// The server is stopping.
     func close()
+    /// Ends the watch if an access token that `policy` now revokes opened
+    /// it; returns whether it ended.
+    func endIfRevoked(by policy: TokenVerifier.Policy) -> Bool
 }
 
 /// The API's watchers, held as subscriptions of the store's change feed:
@@ -30,6 +35,14 @@ final class WatcherHub: Sendable {
 
     func heartbeat() {
         for case let watcher as any SessionWatcher in feed.allSubscribers() { watcher.heartbeat() }
+    }
+
+    /// The revocation cut-off moved: the watches of the tokens it refuses end.
+    func endWatches(revokedBy policy: TokenVerifier.Policy) {
+        guard policy.notBefore != nil else { return }
+        for case let watcher as any SessionWatcher in feed.allSubscribers() where watcher.endIfRevoked(by: policy) {
+            feed.unsubscribe(watcher, from: watcher.id)
+        }
     }
 
     /// Ends every watch: the server is stopping.
