@@ -89,7 +89,10 @@ for round in $(seq "$rounds"); do
     if [ "$credential" = global ]; then unset TOKENS_FILE; else export TOKENS_FILE="$work/tokens-$credential"; fi
     wrk -t1 -c"$SESSIONS" -d1s -s "$BENCH_LUA_DIR/scroll.lua" "$base_url" >/dev/null  # every token remembered
     before=$(proc_ticks "$server_pid")
-    requests=$(wrk -t1 -c"$SESSIONS" -d"$duration" -s "$BENCH_LUA_DIR/scroll.lua" "$base_url" | awk '/requests in/ { print $1 }')
+    wrk -t1 -c"$SESSIONS" -d"$duration" -s "$BENCH_LUA_DIR/scroll.lua" "$base_url" > "$work/wrk.txt"
+    # A refused token is a cheap 401: the figure would flatter it.
+    if grep -q "Non-2xx" "$work/wrk.txt"; then echo "$credential: refused requests" >&2; cat "$work/wrk.txt" >&2; exit 1; fi
+    requests=$(awk '/requests in/ { print $1 }' "$work/wrk.txt")
     echo "$credential $round $requests $(( $(proc_ticks "$server_pid") - before ))" >> "$work/cpu"
   done
 done
