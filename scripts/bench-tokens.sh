@@ -10,6 +10,13 @@
 # one token, as an app at 60 Hz does, so after the warm-up every token is a
 # remembered one. With SESSIONS=1000 and a slow count most tokens are
 # verified during the count: that measures the signature checks instead.
+#
+# Then the issue's own figure: the server's CPU per request (user + system,
+# from /proc, as `make bench` reads it) under wrk, the three credentials
+# against one server in rounds that rotate which goes first (ROUNDS, default
+# 6; WRK_DURATION, default 5s), with the medians and their ratios. CPU time
+# holds the kernel's share of a request, which the token does not change.
+# SKIP_INSTRUCTIONS=1 runs only this part. Takes 3–5 minutes in all.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export SESSIONS=${SESSIONS:-8} COUNTED=${COUNTED:-10s}
@@ -53,9 +60,52 @@ SH
   chmod +x "$work/mint-$alg"
 done
 server=("$PWD/.build/release/topchrome" --port '{port}' --threads 1 --auth-token-file "$work/token" --token-keys "$work/jwks.json")
-echo "## global token"
-BENCH_AUTH=$global WORKLOADS=scroll scripts/bench-instructions.sh "${server[@]}"
-for alg in EdDSA HS256; do
-  echo "## an access token per session, $alg"
-  BENCH_AUTH=$global MINT="$work/mint-$alg" WORKLOADS=scroll scripts/bench-instructions.sh "${server[@]}"
+if [ -z "${SKIP_INSTRUCTIONS:-}" ]; then
+  echo "## global token"
+  BENCH_AUTH=$global WORKLOADS=scroll scripts/bench-instructions.sh "${server[@]}"
+  for alg in EdDSA HS256; do
+    echo "## an access token per session, $alg"
+    BENCH_AUTH=$global MINT="$work/mint-$alg" WORKLOADS=scroll scripts/bench-instructions.sh "${server[@]}"
+  done
+fi
+
+# CPU per request: one server, its sessions and every token made once.
+source scripts/server.sh
+pids=()
+trap 'stop_started' EXIT
+rounds=${ROUNDS:-6} duration=${WRK_DURATION:-5s}
+start_topchrome .build/release/topchrome "$work/server.log" --threads 1 --log-level warn \
+  --auth-token-file "$work/token" --token-keys "$work/jwks.json"
+pids+=("$server_pid")
+BENCH_AUTH=$global create_sessions "$base_url" "$SESSIONS" "$work/ids"
+for alg in EdDSA HS256; do "$work/mint-$alg" "$work/ids" "$work/tokens-$alg"; done
+export BENCH_LUA_DIR="$PWD/Benchmarks/wrk" IDS_FILE="$work/ids" BENCH_AUTH=$global
+echo "## CPU per request, wrk -t1 -c$SESSIONS -d$duration scroll, $rounds rounds rotating the order ($(date -u +%Y-%m-%dT%H:%MZ))"
+: > "$work/cpu"
+credentials=(global EdDSA HS256)
+for round in $(seq "$rounds"); do
+  for step in 0 1 2; do
+    credential=${credentials[$(( (round + step) % 3 ))]}
+    if [ "$credential" = global ]; then unset TOKENS_FILE; else export TOKENS_FILE="$work/tokens-$credential"; fi
+    wrk -t1 -c"$SESSIONS" -d1s -s "$BENCH_LUA_DIR/scroll.lua" "$base_url" >/dev/null  # every token remembered
+    before=$(proc_ticks "$server_pid")
+    wrk -t1 -c"$SESSIONS" -d"$duration" -s "$BENCH_LUA_DIR/scroll.lua" "$base_url" > "$work/wrk.txt"
+    # A refused token is a cheap 401: the figure would flatter it.
+    if grep -q "Non-2xx" "$work/wrk.txt"; then echo "$credential: refused requests" >&2; cat "$work/wrk.txt" >&2; exit 1; fi
+    requests=$(awk '/requests in/ { print $1 }' "$work/wrk.txt")
+    echo "$credential $round $requests $(( $(proc_ticks "$server_pid") - before ))" >> "$work/cpu"
+  done
 done
+python3 - "$work/cpu" "$(getconf CLK_TCK)" <<'PY'
+import statistics, sys
+hz, runs = int(sys.argv[2]), {}
+for line in open(sys.argv[1]):
+    credential, round_, requests, ticks = line.split()
+    runs.setdefault(credential, {})[round_] = int(ticks) / hz * 1e6 / int(requests)
+base = runs["global"]
+print(f"{'credential':10} {'median µs/req':>14} {'against global (median of rounds)':>34}  runs")
+for credential, figures in runs.items():
+    ratios = [figures[r] / base[r] - 1 for r in figures]
+    print(f"{credential:10} {statistics.median(figures.values()):14.2f} {statistics.median(ratios):+34.1%}   "
+          + " ".join(f"{f:.2f}" for f in figures.values()))
+PY
