@@ -12,13 +12,19 @@ import TopChromeTesting
 enum ContractTransport: CaseIterable, Sendable, CustomTestStringConvertible {
     case inProcess(StoreUnderTest)
     case loopback
+    /// Changes as WebSocket messages, the rest over loopback HTTP: for the
+    /// tests of what a change does, which the socket must do alike.
+    case socket
 
     static var allCases: [ContractTransport] { StoreUnderTest.allCases.map(ContractTransport.inProcess) + [.loopback] }
+    /// Every transport and the socket.
+    static var withSocket: [ContractTransport] { allCases + [.socket] }
 
     var testDescription: String {
         switch self {
         case .inProcess(let store): "in process, \(store.rawValue)"
         case .loopback: "loopback HTTP"
+        case .socket: "WebSocket"
         }
     }
 }
@@ -42,13 +48,15 @@ struct ContractAPI {
         case .inProcess(let store):
             let fixture = ContractFixture(store, maxBodyBytes: maxBodyBytes, capacity: capacity ?? 1_000_000, authToken: authToken)
             (client, api, memory, server) = (fixture.client, fixture.api, fixture.memory, nil)
-        case .loopback:
+        case .loopback, .socket:
             let server = try LiveServer(memoryOnly: capacity != nil) { configuration in
                 configuration.limits.maxBodyBytes = maxBodyBytes
                 if let capacity { configuration.limits.maxSessions = capacity }
                 configuration.auth.token = authToken
             }
-            (client, api, memory, self.server) = (try server.client(), server.service.api, server.service.backend.memoryStore, server)
+            let http = try server.client()
+            if case .socket = transport { client = SocketContractClient(port: server.port, http: http) } else { client = http }
+            (api, memory, self.server) = (server.service.api, server.service.backend.memoryStore, server)
         }
     }
 

@@ -8,7 +8,7 @@ import TopChromeTesting
 /// methods, a missing token. Each refusal is a problem+json answer and
 /// changes nothing, on every transport (``ContractTransport``).
 @Suite struct SessionAPIContractEdgesTests {
-    @Test(arguments: ContractTransport.allCases, [
+    @Test(arguments: ContractTransport.withSocket, [
         #"{"contentOffsetY": "#, #"{"contentOffsetY": null}"#, #"{"contentOffsetY": "1"}"#, #"{"contentOffsetY": 1e400}"#,
         #"{"contentOffsetY": 1, "zoom": 2}"#, #"[]"#, #"{"contentOffsetY": 1, "seq": -1}"#, #"{"contentOffsetY": 1, "axis": "z"}"#,
         "", "\u{0}", #"{"contentOffsetY": 5, "contentOffsetY": 500}"#, #"{"contentOffsetY": 500, "seq": 1e-400}"#,
@@ -24,7 +24,7 @@ import TopChromeTesting
         #expect(after["version"] as? Int == 1)
     }
 
-    @Test(arguments: ContractTransport.allCases)
+    @Test(arguments: ContractTransport.withSocket)
     func oversizedBatchIs400(_ transport: ContractTransport) throws {
         let api = try ContractAPI(transport, maxBodyBytes: 65_536)
         let id = try api.createSession()
@@ -32,7 +32,7 @@ import TopChromeTesting
         try expectProblem(try api.client.json("POST", "/v1/sessions/\(id)/scroll", reports), 400)
     }
 
-    @Test(arguments: ContractTransport.allCases,
+    @Test(arguments: ContractTransport.withSocket,
           [#"{"inset": -1}"#, #"{"inset": 10001}"#, #"{"inset": null}"#, #"{}"#, #"{"inset": 1, "x": 0}"#, "[1]",
            #"{"inset": 5, "inset": 50}"#])
     func badInsetsAre400(_ transport: ContractTransport, _ body: String) throws {
@@ -47,7 +47,7 @@ import TopChromeTesting
     }
 
     /// Schema-valid halves whose sum overflows: far down hides, far past the top reveals.
-    @Test(arguments: ContractTransport.allCases)
+    @Test(arguments: ContractTransport.withSocket)
     func anOverflowingSumIsFarPastAnEnd(_ transport: ContractTransport) throws {
         let api = try ContractAPI(transport)
         let id = try api.createSession()
@@ -60,7 +60,7 @@ import TopChromeTesting
         #expect(try up.json["isRevealed"] as? Bool == true)
     }
 
-    @Test(arguments: ContractTransport.allCases)
+    @Test(arguments: ContractTransport.withSocket)
     func integerSpellingsOfSeqAreAccepted(_ transport: ContractTransport) throws {
         let api = try ContractAPI(transport)
         let id = try api.createSession()

@@ -128,7 +128,7 @@ import TopChromeTesting
         #expect(try client.request("GET", "/v1/sessions/\(id)", headers: [("If-None-Match", "W/" + (try api.etag(id)))]).status == 304)
     }
 
-    @Test(arguments: ContractTransport.allCases)
+    @Test(arguments: ContractTransport.withSocket)
     func setInset(_ transport: ContractTransport) throws {
         let api = try ContractAPI(transport)
         let id = try api.createSession()
@@ -141,7 +141,7 @@ import TopChromeTesting
     }
 
     /// Both axes: a horizontal report neither hides nor reveals.
-    @Test(arguments: ContractTransport.allCases)
+    @Test(arguments: ContractTransport.withSocket)
     func scrollFollowsTheRules(_ transport: ContractTransport) throws {
         let api = try ContractAPI(transport)
         let id = try api.createSession(inset: 59)
@@ -160,7 +160,7 @@ import TopChromeTesting
         #expect(top["version"] as? Int == 5)
     }
 
-    @Test(arguments: ContractTransport.allCases)
+    @Test(arguments: ContractTransport.withSocket)
     func staleReportsAreIgnored(_ transport: ContractTransport) throws {
         let api = try ContractAPI(transport)
         let id = try api.createSession()
@@ -177,7 +177,7 @@ import TopChromeTesting
 
     /// A stale report is accepted (200, the current state) and counted in
     /// the answer, so a client whose seq went backwards notices.
-    @Test(arguments: ContractTransport.allCases)
+    @Test(arguments: ContractTransport.withSocket)
     func staleReportsAreIgnoredAndCounted(_ transport: ContractTransport) throws {
         let api = try ContractAPI(transport)
         let id = try api.createSession()
@@ -198,7 +198,7 @@ import TopChromeTesting
         #expect(try later.json["isRevealed"] as? Bool == true)
     }
 
-    @Test(arguments: ContractTransport.allCases)
+    @Test(arguments: ContractTransport.withSocket)
     func batchAnswersTheStateAfterAll(_ transport: ContractTransport) throws {
         let api = try ContractAPI(transport)
         let id = try api.createSession()
@@ -209,7 +209,7 @@ import TopChromeTesting
         #expect(try response.json["version"] as? Int == 3)
     }
 
-    @Test(arguments: ContractTransport.allCases)
+    @Test(arguments: ContractTransport.withSocket)
     func disappearAndDelete(_ transport: ContractTransport) throws {
         let api = try ContractAPI(transport)
         let id = try api.createSession()
