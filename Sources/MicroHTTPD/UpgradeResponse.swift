@@ -26,13 +26,17 @@ public struct UpgradeResponse: Sendable {
 /// never with close(2).
 public final class UpgradedSocket: @unchecked Sendable {
     public let descriptor: Int32
+    /// The TCP socket to the client: `descriptor` itself, or under TLS the
+    /// one libmicrohttpd relays to.
+    let networkDescriptor: Int32
     public let bytesAlreadyRead: [UInt8]
     /// libmicrohttpd's handle for the connection: valid until the close.
     private let handle: OpaquePointer
     private let closed = Atomic<Bool>(false)
 
-    init(descriptor: Int32, bytesAlreadyRead: [UInt8], handle: OpaquePointer) {
+    init(descriptor: Int32, networkDescriptor: Int32, bytesAlreadyRead: [UInt8], handle: OpaquePointer) {
         self.descriptor = descriptor
+        self.networkDescriptor = networkDescriptor
         self.bytesAlreadyRead = bytesAlreadyRead
         self.handle = handle
     }
@@ -46,8 +50,14 @@ public final class UpgradedSocket: @unchecked Sendable {
 
 /// libmicrohttpd's upgrade handler: the answer's `upgraded` was kept in the
 /// connection's context, which is alive until the connection completes.
-let upgradeConnection: MHD_UpgradeHandler = { _, _, contextPointer, extra, extraCount, socket, handle in
+let upgradeConnection: MHD_UpgradeHandler = { _, connection, contextPointer, extra, extraCount, socket, handle in
     guard let contextPointer, let handle else { return }
+    // What follows an upgrade is small messages both ways (a WebSocket's
+    // state, then its answer): with Nagle's rule the second waits for the
+    // client's delayed ACK, 40 ms a message.
+    let network = connection.map { CMHD_connection_descriptor($0) } ?? socket
+    var noDelay: Int32 = 1
+    setsockopt(network, Int32(IPPROTO_TCP), TCP_NODELAY, &noDelay, socklen_t(MemoryLayout<Int32>.size))
     let context = contextPointer.assumingMemoryBound(to: RequestContext.self)
     guard let upgraded = context.pointee.upgraded else {
         _ = CMHD_upgrade_close(handle)
@@ -55,5 +65,5 @@ let upgradeConnection: MHD_UpgradeHandler = { _, _, contextPointer, extra, extra
     }
     context.pointee.upgraded = nil
     let already = extra.map { Array(UnsafeRawBufferPointer(start: $0, count: extraCount)) } ?? []
-    upgraded(UpgradedSocket(descriptor: socket, bytesAlreadyRead: already, handle: handle))
+    upgraded(UpgradedSocket(descriptor: socket, networkDescriptor: network, bytesAlreadyRead: already, handle: handle))
 }

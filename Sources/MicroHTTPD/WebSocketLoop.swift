@@ -68,10 +68,6 @@ public final class WebSocketLoop: @unchecked Sendable {
         // that stalls hold megabytes (tcp_wmem's max) before states coalesce.
         var sendBuffer = Self.sendBufferBytes
         setsockopt(connection.socket.descriptor, SOL_SOCKET, SO_SNDBUF, &sendBuffer, socklen_t(MemoryLayout<Int32>.size))
-        // A state and its answer go out as two frames: with Nagle's rule the
-        // second waits for the client's delayed ACK, 40 ms a message.
-        var noDelay: Int32 = 1
-        setsockopt(connection.socket.descriptor, Int32(IPPROTO_TCP), TCP_NODELAY, &noDelay, socklen_t(MemoryLayout<Int32>.size))
         guard connection.begin(with: connection.socket.bytesAlreadyRead) else {
             connection.finish()
             return
