@@ -88,7 +88,9 @@ import Testing
         let recorder = StateRecorder(session.states(onConnection: events.add))
         #expect(await recorder.waitFor { $0.last?.version == 1 })
         #expect(await eventually(within: 15) { backend.refusals.count >= 1 }, "told of the expired token: \(events.all)")
-        #expect(await eventually { opener.sockets.count >= 2 }, "a second socket")
+        // Connected on the second socket: its first state has come, so changes go on it.
+        #expect(await eventually { opener.sockets.count >= 2 && events.all.filter { $0 == "connected" }.count >= 2 },
+                "a second socket: \(events.all)")
         try await session.setInset(30)
         #expect(await recorder.waitFor { $0.last?.version == 2 }, "\(recorder.versions); ended: \(String(describing: recorder.end))")
         #expect(recorder.versions == [1, 2], "each version once: no gap, nothing twice")
