@@ -11,8 +11,11 @@ Takes a few seconds.
 import json
 import os
 import socket
+import ssl
 import struct
+import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 
@@ -85,6 +88,36 @@ class Raw:
                 code = struct.unpack("!H", payload[:2])[0] if len(payload) >= 2 else None
                 self.sock.sendall(frame(8, payload[:2]))
                 return code
+
+
+def check_tls(binary):
+    """wss: the socket over the server's TLS (libmicrohttpd relays it), on a
+    throwaway self-signed certificate."""
+    with tempfile.TemporaryDirectory() as folder:
+        cert, key = os.path.join(folder, "cert.pem"), os.path.join(folder, "key.pem")
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+                        "-keyout", key, "-out", cert, "-days", "2", "-subj", "/CN=localhost",
+                        "-addext", "subjectAltName=DNS:localhost"], check=True, capture_output=True)
+        server, url = start_server(binary, "--log-level", "warn", "--tls-cert", cert, "--tls-key", key,
+                                   "--socket-messages-per-second", "10000")
+        try:
+            context = ssl.create_default_context(cafile=cert)
+            url = url.replace("127.0.0.1", "localhost")
+            request = urllib.request.Request(url + "/v1/sessions", method="POST", data=b"")
+            with urllib.request.urlopen(request, context=context) as created:
+                session = json.load(created)["id"]
+            with connect(f"{url.replace('https', 'wss', 1)}/v1/sessions/{session}/socket", ssl=context) as ws:
+                check("TLS: the first message over wss is the state", json.loads(ws.recv(timeout=10))["type"] == "state")
+                answered = 0
+                # One after another, as an app's client sends: each answer before the next message.
+                for seq in range(1, 201):
+                    ws.send(json.dumps({"type": "scroll", "id": str(seq), "body": {"contentOffsetY": seq % 2 * 300, "seq": seq}}))
+                    while (reply := json.loads(ws.recv(timeout=10)))["type"] != "answer":
+                        pass
+                    answered += reply.get("id") == str(seq) and reply["state"]["isRevealed"] == (seq % 2 == 0)
+                check("TLS: 200 changes in a row over wss are each answered with their state", answered == 200, answered)
+        finally:
+            stop_server(server)
 
 
 def main():
@@ -173,6 +206,7 @@ def main():
         check("pings: a peer silent for two intervals closes 1008", silent_close == 1008, silent_close)
     finally:
         stop_server(server)
+    check_tls(sys.argv[1])
     failed = results.count(False)
     print(f"websocket conformance: {len(results)} checks, {failed} failed")
     sys.exit(1 if failed else 0)
