@@ -15,7 +15,7 @@ public enum TestClientError: Error {
 /// test writes (masked or not, fragmented, broken) and reads the server's.
 public final class TestWebSocket {
     private let fd: Int32
-    private var buffer: [UInt8] = []
+    private var received: ReceivedBytes
     /// The 101's head.
     public private(set) var handshake = ReceivedResponse(status: 0, headers: [], body: [])
 
@@ -43,13 +43,12 @@ public final class TestWebSocket {
             setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         }
         self.fd = fd
+        received = ReceivedBytes(from: fd)
         var head = "GET \(path) HTTP/1.1\r\nHost: localhost\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
             + "Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: \(Self.key)\r\n"
         for (name, value) in headers { head += "\(name): \(value)\r\n" }
         try send(raw: Array((head + "\r\n").utf8))
-        let end = try readUntil([13, 10, 13, 10])
-        let text = String(decoding: buffer[..<end], as: UTF8.self)
-        buffer.removeFirst(end + 4)
+        let text = String(decoding: try received.take(upTo: [13, 10, 13, 10]), as: UTF8.self)
         var lines = text.components(separatedBy: "\r\n")
         let status = Int(lines.removeFirst().split(separator: " ")[1]) ?? 0
         handshake = ReceivedResponse(status: status, headers: lines.compactMap { line in
@@ -82,22 +81,21 @@ public final class TestWebSocket {
 
     /// The next frame, whatever it is.
     public func readFrame() throws -> Frame {
-        while buffer.count < 2 { try fill() }
-        var length = Int(buffer[1] & 0x7F)
+        try received.need(2)
+        var length = Int(received.bytes[1] & 0x7F)
         var header = 2
         if length == 126 {
-            while buffer.count < 4 { try fill() }
-            length = Int(buffer[2]) << 8 | Int(buffer[3])
+            try received.need(4)
+            length = Int(received.bytes[2]) << 8 | Int(received.bytes[3])
             header = 4
         } else if length == 127 {
-            while buffer.count < 10 { try fill() }
-            length = (2..<10).reduce(0) { $0 << 8 | Int(buffer[$1]) }
+            try received.need(10)
+            length = (2..<10).reduce(0) { $0 << 8 | Int(received.bytes[$1]) }
             header = 10
         }
-        while buffer.count < header + length { try fill() }
-        let frame = Frame(opcode: buffer[0] & 0x0F, fin: buffer[0] & 0x80 != 0, payload: Array(buffer[header..<header + length]))
-        buffer.removeFirst(header + length)
-        return frame
+        let first = received.bytes[0]
+        let frame = try received.take(header + length)
+        return Frame(opcode: first & 0x0F, fin: first & 0x80 != 0, payload: Array(frame[header...]))
     }
 
     /// The next text message as JSON, pings answered and passed over.
@@ -136,24 +134,6 @@ public final class TestWebSocket {
     /// True once the server has closed the TCP connection (after its close frame, if any).
     public func isClosedByServer() -> Bool {
         var byte: UInt8 = 0
-        return buffer.isEmpty && recv(fd, &byte, 1, 0) == 0
-    }
-
-    private func readUntil(_ marker: [UInt8]) throws -> Int {
-        while true {
-            if buffer.count >= marker.count {
-                for start in 0...(buffer.count - marker.count) where buffer[start..<start + marker.count].elementsEqual(marker) {
-                    return start
-                }
-            }
-            try fill()
-        }
-    }
-
-    private func fill() throws {
-        var chunk = [UInt8](repeating: 0, count: 65_536)
-        let n = recv(fd, &chunk, chunk.count, 0)
-        guard n > 0 else { throw TestClientError.closed }
-        buffer.append(contentsOf: chunk[..<n])
+        return received.isEmpty && recv(fd, &byte, 1, 0) == 0
     }
 }

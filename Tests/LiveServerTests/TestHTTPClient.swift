@@ -8,7 +8,7 @@ import TopChromeTesting
 /// what is sent (keep-alive, raw bytes, huge bodies) and see every header.
 final class TestHTTPClient: ContractClient {
     private let fd: Int32
-    private var buffer: [UInt8] = []
+    private var received: ReceivedBytes
 
     /// Takes the socket only once it is connected: a class whose properties
     /// are all set runs its deinit when its init throws, so a socket stored
@@ -21,6 +21,7 @@ final class TestHTTPClient: ContractClient {
         var timeout = timeval(tv_sec: 10, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         self.fd = fd
+        received = ReceivedBytes(from: fd)
     }
 
     deinit { close(fd) }
@@ -47,17 +48,13 @@ final class TestHTTPClient: ContractClient {
         var response = try readHead()
         let status = response.status
         let length = toHead || status == 204 || status == 304 ? 0 : Int(response.header("Content-Length") ?? "0") ?? 0
-        while buffer.count < length { try fill() }
-        response.body = Array(buffer[..<length])
-        buffer.removeFirst(length)
+        response.body = try received.take(length)
         return response
     }
 
     /// Reads the status line and headers only (for streamed bodies).
     func readHead() throws -> ReceivedResponse {
-        let headEnd = try readUntil([13, 10, 13, 10])
-        let head = String(decoding: buffer[..<headEnd], as: UTF8.self)
-        buffer.removeFirst(headEnd + 4)
+        let head = String(decoding: try received.take(upTo: [13, 10, 13, 10]), as: UTF8.self)
         var lines = head.components(separatedBy: "\r\n")
         let statusLine = lines.removeFirst().split(separator: " ")
         guard statusLine.count >= 2, let status = Int(statusLine[1]) else { throw TestClientError.malformed(head) }
@@ -70,14 +67,10 @@ final class TestHTTPClient: ContractClient {
 
     /// The next chunk of a chunked body; nil at its end (the zero-size chunk).
     func readChunk() throws -> [UInt8]? {
-        let lineEnd = try readUntil([13, 10])
-        let sizeText = String(decoding: buffer[..<lineEnd], as: UTF8.self).split(separator: ";")[0]
+        let sizeText = String(decoding: try received.take(upTo: [13, 10]), as: UTF8.self).split(separator: ";")[0]
         guard let size = Int(sizeText, radix: 16) else { throw TestClientError.malformed(sizeText.description) }
-        buffer.removeFirst(lineEnd + 2)
-        while buffer.count < size + 2 { try fill() }
-        let chunk = Array(buffer[..<size])
-        buffer.removeFirst(size + 2)
-        return size == 0 ? nil : chunk
+        let chunk = try received.take(size + 2).dropLast(2)
+        return size == 0 ? nil : Array(chunk)
     }
 
     func setReadTimeout(seconds: Int) {
@@ -87,7 +80,7 @@ final class TestHTTPClient: ContractClient {
 
     /// Whether a byte from the server waits to be read now (without waiting).
     func hasPendingInput() -> Bool {
-        if !buffer.isEmpty { return true }
+        if !received.isEmpty { return true }
         var entry = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
         return poll(&entry, 1, 0) == 1
     }
@@ -101,23 +94,5 @@ final class TestHTTPClient: ContractClient {
     func isClosedByServer() -> Bool {
         var byte: UInt8 = 0
         return recv(fd, &byte, 1, 0) == 0
-    }
-
-    private func readUntil(_ marker: [UInt8]) throws -> Int {
-        while true {
-            if buffer.count >= marker.count {
-                for start in 0...(buffer.count - marker.count) where buffer[start..<start + marker.count].elementsEqual(marker) {
-                    return start
-                }
-            }
-            try fill()
-        }
-    }
-
-    private func fill() throws {
-        var chunk = [UInt8](repeating: 0, count: 65_536)
-        let n = recv(fd, &chunk, chunk.count, 0)
-        guard n > 0 else { throw TestClientError.closed }
-        buffer.append(contentsOf: chunk[..<n])
     }
 }
