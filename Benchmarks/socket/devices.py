@@ -14,11 +14,12 @@ PACING = 0.05  # TopChromeClient's minimumSendInterval
 
 
 def report(seq):
-    """Report `seq`. A sawtooth of one point a report over an
-    exitUntilCollapsed chrome 100 points tall: every report is a visible
-    change (a new version), so every one reaches the watchers and a
-    state's lastSeq says which report it reflects."""
-    return {"contentOffsetY": seq % 100, "contentInsetTop": 0, "seq": seq}
+    """Report `seq`. A sawtooth of one point a report from 2 to 99 over an
+    exitUntilCollapsed chrome 100 points tall (offsets up to the reveal
+    threshold, 1, all show it fully): every report is a visible change (a
+    new version), so every one reaches the watchers and a state's lastSeq
+    says which report it reflects."""
+    return {"contentOffsetY": 2 + seq % 98, "contentInsetTop": 0, "seq": seq}
 
 
 def body(batch):
