@@ -20,7 +20,7 @@
 # Settings (environment): ROUNDS=3 ONE_SECONDS=30 DEVICES=1000 DEVICE_HZ=2
 #   MANY_SECONDS=15 LATENCY_SECONDS=20 IDLE=1000
 #
-# Takes about 8 min with the defaults (plus the release build).
+# Takes about 10 min with the defaults (plus the release build).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh --test >/dev/null

@@ -1,5 +1,6 @@
 """scripts/bench-socket.sh's measurements (its header says what and how):
-python bench_socket.py SERVER_BINARY. Settings from the environment."""
+python bench_socket.py SERVER_BINARY. Settings from the environment.
+Takes about 10 min with the defaults."""
 import asyncio
 import os
 import random

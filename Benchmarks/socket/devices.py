@@ -3,6 +3,8 @@ reports the way TopChromeClient does, over HTTP (a batch per request, one
 request in flight, 50 ms apart, an event stream open beside) or over the
 session's WebSocket (one answered message in flight, no pacing), and
 follows the session's states. asyncio, standard library and `websockets`.
+
+Measures nothing itself and takes no time: bench_socket.py imports it.
 """
 import asyncio
 import json
