@@ -192,6 +192,13 @@ bench-floor:
 bench-fanout:
 	scripts/bench-fanout.sh
 
+## The WebSocket channel against HTTP + event stream, side by side in one run
+## (BENCHMARKS.md): server CPU per report (one device at 120 Hz, 1,000 at
+## 2 Hz), report on A -> state on B (p50, p99), memory per idle watcher.
+.PHONY: bench-socket
+bench-socket:
+	scripts/bench-socket.sh
+
 ## Container image end to end: build it with podman (a local stand-in build
 ## image, cached), check what it holds (at most 40 MB, no shell, no package
 ## manager), run it read-only with no capability on 127.0.0.1, drive the API,
