@@ -18,13 +18,15 @@ public final class LoopbackListener: Sendable {
     /// `serve`: what is done with each connection (its socket), on a thread
     /// of its own; it ends when the listener stops, as reads then fail. Nil:
     /// connections are never accepted, so a client's connect succeeds (the
-    /// backlog takes it) and its read waits.
-    public init(backlog: Int32 = 8, serve: (@Sendable (Int32) -> Void)?) throws {
+    /// backlog takes it) and its read waits. `host`: another address of
+    /// 127.0.0.0/8 keeps out clients of other tests that still knock on a
+    /// port of 127.0.0.1 the kernel has given this listener again.
+    public init(host: String = "127.0.0.1", backlog: Int32 = 8, serve: (@Sendable (Int32) -> Void)?) throws {
         let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard listener >= 0 else { throw LoopbackSocketError(call: "socket", errno: errno) }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_addr.s_addr = inet_addr(host)
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         let bound = withUnsafeMutablePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in

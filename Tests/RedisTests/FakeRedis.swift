@@ -6,8 +6,8 @@ import class TopChromeTesting.LoopbackListener
 final class FakeRedis: Sendable {
     private let listener: LoopbackListener
 
-    init(reply: [UInt8]) throws {
-        listener = try LoopbackListener { client in
+    init(reply: [UInt8], host: String = "127.0.0.1") throws {
+        listener = try LoopbackListener(host: host) { client in
             var buffer = [UInt8](repeating: 0, count: 4096)
             while read(client, &buffer, buffer.count) > 0 {
                 LoopbackListener.send(reply, on: client)
