@@ -14,10 +14,22 @@ extension Process {
     /// two seconds while Foundation still thinks it runs is reaped here.
     @discardableResult
     public func waitForExit() -> Int32 {
+        // Without a deadline only an exit ends the wait.
+        waitForExit(until: nil) ?? terminationStatus
+    }
+
+    /// As ``waitForExit()``, but nil if the program still runs after
+    /// `seconds` (times `testTimeScale`); ending it is the caller's.
+    public func waitForExit(within seconds: Double) -> Int32? {
+        waitForExit(until: .now + .milliseconds(Int(seconds * testTimeScale * 1000)))
+    }
+
+    private func waitForExit(until deadline: ContinuousClock.Instant?) -> Int32? {
         let pid = processIdentifier
         var zombieSince: ContinuousClock.Instant?
         var polls = 0
         while isRunning {
+            if let deadline, ContinuousClock.now >= deadline { return nil }
             polls += 1
             // Foundation hears of most exits within milliseconds: look at /proc only now and then.
             if polls % 100 == 0, Self.isZombie(pid) {

@@ -89,13 +89,11 @@ import TopChromeTesting
         /// Waits for the exit (`seconds` times `testTimeScale`); returns the
         /// status, or nil if it did not exit in time.
         func waitForExit(within seconds: Double) -> Int32? {
-            let deadline = Date().addingTimeInterval(seconds * testTimeScale)
-            while process.isRunning, Date() < deadline { usleep(10_000) }
-            if process.isRunning {
+            guard let status = process.waitForExit(within: seconds) else {
                 process.terminate()
                 return nil
             }
-            return process.terminationStatus
+            return status
         }
 
         /// The log: every line goes to stdout unless `--log-errors-to stderr`

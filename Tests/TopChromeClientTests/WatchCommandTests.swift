@@ -44,13 +44,20 @@ import TopChromeClient
         /// `seconds`: a bound for a watcher that never ends, not a measure of
         /// how soon it does (under TSan beside other work a start took over 30 s).
         func exitStatus(within seconds: Double = 60) async -> Int32? {
-            guard await eventually(within: seconds, { !process.isRunning }) else {
+            // Foundation may never hear of an exit (see `Process.waitForExit`):
+            // under ASan beside other work a watcher that printed its usage
+            // stayed "running" for 3 minutes.
+            let process = self.process
+            let status: Int32? = await withCheckedContinuation { done in
+                Thread { done.resume(returning: process.waitForExit(within: seconds)) }.start()
+            }
+            guard let status else {
                 process.terminate()
                 return nil
             }
             // The reader threads take the last bytes after the exit.
             _ = await eventually(within: 5) { lock.withLock { closedPipes == 2 } }
-            return process.terminationStatus
+            return status
         }
 
         deinit { if process.isRunning { process.terminate() } }
