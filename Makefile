@@ -41,12 +41,12 @@ test-all:
 ## (TopChromeFuzz, TopChromeBench).
 TEST_BUNDLE = --product TopChromePackageTests
 
-## The client's URLSession event-stream path (what Apple's platforms use)
-## built and run on Linux through FoundationNetworking, in a build of its own.
+## The client's suite once more, its event streams read through URLSession
+## (what Apple's platforms use) on FoundationNetworking: the debug build, no
+## build of its own.
 .PHONY: test-client-urlsession
 test-client-urlsession:
-	$(SWIFT) build $(TEST_BUNDLE) --build-path .build/urlsession -Xswiftc -warnings-as-errors -Xswiftc -DTOPCHROME_URLSESSION_EVENT_STREAMS
-	$(SWIFT) test --skip-build --build-path .build/urlsession --filter TopChromeClientTests
+	TOPCHROME_CLIENT_EVENT_STREAMS=urlsession $(SWIFT) test --skip-build --filter TopChromeClientTests
 
 ## Every Swift snippet of README.md and docs/client.md compiled as an app's
 ## target, in a scratch package depending on this one by path (≈ 10 s).

@@ -1,4 +1,4 @@
-#if os(Linux) && !TOPCHROME_URLSESSION_EVENT_STREAMS
+#if os(Linux)
 import CCurl
 import Foundation
 #if canImport(FoundationNetworking)
@@ -10,45 +10,18 @@ import Glibc
 import Musl
 #endif
 
-/// One HTTP request whose answer is read as it arrives, with libcurl's easy
-/// interface on a thread of its own.
+/// An event stream read with libcurl's easy interface on a thread of its
+/// own: Linux's way.
 ///
 /// Not URLSession: FoundationNetworking leaves a write-readiness source
 /// armed on a socket after libcurl has asked for reads only, so every
 /// request that waits for its answer keeps a core busy. An event stream
 /// waits nearly all its life; an app would spend a core on a quiet session.
 /// libcurl's own wait is a `poll`, idle until bytes, a timeout or `close()`.
-final class EventStreamConnection: Sendable {
-    typealias Piece = EventStreamPiece
-
-    let pieces: AsyncThrowingStream<Piece, any Error>
-    private let continuation: AsyncThrowingStream<Piece, any Error>.Continuation
-
-    /// `bufferLimit`: pieces a slow reader may fall behind by; beyond that
-    /// the connection ends (the stream reconnects with `Last-Event-ID`, so
-    /// nothing is lost but the time).
-    init(_ request: URLRequest, bufferLimit: Int) {
-        (pieces, continuation) = AsyncThrowingStream.makeStream(of: Piece.self, bufferingPolicy: .bufferingOldest(bufferLimit))
-        let transfer = CurlTransfer(request, continuation: continuation)
-        // Also when the reader's task is cancelled: the connection closes.
-        continuation.onTermination = { _ in transfer.cancel() }
-        Thread { transfer.run() }.start()
-    }
-
-    func close() {
-        continuation.finish()
-    }
-
-    /// Ends the stream with `error` (a silence past its limit), as if the connection failed.
-    func close(failing error: any Error) {
-        continuation.finish(throwing: error)
-    }
-}
-
-/// The transfer behind one `EventStreamConnection`. `run()` owns the easy
-/// handle on its thread; `cancel()` may come from any thread and shuts the
-/// socket down, which ends libcurl's wait at once.
-private final class CurlTransfer: @unchecked Sendable {
+///
+/// `run()` owns the easy handle on its thread; `cancel()` may come from any
+/// thread and shuts the socket down, which ends libcurl's wait at once.
+final class CurlTransfer: @unchecked Sendable {
     private let request: URLRequest
     private let continuation: AsyncThrowingStream<EventStreamPiece, any Error>.Continuation
 
@@ -64,9 +37,16 @@ private final class CurlTransfer: @unchecked Sendable {
     private var heartbeat: String?
     private var challenge: String?
 
-    init(_ request: URLRequest, continuation: AsyncThrowingStream<EventStreamPiece, any Error>.Continuation) {
+    private init(_ request: URLRequest, continuation: AsyncThrowingStream<EventStreamPiece, any Error>.Continuation) {
         self.request = request
         self.continuation = continuation
+    }
+
+    static func start(_ request: URLRequest, feeding continuation: AsyncThrowingStream<EventStreamPiece, any Error>.Continuation) {
+        let transfer = CurlTransfer(request, continuation: continuation)
+        // Also when the reader's task is cancelled: the connection closes.
+        continuation.onTermination = { _ in transfer.cancel() }
+        Thread { transfer.run() }.start()
     }
 
     func cancel() {
@@ -78,7 +58,7 @@ private final class CurlTransfer: @unchecked Sendable {
 
     private var isCancelled: Bool { lock.withLock { cancelled } }
 
-    func run() {
+    private func run() {
         guard CurlTransfer.libraryReady, let url = request.url?.absoluteString, let easy = curl_easy_init() else {
             continuation.finish(throwing: URLError(.unknown, userInfo: [NSLocalizedDescriptionKey: "libcurl could not start a transfer"]))
             return

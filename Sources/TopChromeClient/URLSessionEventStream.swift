@@ -3,41 +3,15 @@ import Foundation
 import FoundationNetworking
 #endif
 
-/// What an event stream's connection hands its reader, as it arrives.
-enum EventStreamPiece: Sendable {
-    /// `heartbeat`: the `TopChrome-Heartbeat` header, the service's interval
-    /// in seconds; `challenge`: `WWW-Authenticate` (why a token was refused).
-    case head(status: Int, retryAfter: String?, contentType: String?, heartbeat: String?, challenge: String?)
-    case body(Data)
-}
-
-// Linux reads event streams with libcurl (CurlEventStream.swift says why);
-// `make test-client-urlsession` builds this path on Linux as well, with
-// TOPCHROME_URLSESSION_EVENT_STREAMS, so it is compiled and run there.
-#if !os(Linux) || TOPCHROME_URLSESSION_EVENT_STREAMS
-/// One HTTP request whose answer is read as it arrives, through a data
-/// delegate (where there is no libcurl to use directly: Apple's platforms;
-/// see CurlEventStream.swift for why Linux does not use URLSession here).
-final class EventStreamConnection: NSObject, URLSessionDataDelegate, Sendable {
-    typealias Piece = EventStreamPiece
-
-    let pieces: AsyncThrowingStream<Piece, any Error>
-    private let continuation: AsyncThrowingStream<Piece, any Error>.Continuation
-    private let task: URLSessionDataTask
-    private let urlSession: URLSession
-
-    /// `bufferLimit`: pieces a slow reader may fall behind by; beyond that
-    /// the connection ends (the stream reconnects with `Last-Event-ID`, so
-    /// nothing is lost but the time).
-    init(_ request: URLRequest, bufferLimit: Int) {
-        (pieces, continuation) = AsyncThrowingStream.makeStream(of: Piece.self, bufferingPolicy: .bufferingOldest(bufferLimit))
+/// An event stream read through a data delegate: Apple's platforms' way
+/// (where there is no libcurl to use directly). Linux builds and tests it
+/// too, but reads with libcurl (CurlEventStream.swift says why).
+enum URLSessionEventStream {
+    static func start(_ request: URLRequest, feeding continuation: AsyncThrowingStream<EventStreamPiece, any Error>.Continuation) {
         let configuration = URLSessionConfiguration.ephemeral
         configuration.timeoutIntervalForRequest = StateFollower.never
-        let delegate = Delegate(continuation)
-        urlSession = URLSession(configuration: configuration, delegate: delegate, delegateQueue: nil)
-        task = urlSession.dataTask(with: request)
-        super.init()
-        let task = self.task, urlSession = self.urlSession
+        let urlSession = URLSession(configuration: configuration, delegate: Delegate(continuation), delegateQueue: nil)
+        let task = urlSession.dataTask(with: request)
         // Also when the reader's task is cancelled: the connection closes.
         continuation.onTermination = { _ in
             task.cancel()
@@ -46,26 +20,17 @@ final class EventStreamConnection: NSObject, URLSessionDataDelegate, Sendable {
         task.resume()
     }
 
-    func close() {
-        continuation.finish()
-    }
-
-    /// Ends the stream with `error` (a silence past its limit), as if the connection failed.
-    func close(failing error: any Error) {
-        continuation.finish(throwing: error)
-    }
-
     /// Hands what the connection receives to the stream. The session holds
     /// its delegate until it is invalidated, which `onTermination` does.
     /// The status is taken from the task when the first bytes (or the end)
     /// arrive rather than from a response callback, whose signature differs
     /// between Apple's Foundation and FoundationNetworking.
     private final class Delegate: NSObject, URLSessionDataDelegate, @unchecked Sendable {
-        let continuation: AsyncThrowingStream<Piece, any Error>.Continuation
+        let continuation: AsyncThrowingStream<EventStreamPiece, any Error>.Continuation
         private let lock = NSLock()
         private var announced = false
 
-        init(_ continuation: AsyncThrowingStream<Piece, any Error>.Continuation) {
+        init(_ continuation: AsyncThrowingStream<EventStreamPiece, any Error>.Continuation) {
             self.continuation = continuation
         }
 
@@ -99,4 +64,3 @@ final class EventStreamConnection: NSObject, URLSessionDataDelegate, Sendable {
         }
     }
 }
-#endif

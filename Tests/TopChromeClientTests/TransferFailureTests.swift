@@ -1,4 +1,4 @@
-#if os(Linux) && !TOPCHROME_URLSESSION_EVENT_STREAMS
+#if os(Linux)
 import CCurl
 import Glibc
 import Testing
