@@ -15,7 +15,7 @@ struct LateChangeTests {
         #expect(await eventually(within: 10) { (try? redisCLI(port: primary.port, "INFO", "replication"))?.contains("state=online") == true })
         var configuration = RedisConfiguration()
         configuration.setupCommands = [ChromeFunctions.loadCommand]
-        configuration.commandTimeout = .milliseconds(300)
+        configuration.commandTimeout = timeScaled(.milliseconds(300))
         let client = RedisClient(seeds: [primary.node], configuration: configuration)
         defer { client.close() }
         let plain = ChromeFunctions(client: client, keyPrefix: "late:")

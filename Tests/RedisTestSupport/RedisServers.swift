@@ -256,6 +256,14 @@ public func eventually(within seconds: Double = 10, _ condition: () async -> Boo
     return await condition()
 }
 
+/// A command deadline a test shortens so a silent server is noticed soon,
+/// scaled like `eventually`: on a loaded machine or under a sanitizer, a
+/// live server's answer can take longer than the bare figure, and would
+/// read as a silence the test did not make.
+public func timeScaled(_ duration: Duration) -> Duration {
+    duration * testTimeScale
+}
+
 /// A counter the metrics hooks bump from I/O threads.
 public final class Counter: @unchecked Sendable {
     private let lock = NSLock()

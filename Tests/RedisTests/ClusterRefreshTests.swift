@@ -53,7 +53,7 @@ struct ClusterRefreshTests {
     @Test func aNodeThatMissedAFailoverDoesNotPutItsViewBack() async throws {
         let cluster = try RedisClusterFixture.dedicated()
         var configuration = RedisConfiguration()
-        configuration.commandTimeout = .milliseconds(300)
+        configuration.commandTimeout = timeScaled(.milliseconds(300))
         configuration.slotMapRefreshInterval = .milliseconds(200)
         let client = RedisClient(seeds: cluster.seeds, configuration: configuration)
         defer { client.close() }

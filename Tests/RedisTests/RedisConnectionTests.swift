@@ -123,7 +123,7 @@ struct RedisConnectionTests {
         let server = try RedisServer()
         let drops = Counter()
         var configuration = RedisConfiguration()
-        configuration.commandTimeout = .milliseconds(200)
+        configuration.commandTimeout = timeScaled(.seconds(1))
         configuration.reconnectBackoff = Backoff(base: .milliseconds(10), cap: .milliseconds(100))
         configuration.metrics.disconnected = { _ in drops.increment() }
         let connection = RedisConnection(to: server.node, configuration: configuration)
@@ -256,7 +256,7 @@ struct RedisConnectionTests {
 
         var wrong = RedisConfiguration()
         wrong.password = "guess"
-        wrong.commandTimeout = .milliseconds(300)
+        wrong.commandTimeout = timeScaled(.milliseconds(300))
         let refused = RedisConnection(to: server.node, configuration: wrong)
         defer { refused.close() }
         let result = await withCheckedContinuation { done in refused.send(["GET", "a"]) { done.resume(returning: $0) } }

@@ -70,7 +70,7 @@ struct RedisSubscriberTests {
     @Test func aServerGoneSilentIsNoticedAndTheSubscriptionComesBack() async throws {
         let server = try RedisServer()
         var configuration = RedisConfiguration()
-        configuration.commandTimeout = .milliseconds(200)
+        configuration.commandTimeout = timeScaled(.seconds(1))
         configuration.reconnectBackoff = Backoff(base: .milliseconds(10), cap: .milliseconds(100))
         let client = RedisClient(seeds: [server.node], configuration: configuration)
         let subscriber = RedisSubscriber(client: client)
