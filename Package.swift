@@ -186,7 +186,7 @@ let package = Package(
         .testTarget(name: "AccessTokensTests", dependencies: ["AccessTokens", "StrictJSON", "COpenSSL"]),
         .testTarget(name: "SessionSnapshotsTests", dependencies: ["SessionSnapshots", "MemorySessionStore"]),
         .testTarget(name: "LockingTests", dependencies: ["Locking"]),
-        .testTarget(name: "MicroHTTPDTests", dependencies: ["MicroHTTPD", "TopChromeTesting"]),
+        .testTarget(name: "MicroHTTPDTests", dependencies: ["MicroHTTPD", "TopChromeTesting", "WebSocketFrames"]),
         // Real redis-server instances and clusters for tests, started and stopped by them.
         .target(name: "RedisTestSupport", dependencies: ["Redis", "TopChromeTesting"], path: "Tests/RedisTestSupport"),
         .testTarget(name: "RedisTests", dependencies: ["Redis", "RedisTestSupport", "TopChromeTesting"]),

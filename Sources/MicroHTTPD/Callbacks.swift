@@ -54,7 +54,7 @@ private func handle(
             // Arrived after the stop began: refuse it whole now (answering this
             // early also closes the connection). Not waited for, or steady
             // traffic would hold the stop up for its whole timeout.
-            dispatcher.inFlight.subtract(1, ordering: .relaxed)
+            dispatcher.requestEnded()
             context.pointee.countsInFlight = false
             context.pointee.isAnswered = true
             guard context.pointee.answering() else { return .NO }
@@ -165,9 +165,7 @@ let requestCompleted: MHD_RequestCompletedCallback = { cls, _, requestContext, _
     requestContext.pointee = nil
     context.pointee.connection?._withUnsafeGuaranteedRef { $0.requestCompleted() }
     if context.pointee.countsInFlight {
-        _ = Unmanaged<RequestDispatcher>.fromOpaque(cls)._withUnsafeGuaranteedRef {
-            $0.inFlight.subtract(1, ordering: .releasing)
-        }
+        Unmanaged<RequestDispatcher>.fromOpaque(cls)._withUnsafeGuaranteedRef { $0.requestEnded() }
     }
     if context.pointee.isForOneRequest || context.pointee.isOrphaned {
         context.free()

@@ -1,4 +1,5 @@
 import CMicroHTTPD
+import Dispatch
 import Locking
 import Synchronization
 
@@ -144,10 +145,9 @@ public final class HTTPServer: @unchecked Sendable {
         // (503, Retry-After, Connection: close). Not MHD_quiesce_daemon: with
         // epoll worker threads it races them to take the socket out of their
         // epoll sets, and the loser aborts the process (libmicrohttpd 0.9.75).
-        let clock = ContinuousClock()
-        let deadline = clock.now.advanced(by: timeout)
-        while dispatcher.inFlight.load(ordering: .sequentiallyConsistent) > 0, clock.now < deadline {
-            usleep(2_000)
+        let deadline = DispatchTime.after(timeout)
+        while dispatcher.inFlight.load(ordering: .sequentiallyConsistent) > 0 {
+            if dispatcher.lastRequestEnded.wait(timeout: deadline) == .timedOut { break }
         }
         let finished = dispatcher.inFlight.load(ordering: .acquiring) == 0
 
@@ -185,6 +185,9 @@ final class RequestDispatcher: Sendable {
     let suspensions = SuspensionRegistry()
     /// Set when stopping: responses then ask clients to close the connection.
     let isDraining = Atomic<Bool>(false)
+    /// Signalled, while stopping, by the request that leaves none in flight:
+    /// the stop waits on it rather than polling the count.
+    let lastRequestEnded = DispatchSemaphore(value: 0)
     /// The certificates TLS handshakes present; nil when serving plain HTTP.
     let tlsIdentities: TLSIdentities?
 
@@ -200,6 +203,15 @@ final class RequestDispatcher: Sendable {
         self.observer = observer
         self.maxBodyBytes = maxBodyBytes
         self.tlsIdentities = tlsIdentities
+    }
+
+    /// A request counted in `inFlight` is over. Sequentially consistent with
+    /// the stop's flag: either the stop sees the count fall, or this sees the flag.
+    func requestEnded() {
+        if inFlight.subtract(1, ordering: .sequentiallyConsistent).newValue == 0,
+           isDraining.load(ordering: .sequentiallyConsistent) {
+            lastRequestEnded.signal()
+        }
     }
 
     /// Who asked (see ``HTTPExchange/client``). Without trusted proxies,

@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import CMicroHTTPD
+import Dispatch
 import Locking
 import WebSocketFrames
 
@@ -23,6 +24,10 @@ public final class WebSocketLoop: @unchecked Sendable {
     private var stopped = false
     /// Some connection is closing: the loop looks at deadlines.
     private var anyClosing = false
+    /// A stop waits for the sockets' closing handshakes: the last socket
+    /// to go signals `emptied`, which it waits on rather than polling.
+    private var awaitingEmpty = false
+    private let emptied = DispatchSemaphore(value: 0)
 
     /// A second of states at 120 Hz and then some; the kernel doubles it for its bookkeeping.
     static let sendBufferBytes: Int32 = 32_768
@@ -88,7 +93,11 @@ public final class WebSocketLoop: @unchecked Sendable {
     /// Under the connection's lock, before its socket closes.
     func forget(_ connection: WebSocketConnection) {
         _ = epoll_ctl(epoll, EPOLL_CTL_DEL, connection.socket.descriptor, nil)
-        lock.withLock { _ = connections.removeValue(forKey: connection.token) }
+        let wasLast = lock.withLock {
+            _ = connections.removeValue(forKey: connection.token)
+            return connections.isEmpty && awaitingEmpty
+        }
+        if wasLast { emptied.signal() }
     }
 
     func noteClosing() {
@@ -98,6 +107,18 @@ public final class WebSocketLoop: @unchecked Sendable {
     /// Every socket begins its close with `code` (1001 at a stop).
     public func closeAll(_ code: WebSocketCloseCode, reason: String = "") {
         for connection in lock.withLock({ Array(connections.values) }) { connection.close(code, reason: reason) }
+    }
+
+    /// Waits until no socket is open (their closes begun by ``closeAll(_:reason:)``),
+    /// for at most `timeout`; returns whether none is.
+    public func waitUntilEmpty(timeout: Duration) -> Bool {
+        let deadline = DispatchTime.after(timeout)
+        lock.withLock { awaitingEmpty = true }
+        defer { lock.withLock { awaitingEmpty = false } }
+        while count > 0 {
+            if emptied.wait(timeout: deadline) == .timedOut { return count == 0 }
+        }
+        return true
     }
 
     /// Stops the thread and closes what is still open; later sockets are refused.

@@ -80,10 +80,7 @@ extension SessionAPI {
     /// Waits for the sockets' closing handshakes (begun by ``closeWatchers()``)
     /// for up to `timeout`, then closes what is left; no socket opens after.
     public func stopSockets(timeout: Duration) {
-        let deadline = ContinuousClock.now + timeout
-        while sockets.count > 0, ContinuousClock.now < deadline {
-            usleep(10_000)
-        }
+        _ = sockets.waitUntilEmpty(timeout: timeout)
         sockets.stop()
     }
 }
