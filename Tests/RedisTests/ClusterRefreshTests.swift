@@ -64,8 +64,15 @@ struct ClusterRefreshTests {
         #expect(await eventually(within: 30) { (try? cluster.primary(of: slot)).map { $0 !== old } ?? false })
         let promoted = try cluster.primary(of: slot)
         #expect(await eventually(within: 10) { client.node(serving: slot) == promoted.node })
-
         let others = cluster.servers.filter { $0 !== old }
+        // The view may have come by a `MOVED`, whose claim has no known epoch
+        // and so yields to any answer: wait for two whole refreshes after it,
+        // which date the promoted node's claim (on a loaded machine, seen once).
+        let servedByOthers = { others.reduce(0) { $0 + slotMapsServed(by: $1) } }
+        let refreshesBefore = servedByOthers()
+        #expect(await eventually(within: 10) { servedByOthers() >= refreshesBefore + 2 })
+        #expect(client.node(serving: slot) == promoted.node)
+
         for server in others { server.signal(SIGSTOP) }
         let thawed = Counter()
         let thaw = {
