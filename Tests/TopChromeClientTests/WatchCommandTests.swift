@@ -13,10 +13,15 @@ import Testing
     /// A program run to its end or killed; its output read as it comes.
     final class Run: @unchecked Sendable {
         let process = Process()
-        private let lock = NSLock()
-        private var output = Data()
-        private var errors = Data()
-        private var closedPipes = 0
+        /// What the program printed; filled by reader threads that must not
+        /// keep the run alive: its deinit ends a program a failed test left.
+        private final class Printed: @unchecked Sendable {
+            let lock = NSLock()
+            var output = Data()
+            var errors = Data()
+            var closedPipes = 0
+        }
+        private let printed = Printed()
 
         init(_ executable: URL, _ arguments: [String], environment: [String: String]? = nil) throws {
             process.executableURL = executable
@@ -28,17 +33,19 @@ import Testing
             try process.run()
             for (pipe, isError) in [(out, false), (err, true)] {
                 let handle = pipe.fileHandleForReading
-                Thread { [self] in
+                Thread { [printed] in
                     while case let chunk = handle.availableData, !chunk.isEmpty {
-                        lock.withLock { if isError { errors.append(chunk) } else { output.append(chunk) } }
+                        printed.lock.withLock { if isError { printed.errors.append(chunk) } else { printed.output.append(chunk) } }
                     }
-                    lock.withLock { closedPipes += 1 }
+                    printed.lock.withLock { printed.closedPipes += 1 }
                 }.start()
             }
         }
 
-        var lines: [String] { lock.withLock { String(decoding: output, as: UTF8.self) }.split(separator: "\n").map(String.init) }
-        var standardError: String { lock.withLock { String(decoding: errors, as: UTF8.self) } }
+        var lines: [String] {
+            printed.lock.withLock { String(decoding: printed.output, as: UTF8.self) }.split(separator: "\n").map(String.init)
+        }
+        var standardError: String { printed.lock.withLock { String(decoding: printed.errors, as: UTF8.self) } }
 
         /// The exit status, or nil (and the process killed) if it runs past
         /// `seconds`: a bound for a watcher that never ends, not a measure of
@@ -56,7 +63,8 @@ import Testing
                 return nil
             }
             // The reader threads take the last bytes after the exit.
-            _ = await eventually(within: 5) { lock.withLock { closedPipes == 2 } }
+            let printed = self.printed
+            _ = await eventually(within: 5) { printed.lock.withLock { printed.closedPipes == 2 } }
             return status
         }
 
@@ -65,6 +73,25 @@ import Testing
 
     static func watch(_ arguments: [String], environment: [String: String]? = nil) throws -> Run {
         try Run(buildFolder.appendingPathComponent("topchrome"), ["watch"] + arguments, environment: environment)
+    }
+
+    /// A run dropped while its watcher still follows (a test that failed
+    /// before its end) ends the watcher: none outlives the suite.
+    @Test func aDroppedRunEndsItsWatcher() async throws {
+        let server = try TestServer()
+        let session = try await server.client().createSession()
+        var run: Run? = try Self.watch([server.url.absoluteString, session.id])
+        #expect(await eventually { run?.lines.count == 1 })
+        let pid = try #require(run?.process.processIdentifier)
+        run = nil
+        #expect(await eventually { !Self.isRunning(pid) })
+    }
+
+    /// Whether `pid` still runs: neither gone nor a zombie waiting to be reaped.
+    static func isRunning(_ pid: Int32) -> Bool {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+              let parenthesis = stat.lastIndex(of: ")") else { return false }
+        return !stat[parenthesis...].hasPrefix(") Z")
     }
 
     @Test func printsEachStateUntilTheSessionIsDeleted() async throws {
