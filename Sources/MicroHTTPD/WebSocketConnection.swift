@@ -39,7 +39,10 @@ public struct WebSocketLimits: Sendable {
 public final class WebSocketConnection: @unchecked Sendable {
     let token: UInt64
     let socket: UpgradedSocket
-    private unowned let loop: WebSocketLoop
+    /// Held strongly: a change delivered late, after the server stopped
+    /// (by a Redis feed's thread), still sends through a connection whose
+    /// loop must then exist. The loop's table lets go of it when it finishes.
+    private let loop: WebSocketLoop
     private let limits: WebSocketLimits
     private let lock = PthreadLock()
     /// The loop thread's alone.
@@ -74,11 +77,12 @@ public final class WebSocketConnection: @unchecked Sendable {
     /// A text message, always sent (an answer).
     public func send(_ text: [UInt8]) {
         let frame = WebSocketFrameWriter.frame(.text, text)
-        lock.withLock {
-            guard closing == nil, !isFinished else { return }
+        let sent: Bool = lock.withLock {
+            guard closing == nil, !isFinished else { return false }
             enqueue(frame)
+            return true
         }
-        loop.counts.countSent()
+        if sent { loop.counts.countSent() }
     }
 
     /// A text message that makes the one sent this way before it stale (a

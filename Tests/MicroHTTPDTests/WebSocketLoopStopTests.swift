@@ -1,4 +1,5 @@
 import Dispatch
+import Synchronization
 import Testing
 import MicroHTTPD
 import TopChromeTesting
@@ -7,11 +8,14 @@ import WebSocketFrames
 /// Adopts every upgraded connection into one loop, as the API does.
 private final class AdoptingResponder: HTTPResponder {
     let loop = WebSocketLoop(limits: WebSocketLimits(maxMessageBytes: 1024, messagesPerSecond: 100, maxBufferedBytes: 65_536))
+    let adopted = Mutex<[WebSocketConnection]>([])
 
     func respond(to request: MicroHTTPDRequest) -> MicroHTTPDResponse {
         let accept = WebSocketHandshake.acceptValue(forKey: TestWebSocket.key)
-        return .upgrade(UpgradeResponse(headers: HTTPHeaders([("Upgrade", "websocket"), ("Sec-WebSocket-Accept", accept)])) { [loop] socket in
-            if let connection = loop.adopt(socket, delegate: Silent()) { loop.start(connection) }
+        return .upgrade(UpgradeResponse(headers: HTTPHeaders([("Upgrade", "websocket"), ("Sec-WebSocket-Accept", accept)])) { [self] socket in
+            guard let connection = loop.adopt(socket, delegate: Silent()) else { return }
+            adopted.withLock { $0.append(connection) }
+            loop.start(connection)
         })
     }
 
@@ -55,6 +59,25 @@ struct WebSocketLoopStopTests {
         #expect(eventually { responder.loop.count == 1 })
         #expect(!responder.loop.waitUntilEmpty(timeout: .milliseconds(100)))
         #expect(responder.loop.count == 1)
+        _ = socket
+    }
+
+    /// A change delivered after the server stopped and let go of its loop
+    /// (a Redis feed's thread, late) is dropped, not a crash: the connection
+    /// keeps what it sends through.
+    @Test func aConnectionOutlivesItsStoppedLoop() throws {
+        var responder: AdoptingResponder? = AdoptingResponder()
+        var server: HTTPServer? = try Self.started(responder!)
+        let socket = try TestWebSocket(port: server!.port, path: "/")
+        #expect(eventually { responder?.adopted.withLock { $0.count } == 1 })
+        let connection = try #require(responder?.adopted.withLock { $0.first })
+        responder?.loop.stop()
+        _ = server?.stop(timeout: .seconds(5))
+        server = nil
+        responder = nil
+        connection.send(Array("late".utf8))
+        connection.sendNewest(Array("later".utf8))
+        connection.close(.goingAway)
         _ = socket
     }
 
