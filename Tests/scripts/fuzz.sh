@@ -12,8 +12,8 @@
 # Prints the executions per target from libFuzzer's final statistics.
 # Targets fuzz FUZZ_JOBS at a time (default: one per core), so it takes the
 # build (≈ 1 min from clean on 2 cores) and then SECONDS × targets /
-# FUZZ_JOBS: ≈ 5 min on 2 cores at the default 60 s (`make fuzz`), ≈ 1.5 min
-# at `make test`'s 15 s.
+# FUZZ_JOBS: ≈ 5 min on 2 cores at the default 60 s (`make fuzz`), ≈ 1 min
+# at `make test`'s 8 s.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
