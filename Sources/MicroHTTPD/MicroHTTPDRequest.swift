@@ -83,15 +83,27 @@ public struct HTTPHeaders: Sendable, Sequence {
         name.withUTF8 { name in value.withUTF8 { value in add(name: name, value: value) } }
     }
 
-    /// `value` as bytes, for a value written on the stack (a response's
-    /// entity tag) that need not become a `String` first.
-    package mutating func add(name: String, value: UnsafeBufferPointer<UInt8>) {
-        var name = name
-        name.withUTF8 { name in add(name: name, value: value) }
+    /// A field of the server's own text (`Content-Type: application/json`):
+    /// every answer adds a few, so their bytes are read where the binary
+    /// holds them, with no string to open and no NUL to look for.
+    package mutating func add(name: StaticString, value: StaticString) {
+        append(name: name.buffer, value: value.buffer)
+    }
+
+    /// A field named by the server whose value it wrote on the stack (an
+    /// entity tag) and need not become a `String` first; no NUL in it.
+    package mutating func add(name: StaticString, writtenValue value: UnsafeBufferPointer<UInt8>) {
+        append(name: name.buffer, value: value)
     }
 
     mutating func add(name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) {
-        let nameCount = Self.countBeforeNUL(name), valueCount = Self.countBeforeNUL(value)
+        append(name: UnsafeBufferPointer(rebasing: name[..<Self.countBeforeNUL(name)]),
+               value: UnsafeBufferPointer(rebasing: value[..<Self.countBeforeNUL(value)]))
+    }
+
+    /// Writes the field as it is: no NUL in `name` or `value`.
+    private mutating func append(name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) {
+        let nameCount = name.count, valueCount = value.count
         let start = byteCount, end = start + Self.lengthsSize + nameCount + valueCount + 2
         if end > storage.count { extend(to: end) }
         storage.withUnsafeMutableBytes { bytes in
@@ -134,7 +146,8 @@ public struct HTTPHeaders: Sendable, Sequence {
 
     /// Room for `byteCount` bytes of fields in all before growing.
     public mutating func reserveCapacity(_ byteCount: Int) {
-        storage.reserveCapacity(byteCount)
+        // Most calls find the room there already (a connection's buffer reused).
+        if storage.capacity < byteCount { storage.reserveCapacity(byteCount) }
     }
 
     /// Bytes of fields that fit before the buffer grows.

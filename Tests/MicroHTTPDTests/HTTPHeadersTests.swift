@@ -66,9 +66,21 @@ import Testing
 
     @Test func aValueGivenAsBytes() {
         var headers = HTTPHeaders([("Content-Type", "application/json")])
-        Array("\"7\"".utf8).withUnsafeBufferPointer { headers.add(name: "ETag", value: $0) }
+        Array("\"7\"".utf8).withUnsafeBufferPointer { headers.add(name: "ETag", writtenValue: $0) }
         #expect(headers.fields.map(\.name) == ["Content-Type", "ETag"])
         #expect(headers["ETag"] == "\"7\"")
+    }
+
+    @Test func fieldsOfTheServersOwnText() {
+        var headers = HTTPHeaders()
+        headers.add(name: "Content-Type" as StaticString, value: "application/json" as StaticString)
+        headers.add(name: "Vary" as StaticString, value: "" as StaticString)
+        #expect(headers.fields.map(\.name) == ["Content-Type", "Vary"])
+        #expect(headers.first("content-type", is: "application/json"))
+        #expect(headers["Vary"] == "")
+        var seen: [String] = []
+        headers.forEachCString { name, value in seen.append(String(cString: name) + "=" + String(cString: value)) }
+        #expect(seen == ["Content-Type=application/json", "Vary="])
     }
 
     @Test func eachFieldReachesCAsItIs() {
