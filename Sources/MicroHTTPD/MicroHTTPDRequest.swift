@@ -197,8 +197,20 @@ public struct HTTPHeaders: Sendable, Sequence {
     /// sent on several lines means the same as one line with the values
     /// joined (RFC 9110 §5.3).
     public func combined(_ name: String) -> String? {
+        var name = name
+        return name.withUTF8 { combined(named: $0) }
+    }
+
+    /// ``combined(_:)`` for a name of the server's own text, read where the
+    /// binary holds it: the API asks for a few fields on every request,
+    /// most often absent, and asking then costs no string.
+    package func combined(_ name: StaticString) -> String? {
+        combined(named: name.buffer)
+    }
+
+    private func combined(named name: UnsafeBufferPointer<UInt8>) -> String? {
         var combined: String?
-        forEachValue(of: name) { value in
+        forEachValue(named: name) { value in
             let text = String(decoding: value, as: UTF8.self)
             combined = combined.map { $0 + ", " + text } ?? text
             return true
@@ -233,10 +245,13 @@ public struct HTTPHeaders: Sendable, Sequence {
     @inline(__always)
     func forEachValue(of name: String, _ body: (UnsafeBufferPointer<UInt8>) -> Bool) {
         var name = name
-        name.withUTF8 { wanted in
-            forEachField { fieldName, value in
-                fieldName.caseInsensitiveEquals(wanted) ? body(value) : true
-            }
+        name.withUTF8 { forEachValue(named: $0, body) }
+    }
+
+    @inline(__always)
+    private func forEachValue(named wanted: UnsafeBufferPointer<UInt8>, _ body: (UnsafeBufferPointer<UInt8>) -> Bool) {
+        forEachField { fieldName, value in
+            fieldName.caseInsensitiveEquals(wanted) ? body(value) : true
         }
     }
 

@@ -27,6 +27,8 @@ import Testing
     @Test func repeatedFieldsCombineInOrder() {
         #expect(headers.combined("IF-MATCH") == "\"1\", \"2\"")
         #expect(headers.combined("Accept") == nil)
+        #expect(headers.combined("If-Match" as StaticString) == "\"1\", \"2\"", "a name of the server's own text")
+        #expect(headers.combined("If-None-Match" as StaticString) == nil)
     }
 
     @Test func fieldsKeepTheirOrderAndSpelling() {
