@@ -12,25 +12,38 @@ import Musl
 ///
 /// Inlinable, as swift-nio's `NIOLock` is: a lock taken on every request
 /// then costs its caller the mutex, not a generic call and a closure.
+///
+/// A lock is a stored property of the state it guards, whose owner keeps
+/// it (and its mutex) alive while anyone holds it; `withLock` keeps it
+/// alive itself.
 public struct PthreadLock: @unchecked Sendable {
     @usableFromInline let storage = MutexStorage.make()
+    /// The mutex's address, found once: reached through `storage` on every
+    /// call, the storage was retained and released around each lock and
+    /// unlock (the compiler cannot tell that the lock's owner keeps it alive).
+    @usableFromInline let mutex: UnsafeMutablePointer<pthread_mutex_t>
 
-    public init() {}
+    public init() {
+        mutex = storage.withUnsafeMutablePointerToElements { $0 }
+    }
 
     @inlinable
     public func lock() {
-        storage.withUnsafeMutablePointerToElements { _ = pthread_mutex_lock($0) }
+        _ = pthread_mutex_lock(mutex)
     }
 
     @inlinable
     public func unlock() {
-        storage.withUnsafeMutablePointerToElements { _ = pthread_mutex_unlock($0) }
+        _ = pthread_mutex_unlock(mutex)
     }
 
     @inlinable
     public func withLock<Result, Failure: Error>(_ body: () throws(Failure) -> Result) throws(Failure) -> Result {
         lock()
-        defer { unlock() }
+        defer {
+            unlock()
+            _fixLifetime(storage)
+        }
         return try body()
     }
 }

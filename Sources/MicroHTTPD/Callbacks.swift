@@ -298,7 +298,7 @@ private func record(
         client: dispatcher.client(of: context.pointee.client, forwardedFor: context.pointee.headers),
         endpoint: context.pointee.endpoint,
         status: status, bodyBytes: bodyBytes,
-        duration: ContinuousClock.now - context.pointee.startedAt, isStream: isStream, identity: identity))
+        duration: context.pointee.startedAt.elapsed, isStream: isStream, identity: identity))
 }
 
 /// What goes out as body: libmicrohttpd leaves the body out of a HEAD

@@ -83,15 +83,27 @@ public struct HTTPHeaders: Sendable, Sequence {
         name.withUTF8 { name in value.withUTF8 { value in add(name: name, value: value) } }
     }
 
-    /// `value` as bytes, for a value written on the stack (a response's
-    /// entity tag) that need not become a `String` first.
-    package mutating func add(name: String, value: UnsafeBufferPointer<UInt8>) {
-        var name = name
-        name.withUTF8 { name in add(name: name, value: value) }
+    /// A field of the server's own text (`Content-Type: application/json`):
+    /// every answer adds a few, so their bytes are read where the binary
+    /// holds them, with no string to open and no NUL to look for.
+    package mutating func add(name: StaticString, value: StaticString) {
+        append(name: name.buffer, value: value.buffer)
+    }
+
+    /// A field named by the server whose value it wrote on the stack (an
+    /// entity tag) and need not become a `String` first; no NUL in it.
+    package mutating func add(name: StaticString, writtenValue value: UnsafeBufferPointer<UInt8>) {
+        append(name: name.buffer, value: value)
     }
 
     mutating func add(name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) {
-        let nameCount = Self.countBeforeNUL(name), valueCount = Self.countBeforeNUL(value)
+        append(name: UnsafeBufferPointer(rebasing: name[..<Self.countBeforeNUL(name)]),
+               value: UnsafeBufferPointer(rebasing: value[..<Self.countBeforeNUL(value)]))
+    }
+
+    /// Writes the field as it is: no NUL in `name` or `value`.
+    private mutating func append(name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) {
+        let nameCount = name.count, valueCount = value.count
         let start = byteCount, end = start + Self.lengthsSize + nameCount + valueCount + 2
         if end > storage.count { extend(to: end) }
         storage.withUnsafeMutableBytes { bytes in
@@ -134,7 +146,8 @@ public struct HTTPHeaders: Sendable, Sequence {
 
     /// Room for `byteCount` bytes of fields in all before growing.
     public mutating func reserveCapacity(_ byteCount: Int) {
-        storage.reserveCapacity(byteCount)
+        // Most calls find the room there already (a connection's buffer reused).
+        if storage.capacity < byteCount { storage.reserveCapacity(byteCount) }
     }
 
     /// Bytes of fields that fit before the buffer grows.
@@ -184,8 +197,20 @@ public struct HTTPHeaders: Sendable, Sequence {
     /// sent on several lines means the same as one line with the values
     /// joined (RFC 9110 §5.3).
     public func combined(_ name: String) -> String? {
+        var name = name
+        return name.withUTF8 { combined(named: $0) }
+    }
+
+    /// ``combined(_:)`` for a name of the server's own text, read where the
+    /// binary holds it: the API asks for a few fields on every request,
+    /// most often absent, and asking then costs no string.
+    package func combined(_ name: StaticString) -> String? {
+        combined(named: name.buffer)
+    }
+
+    private func combined(named name: UnsafeBufferPointer<UInt8>) -> String? {
         var combined: String?
-        forEachValue(of: name) { value in
+        forEachValue(named: name) { value in
             let text = String(decoding: value, as: UTF8.self)
             combined = combined.map { $0 + ", " + text } ?? text
             return true
@@ -220,10 +245,13 @@ public struct HTTPHeaders: Sendable, Sequence {
     @inline(__always)
     func forEachValue(of name: String, _ body: (UnsafeBufferPointer<UInt8>) -> Bool) {
         var name = name
-        name.withUTF8 { wanted in
-            forEachField { fieldName, value in
-                fieldName.caseInsensitiveEquals(wanted) ? body(value) : true
-            }
+        name.withUTF8 { forEachValue(named: $0, body) }
+    }
+
+    @inline(__always)
+    private func forEachValue(named wanted: UnsafeBufferPointer<UInt8>, _ body: (UnsafeBufferPointer<UInt8>) -> Bool) {
+        forEachField { fieldName, value in
+            fieldName.caseInsensitiveEquals(wanted) ? body(value) : true
         }
     }
 

@@ -191,24 +191,16 @@ public struct HTTPExchange: Sendable {
     /// The trace and request ids its log lines carry; nil only for an
     /// exchange made outside the server (tests).
     public var identity: RequestIdentity?
+}
 
+extension HTTPExchange {
+    // In an extension, so that the memberwise initializer the server uses
+    // is the compiler's own: with one written out, each exchange was built
+    // aside, then copied (a retain per field) and the first destroyed.
     public init(method: String, path: String, client: String? = nil, endpoint: Int?, status: Int, bodyBytes: Int,
                 duration: Duration, isStream: Bool, identity: RequestIdentity? = nil) {
         self.init(method: method, pathBytes: Array(path.utf8), client: client, endpoint: endpoint, status: status,
                   bodyBytes: bodyBytes, duration: duration, isStream: isStream, identity: identity)
-    }
-
-    init(method: String, pathBytes: [UInt8], client: String?, endpoint: Int?, status: Int, bodyBytes: Int,
-         duration: Duration, isStream: Bool, identity: RequestIdentity?) {
-        self.identity = identity
-        self.method = method
-        self.pathBytes = pathBytes
-        self.client = client
-        self.endpoint = endpoint
-        self.status = status
-        self.bodyBytes = bodyBytes
-        self.duration = duration
-        self.isStream = isStream
     }
 }
 

@@ -11,7 +11,7 @@ struct RequestContext {
     /// The target's path (see ``MicroHTTPDRequest/pathBytes``), in a buffer each request reuses.
     private(set) var path: [UInt8] = []
     private(set) var version = ""
-    private(set) var startedAt = ContinuousClock.now
+    private(set) var startedAt = RequestStart.now
     /// The request's header fields, collected on its first call.
     var headers = HTTPHeaders()
     var body: [UInt8] = []

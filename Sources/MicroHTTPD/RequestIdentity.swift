@@ -165,6 +165,6 @@ private let connectionNumbers = Atomic<UInt64>(0)
 private let prefixSeed = UInt64.random(in: .min ... .max)
 
 extension StaticString {
-    fileprivate var buffer: UnsafeBufferPointer<UInt8> { UnsafeBufferPointer(start: utf8Start, count: utf8CodeUnitCount) }
+    var buffer: UnsafeBufferPointer<UInt8> { UnsafeBufferPointer(start: utf8Start, count: utf8CodeUnitCount) }
 }
 

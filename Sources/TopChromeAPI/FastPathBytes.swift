@@ -220,7 +220,7 @@ extension HTTPHeaders {
     /// one, and it goes into the headers without becoming a `String`.
     mutating func addETag(of session: Session) {
         ByteWriter.withBytes(capacity: EntityTag.maxLength + 2, { $0.writeQuoted(session.entityTag) }) {
-            add(name: "ETag", value: $0)
+            add(name: "ETag", writtenValue: $0)
         }
     }
 }

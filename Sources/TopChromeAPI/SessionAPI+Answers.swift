@@ -150,7 +150,7 @@ extension SessionAPI {
     static func stateAnswer(_ session: Session, status: Int = 200, reusing buffers: inout ResponseBuffers) -> CompleteResponse {
         var headers = buffers.takeHeaders()
         headers.reserveCapacity(128)  // room for the ETag and a Location
-        headers.add(name: "Content-Type", value: "application/json")
+        headers.add(name: "Content-Type" as StaticString, value: "application/json" as StaticString)
         headers.addETag(of: session)
         var body = buffers.takeBody()
         StateWriter.write(session, to: &body)

@@ -31,7 +31,8 @@ extension SessionAPI {
 
 
     static func preconditions(of request: MicroHTTPDRequest) throws(Problem) -> Preconditions {
-        try Preconditions(ifMatch: request.headers.combined("If-Match"), ifNoneMatch: request.headers.combined("If-None-Match"))
+        try Preconditions(ifMatch: request.headers.combined("If-Match" as StaticString),
+                          ifNoneMatch: request.headers.combined("If-None-Match" as StaticString))
     }
 
     /// Checks the media type, then reads the body with `read`.

@@ -27,6 +27,8 @@ import Testing
     @Test func repeatedFieldsCombineInOrder() {
         #expect(headers.combined("IF-MATCH") == "\"1\", \"2\"")
         #expect(headers.combined("Accept") == nil)
+        #expect(headers.combined("If-Match" as StaticString) == "\"1\", \"2\"", "a name of the server's own text")
+        #expect(headers.combined("If-None-Match" as StaticString) == nil)
     }
 
     @Test func fieldsKeepTheirOrderAndSpelling() {
@@ -66,9 +68,21 @@ import Testing
 
     @Test func aValueGivenAsBytes() {
         var headers = HTTPHeaders([("Content-Type", "application/json")])
-        Array("\"7\"".utf8).withUnsafeBufferPointer { headers.add(name: "ETag", value: $0) }
+        Array("\"7\"".utf8).withUnsafeBufferPointer { headers.add(name: "ETag", writtenValue: $0) }
         #expect(headers.fields.map(\.name) == ["Content-Type", "ETag"])
         #expect(headers["ETag"] == "\"7\"")
+    }
+
+    @Test func fieldsOfTheServersOwnText() {
+        var headers = HTTPHeaders()
+        headers.add(name: "Content-Type" as StaticString, value: "application/json" as StaticString)
+        headers.add(name: "Vary" as StaticString, value: "" as StaticString)
+        #expect(headers.fields.map(\.name) == ["Content-Type", "Vary"])
+        #expect(headers.first("content-type", is: "application/json"))
+        #expect(headers["Vary"] == "")
+        var seen: [String] = []
+        headers.forEachCString { name, value in seen.append(String(cString: name) + "=" + String(cString: value)) }
+        #expect(seen == ["Content-Type=application/json", "Vary="])
     }
 
     @Test func eachFieldReachesCAsItIs() {

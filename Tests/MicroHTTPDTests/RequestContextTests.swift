@@ -22,6 +22,19 @@ import Testing
         #expect(context.headers.byteCapacity > 0)
     }
 
+    /// A request's duration is read off the kernel's monotonic clock: it
+    /// must agree with `ContinuousClock` on what passed, in its units.
+    @Test func aRequestsDurationIsWhatPassedSinceItsStart() {
+        let before = ContinuousClock.now
+        let start = RequestStart.now
+        let started = ContinuousClock.now
+        while ContinuousClock.now - started < .milliseconds(2) {}  // the clock itself is what is waited for
+        let elapsed = start.elapsed
+        let after = ContinuousClock.now
+        #expect(elapsed >= .milliseconds(2))
+        #expect(elapsed <= after - before)
+    }
+
     /// The responder gets the request's buffers, not copies, and the
     /// context has them back afterwards, for the observer and the next request.
     @Test func aLentRequestComesBackWhole() {

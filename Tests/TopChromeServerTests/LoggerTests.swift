@@ -207,6 +207,23 @@ final class CapturedLog {
         #expect(log.outputLines.map { String($0.split(separator: "=").last ?? "") } == cases.map(\.1))
     }
 
+    /// Short pieces are copied a word at a time, the last word overlapping:
+    /// every length up to past two words comes out whole, in both formats.
+    @Test(arguments: LogFormat.allCases)
+    func valuesOfEveryShortLengthArriveWhole(_ format: LogFormat) throws {
+        let log = CapturedLog(format)
+        let values = (0...20).map { length in String((0..<length).map { Character(UnicodeScalar(UInt8(97 + $0))) }) }
+        for value in values {
+            log.logger.log(.info, "piece") { $0.field("v", value) }
+        }
+        log.logger.flush()
+        let expected = values.map { format == .json ? #""v":"\#($0)"}"# : "v=\($0)" }
+        #expect(log.outputLines.count == values.count)
+        for (line, ending) in zip(log.outputLines, expected) {
+            #expect(line.hasSuffix(ending), "\(line)")
+        }
+    }
+
     /// The short id is the one the API read from the path when it routed the
     /// request; the recorder does not read the path again.
     @Test func shortSessionIdComesFromTheRoute() throws {
