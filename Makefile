@@ -48,7 +48,7 @@ TEST_BUNDLE = --product TopChromePackageTests
 test-client-urlsession:
 	TOPCHROME_CLIENT_EVENT_STREAMS=urlsession $(SWIFT) test --skip-build --filter TopChromeClientTests
 
-## Every Swift snippet of README.md and docs/client.md compiled as an app's
+## Every Swift snippet of README.md, docs/app.md and docs/client.md compiled as an app's
 ## target, in a scratch package depending on this one by path (≈ 10 s).
 .PHONY: check-snippets
 check-snippets:

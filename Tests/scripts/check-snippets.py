@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Compiles every Swift snippet of README.md and docs/client.md, as an app would.
+"""Compiles every Swift snippet of README.md, docs/app.md and docs/client.md, as an app would.
 
 Usage: check-snippets.py
 
@@ -24,7 +24,7 @@ import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-PAGES = ["README.md", "docs/client.md"]
+PAGES = ["README.md", "docs/app.md", "docs/client.md"]
 SCRATCH = os.path.join(ROOT, ".build", "snippets")
 APPLE_ONLY = ("SwiftUI", "UIKit")
 
