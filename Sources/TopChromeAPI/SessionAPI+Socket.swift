@@ -1,7 +1,4 @@
 import AccessTokens
-#if canImport(Glibc)
-import Glibc
-#endif
 import MicroHTTPD
 import Synchronization
 import TopChromeCore
