@@ -58,8 +58,10 @@ enum WebSocketFrameTarget {
                 reading.violation = error.closeCode
                 return reading
             }
-            // A control frame (up to 125 bytes) is held whole whatever the message limit.
-            check(reader.bufferedBytes <= max(limit, 125) + 14, "holds \(reader.bufferedBytes) bytes, limit \(limit)")
+            // A control frame (up to 125 bytes) is held whole whatever the
+            // message limit, and may come between a message's fragments
+            // (RFC 6455 §5.4): a partial message and a control frame at once.
+            check(reader.bufferedBytes <= limit + 125 + 14, "holds \(reader.bufferedBytes) bytes, limit \(limit)")
         }
         return reading
     }
