@@ -39,8 +39,8 @@ private func handle(
             // that for change, so the close is asked for here too.)
             context.pointee.isAnswered = true
             guard context.pointee.answering() else { return .NO }
-            return queue(dispatcher.responder.refusal(of: fault), on: connection, context: context,
-                         dispatcher: dispatcher, closing: true)
+            var refusal = dispatcher.responder.refusal(of: fault)
+            return queue(&refusal, on: connection, context: context, dispatcher: dispatcher, closing: true)
         }
         // Read in the head's pass: asking libmicrohttpd walks its fields once more.
         if let declaredLength, declaredLength > dispatcher.maxBodyBytes {
@@ -58,8 +58,8 @@ private func handle(
             context.pointee.countsInFlight = false
             context.pointee.isAnswered = true
             guard context.pointee.answering() else { return .NO }
-            return queue(dispatcher.responder.refusalWhileStopping(), on: connection, context: context,
-                         dispatcher: dispatcher)
+            var refusal = dispatcher.responder.refusalWhileStopping()
+            return queue(&refusal, on: connection, context: context, dispatcher: dispatcher)
         }
         if context.pointee.isBodyTooLarge, let expect = MHD_lookup_connection_value(connection, .HEADER_KIND, "Expect"),
            String(cString: expect).lowercased() == "100-continue" {
@@ -108,9 +108,9 @@ private func respond(
     switch consume response {
     case var .complete(complete):
         context.pointee.endpoint = complete.endpoint
-        let result = queue(complete, on: connection, context: context, dispatcher: dispatcher)
-        // libmicrohttpd has copied the body and the fields.
-        context.pointee.responseBuffers.keep(&complete, limit: RequestContext.keptCapacity)
+        let result = queue(&complete, on: connection, context: context, dispatcher: dispatcher)
+        // libmicrohttpd has copied the fields; the body is held until the request completes.
+        context.pointee.responseBuffers.keep(headers: &complete.headers, limit: RequestContext.keptCapacity)
         return result
     case let .stream(stream):
         context.pointee.endpoint = stream.endpoint
@@ -216,8 +216,8 @@ private func queue(
     dispatcher: RequestDispatcher, closing: Bool = false
 ) -> MHD_Result {
     switch response {
-    case let .complete(response):
-        queue(response, on: connection, context: context, dispatcher: dispatcher, closing: closing)
+    case var .complete(response):
+        queue(&response, on: connection, context: context, dispatcher: dispatcher, closing: closing)
     case let .stream(response):
         queue(response, on: connection, context: context, dispatcher: dispatcher)
     case let .upgrade(response):
@@ -225,18 +225,23 @@ private func queue(
     }
 }
 
+/// The body is lent, not copied: taken from `response` into the context,
+/// which holds it until the request completes.
 private func queue(
-    _ response: CompleteResponse, on connection: OpaquePointer, context: UnsafeMutablePointer<RequestContext>,
+    _ response: inout CompleteResponse, on connection: OpaquePointer, context: UnsafeMutablePointer<RequestContext>,
     dispatcher: RequestDispatcher, closing: Bool = false
 ) -> MHD_Result {
-    let created = response.body.withUnsafeBytes { bytes in
-        MHD_create_response_from_buffer(bytes.count, UnsafeMutableRawPointer(mutating: bytes.baseAddress),
-                                        .RESPMEM_MUST_COPY)
+    let bodyBytes = sentBodyBytes(of: response, method: context.pointee.method)
+    let created = if let held = context.pointee.holdWhileSent(&response.body) {
+        MHD_create_response_from_buffer(held.count, UnsafeMutableRawPointer(mutating: held.baseAddress), .RESPMEM_PERSISTENT)
+    } else {
+        response.body.withUnsafeBytes {
+            MHD_create_response_from_buffer($0.count, UnsafeMutableRawPointer(mutating: $0.baseAddress), .RESPMEM_MUST_COPY)
+        }
     }
     guard let created else { return .NO }
     defer { MHD_destroy_response(created) }
-    return queue(created, status: response.status, headers: response.headers,
-                 bodyBytes: sentBodyBytes(of: response, method: context.pointee.method), isStream: false,
+    return queue(created, status: response.status, headers: response.headers, bodyBytes: bodyBytes, isStream: false,
                  on: connection, context: context, dispatcher: dispatcher, closing: closing)
 }
 
@@ -304,7 +309,8 @@ private func record(
 /// What goes out as body: libmicrohttpd leaves the body out of a HEAD
 /// answer and a 304 (their `Content-Length` still states it).
 private func sentBodyBytes(of response: CompleteResponse, method: String) -> Int {
-    if method == "HEAD" || response.status == 304 { return 0 }
+    // The length first: "GET" against "HEAD" by `==` alone is a call into the runtime.
+    if response.status == 304 || method.utf8.count == 4 && method == "HEAD" { return 0 }
     return response.body.count
 }
 

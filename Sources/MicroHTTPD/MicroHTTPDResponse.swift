@@ -236,12 +236,20 @@ public struct ResponseBuffers: Sendable {
     /// than these and no more than `limit` bytes (one large answer should not
     /// hold memory for the rest of the connection).
     mutating func keep(_ response: inout CompleteResponse, limit: Int) {
-        if response.headers.byteCapacity > headers.byteCapacity, response.headers.byteCapacity <= limit {
-            swap(&headers, &response.headers)
+        keep(headers: &response.headers, limit: limit)
+        keep(body: &response.body, limit: limit)
+    }
+
+    mutating func keep(headers sent: inout HTTPHeaders, limit: Int) {
+        if sent.byteCapacity > headers.byteCapacity, sent.byteCapacity <= limit {
+            swap(&headers, &sent)
             headers.removeAll(keepingCapacity: true)
         }
-        if response.body.capacity > body.capacity, response.body.capacity <= limit {
-            swap(&body, &response.body)
+    }
+
+    mutating func keep(body sent: inout [UInt8], limit: Int) {
+        if sent.capacity > body.capacity, sent.capacity <= limit {
+            swap(&body, &sent)
             body.removeAll(keepingCapacity: true)
         }
     }

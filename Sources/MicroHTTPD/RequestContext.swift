@@ -17,6 +17,10 @@ struct RequestContext {
     var body: [UInt8] = []
     /// Room for the answers on this connection (see ``HTTPResponder/respond(to:reusing:)``).
     var responseBuffers = ResponseBuffers()
+    /// The body of the answer being sent, which libmicrohttpd reads in
+    /// place rather than from a copy of its own: held until the request
+    /// completes, after which libmicrohttpd never reads it again.
+    private(set) var sentBody: [UInt8] = []
     var isBodyTooLarge = false
     /// Set while the request waits for a later answer.
     var pending: PendingResponse?
@@ -90,6 +94,10 @@ struct RequestContext {
         headers.removeAll(keepingCapacity: headers.byteCapacity <= Self.keptCapacity)
         if !givenIdentity.isEmpty { givenIdentity = GivenIdentity() }
         if !body.isEmpty { body.removeAll(keepingCapacity: body.capacity <= Self.keptCapacity) }
+        if sentBody.capacity > 0 {
+            responseBuffers.keep(body: &sentBody, limit: Self.keptCapacity)
+            sentBody = []
+        }
         isBodyTooLarge = false
         pending = nil
         upgraded = nil
@@ -123,6 +131,16 @@ struct RequestContext {
     /// answered 408 meanwhile (then nothing more may be written to it).
     mutating func answering() -> Bool {
         connection?._withUnsafeGuaranteedRef { $0.answering() } ?? true
+    }
+
+    /// Holds `body` while libmicrohttpd sends it (see ``sentBody``) and
+    /// returns its bytes, valid until ``reset()``; nil if a body is held
+    /// already (a request has one answer; a second is copied, never let go
+    /// of the first while it may still be read).
+    mutating func holdWhileSent(_ body: inout [UInt8]) -> UnsafeRawBufferPointer? {
+        guard sentBody.capacity == 0 else { return nil }
+        swap(&sentBody, &body)
+        return sentBody.withUnsafeBytes { $0 }
     }
 
     mutating func takeBack(_ request: inout MicroHTTPDRequest) {

@@ -22,6 +22,30 @@ import Testing
         #expect(context.headers.byteCapacity > 0)
     }
 
+    /// libmicrohttpd reads the answer's body where it lies, not from a copy:
+    /// the context holds it, unmoved, until the request completes, and then
+    /// keeps its room for the connection's next answer.
+    @Test func aSentBodyIsHeldInPlaceUntilTheRequestCompletes() throws {
+        var context = RequestContext()
+        context.begin(method: "GET", target: "/v1/sessions/x", version: "HTTP/1.1")
+        var body = Array(repeating: UInt8(ascii: "a"), count: 300)
+        let storage = body.withUnsafeBytes { $0.baseAddress }
+        let lent = context.holdWhileSent(&body)
+        let held = try #require(lent)
+        #expect(held.baseAddress == storage && held.count == 300, "the body's own bytes, not a copy")
+        #expect(body.isEmpty, "taken from the answer, which may now go")
+        var second = Array("late".utf8)
+        let refused = context.holdWhileSent(&second)
+        #expect(refused == nil, "a held body is never let go of before the request completes")
+        #expect(Array(held) == Array(repeating: UInt8(ascii: "a"), count: 300))
+        context.reset()
+        let room = context.responseBuffers.takeBody()
+        #expect(room.isEmpty && room.capacity >= 300, "its room serves the next answer")
+        var next = Array("{}".utf8)
+        let again = context.holdWhileSent(&next)
+        #expect(again != nil)
+    }
+
     /// A request's duration is read off the kernel's monotonic clock: it
     /// must agree with `ContinuousClock` on what passed, in its units.
     @Test func aRequestsDurationIsWhatPassedSinceItsStart() {
