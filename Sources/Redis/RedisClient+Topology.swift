@@ -167,20 +167,13 @@ extension RedisClient {
         guard let node = candidates.first, let connection = lock.withLock({ closed ? nil : connectionLocked(to: node) }) else {
             return refreshEnded()
         }
-        // `CLUSTER NODES` dates the map's claims (see SlotMap+Freshness.swift)
-        // and tells which replicas are up; a node that refuses it (an ACL
-        // without it) gives a map of unknown age.
+        // `CLUSTER NODES` dates the map's claims and tells which replicas
+        // are up (see SlotMap+Freshness.swift).
         let answer = ReplyPair { slots, nodes in
-            var epochs: [String: UInt64] = [:]
-            var replicas: Set<RedisNode> = []
-            if case .success(let reply) = nodes, let text = reply.string {
-                epochs = SlotMap.configEpochs(clusterNodes: text)
-                replicas = SlotMap.reachableReplicas(clusterNodes: text)
-            }
-            guard case .success(let reply) = slots, let map = SlotMap(reply, answeredBy: node, configEpochs: epochs) else {
+            guard let answer = SlotMap.refreshed(slots: slots, nodes: nodes, answeredBy: node) else {
                 return self.askForSlots(candidates.dropFirst())
             }
-            self.install(map, reachableReplicas: replicas)
+            self.install(answer.map, reachableReplicas: answer.reachableReplicas)
         }
         connection.send(["CLUSTER", "SLOTS"], deadline: nil) { answer.first($0) }
         connection.send(["CLUSTER", "NODES"], deadline: nil) { answer.second($0) }

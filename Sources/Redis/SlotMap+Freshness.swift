@@ -25,6 +25,23 @@ extension SlotMap {
         return merged
     }
 
+    /// A refresh's answer: `CLUSTER SLOTS`, dated by the `CLUSTER NODES`
+    /// sent behind it, and the replicas that are up. Nil unless both came
+    /// back: a node that answered the first and went silent before the
+    /// second (frozen, cut off, dying) would give an undated view, which
+    /// replaces dated claims, and may be the very view the epochs keep out.
+    /// A refusal of `CLUSTER NODES` (an ACL without it) is an answer: a map
+    /// of unknown age.
+    package static func refreshed(
+        slots: Result<RESPValue, RedisError>, nodes: Result<RESPValue, RedisError>, answeredBy node: RedisNode
+    ) -> (map: SlotMap, reachableReplicas: Set<RedisNode>)? {
+        guard case .success(let slotsReply) = slots, case .success(let nodesReply) = nodes else { return nil }
+        let text = nodesReply.string
+        let epochs = text.map { configEpochs(clusterNodes: $0) } ?? [:]
+        guard let map = SlotMap(slotsReply, answeredBy: node, configEpochs: epochs) else { return nil }
+        return (map, text.map { reachableReplicas(clusterNodes: $0) } ?? [])
+    }
+
     /// Each node's config epoch (the seventh field of each line of
     /// `CLUSTER NODES`: `id address flags primary ping pong epoch link slots…`),
     /// by node id; lines that do not read so are skipped.

@@ -11,11 +11,33 @@ struct SlotMapFreshnessTests {
 
     /// `CLUSTER SLOTS` giving each range to a node named by its id.
     private func view(_ ranges: [(ClosedRange<Int>, RedisNode, String)], epochs: [String: UInt64]) throws -> SlotMap {
-        let reply = RESPValue.array(ranges.map { slots, node, id in
+        try #require(SlotMap(slotsReply(ranges), answeredBy: answering, configEpochs: epochs))
+    }
+
+    private func slotsReply(_ ranges: [(ClosedRange<Int>, RedisNode, String)]) -> RESPValue {
+        .array(ranges.map { slots, node, id in
             .array([.integer(Int64(slots.lowerBound)), .integer(Int64(slots.upperBound)),
                     .array([.bulk(Array(node.host.utf8)), .integer(Int64(node.port)), .bulk(Array(id.utf8))])])
         })
-        return try #require(SlotMap(reply, answeredBy: answering, configEpochs: epochs))
+    }
+
+    /// A node frozen (or cut off) between the two replies of a refresh: its
+    /// `CLUSTER SLOTS` came, its `CLUSTER NODES` never did. That undated view
+    /// would replace the dated claims, and a node that missed a failover
+    /// could then put its own back; so it is no answer, and the next node is asked.
+    @Test func aViewWhoseDatingNeverCameIsNoAnswer() throws {
+        let slots = slotsReply([(0...16383, a, "a")])
+        for lost in [RedisError.connectionLost, .timeout, .unavailable] {
+            #expect(SlotMap.refreshed(slots: .success(slots), nodes: .failure(lost), answeredBy: answering) == nil)
+        }
+        let nodes = RESPValue.bulk(Array("a 10.0.0.1:7001@17001 master - 0 0 5 connected 0-16383\n".utf8))
+        #expect(SlotMap.refreshed(slots: .failure(.connectionLost), nodes: .success(nodes), answeredBy: answering) == nil)
+
+        let dated = try #require(SlotMap.refreshed(slots: .success(slots), nodes: .success(nodes), answeredBy: answering))
+        #expect(dated.map.claims[0] == SlotClaim(node: a, epoch: 5))
+        // Refused by an ACL without it: an answer all the same, of unknown age.
+        let refused = SlotMap.refreshed(slots: .success(slots), nodes: .success(.error("NOPERM no permission")), answeredBy: answering)
+        #expect(refused?.map.claims[0] == SlotClaim(node: a, epoch: nil))
     }
 
     @Test func aClaimOfAnOlderEpochDoesNotReplaceANewerOne() throws {
