@@ -7,11 +7,12 @@ extension Process {
     /// Waits for the program to end and returns its `terminationStatus`,
     /// as `waitUntilExit()` does, but never for ever.
     ///
-    /// `waitUntilExit()` waits for Foundation to hear of the exit (a
-    /// `SIGCHLD`), and with tests starting programs in parallel that word
-    /// can be lost: a TSan run hung 25 minutes on a `redis-cli` that had
-    /// long exited, a zombie nobody reaped. A program that is a zombie for
-    /// two seconds while Foundation still thinks it runs is reaped here.
+    /// `waitUntilExit()` waits for Foundation to hear of the exit, and with
+    /// tests starting programs in parallel that word can be late or lost:
+    /// a process that outlives the program holding what it inherited (a
+    /// Redis another test started meanwhile) keeps Foundation thinking it
+    /// runs. A program that is a zombie for two seconds while Foundation
+    /// still thinks it runs is reaped here.
     @discardableResult
     public func waitForExit() -> Int32 {
         // Without a deadline only an exit ends the wait.

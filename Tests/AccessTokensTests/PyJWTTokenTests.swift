@@ -1,5 +1,6 @@
 import AccessTokens
 import Foundation
+import TopChromeTesting
 import Testing
 
 /// Tokens made by a well-known library, PyJWT with `cryptography` (installed
@@ -31,16 +32,8 @@ import Testing
 
     static func run(_ program: String) -> String? {
         guard FileManager.default.isExecutableFile(atPath: python) else { return nil }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: python)
-        process.arguments = ["-c", program]
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        guard (try? process.run()) != nil else { return nil }
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return process.terminationStatus == 0 ? String(decoding: data, as: UTF8.self) : nil
+        guard let (status, output) = try? Process.runToEnd(python, ["-c", program], keepingErrors: false) else { return nil }
+        return status == 0 ? output : nil
     }
 
     @Test(.enabled(if: hasPyJWT, "needs PyJWT: scripts/install-deps.sh --test"))

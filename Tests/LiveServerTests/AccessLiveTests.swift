@@ -83,17 +83,7 @@ import TopChromeTesting
 }
 
 /// Runs a program to its end; its exit status and what it printed (stdout
-/// and stderr). Its input is empty: a client such as `openssl s_client`
-/// ends once it has nothing to send.
+/// and stderr).
 func run(_ program: String, _ arguments: [String]) throws -> (status: Int32, output: String) {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: program)
-    process.arguments = arguments
-    process.standardInput = FileHandle.nullDevice
-    let pipe = Pipe()
-    process.standardOutput = pipe
-    process.standardError = pipe
-    try process.run()
-    let data = pipe.fileHandleForReading.readDataToEndOfFile()
-    return (process.waitForExit(), String(decoding: data, as: UTF8.self))
+    try Process.runToEnd(program, arguments)
 }

@@ -10,16 +10,8 @@ import TopChromeTesting
     /// The commit this checkout is at, as the build embeds it; "unknown"
     /// where git cannot tell (then the build cannot either).
     static let commitBuilt: String = {
-        let git = Process()
-        git.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        git.arguments = ["git", "-C", URL(fileURLWithPath: #filePath).deletingLastPathComponent().path,
-                         "rev-parse", "--short", "HEAD"]
-        let output = Pipe()
-        git.standardOutput = output
-        git.standardError = FileHandle.nullDevice
-        guard (try? git.run()) != nil else { return "unknown" }
-        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        let status = git.waitForExit()
+        let arguments = ["git", "-C", URL(fileURLWithPath: #filePath).deletingLastPathComponent().path, "rev-parse", "--short", "HEAD"]
+        guard let (status, text) = try? Process.runToEnd("/usr/bin/env", arguments, keepingErrors: false) else { return "unknown" }
         let commit = text.trimmingCharacters(in: .whitespacesAndNewlines)
         return status == 0 && !commit.isEmpty ? commit : "unknown"
     }()

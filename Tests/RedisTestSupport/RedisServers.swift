@@ -217,17 +217,7 @@ public func redisCLI(_ arguments: [String]) throws -> String {
     guard FileManager.default.isExecutableFile(atPath: executable) else {
         throw RedisTestSetupError(description: "\(executable) is missing: run scripts/install-deps.sh --test (installs redis-server and redis-tools)")
     }
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: executable)
-    process.arguments = arguments
-    let output = Pipe()
-    process.standardOutput = output
-    process.standardError = output
-    process.standardInput = FileHandle.nullDevice
-    try process.run()
-    let data = output.fileHandleForReading.readDataToEndOfFile()
-    let status = process.waitForExit()
-    let text = String(decoding: data, as: UTF8.self)
+    let (status, text) = try Process.runToEnd(executable, arguments)
     guard status == 0 else {
         throw RedisTestSetupError(description: "redis-cli \(arguments.joined(separator: " ")) failed: \(text)")
     }

@@ -29,15 +29,8 @@ public struct TestPKI: Sendable {
                           "-CAcreateserial", "-out", "\(dir)/\(name).pem", "-days", "1"] + extensions)
         }
         for step in steps {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
-            process.arguments = step
-            let output = Pipe()
-            process.standardOutput = output
-            process.standardError = output
-            try process.run()
-            let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            guard process.waitForExit() == 0 else {
+            let (status, text) = try Process.runToEnd("/usr/bin/openssl", step)
+            guard status == 0 else {
                 throw RedisTestSetupError(description: "openssl \(step[0]) failed: \(text)")
             }
         }
