@@ -32,7 +32,7 @@ test-deps:
 test-build:
 	$(SWIFT) build --build-tests -Xswiftc -warnings-as-errors
 
-## Every test once, the client's and the heavy suites each in a process of their own.
+## Every test once, the client's and the heavy suites each in a process of their own, the rest in two at once.
 test-all:
 	SWIFT="$(SWIFT)" Tests/scripts/swift-test.sh --skip-build
 

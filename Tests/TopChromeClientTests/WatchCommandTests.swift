@@ -362,8 +362,8 @@ import Testing
     }
 
     /// Runs a program just copied, again while exec answers "Text file busy":
-    /// a process another test forks meanwhile can inherit the copy's open
-    /// descriptor for a moment, and Linux refuses to run a file open for writing.
+    /// a process another test starts meanwhile can inherit the copy's open
+    /// descriptor, and Linux refuses to run a file open for writing.
     static func runFreshCopy(_ program: URL, _ arguments: [String], environment: [String: String]) async throws -> Run {
         for _ in 0..<50 {
             do {
@@ -382,7 +382,10 @@ import Testing
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
         let alone = folder.appendingPathComponent("topchrome")
-        try FileManager.default.copyItem(at: Self.buildFolder.appendingPathComponent("topchrome"), to: alone)
+        let program = Self.buildFolder.appendingPathComponent("topchrome")
+        // Linked where it can be: a link opens no file for writing that a server
+        // another test starts could inherit and hold past every retry (seen: 5 s).
+        do { try FileManager.default.linkItem(at: program, to: alone) } catch { try FileManager.default.copyItem(at: program, to: alone) }
         let run = try await Self.runFreshCopy(alone, ["watch", "http://127.0.0.1:1", "id"], environment: ["PATH": folder.path])
         #expect(await run.exitStatus() == 2)
         #expect(run.standardError.contains("topchrome-watch"), "\(run.standardError)")
