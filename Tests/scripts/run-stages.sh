@@ -5,8 +5,9 @@
 #
 #   Tests/scripts/run-stages.sh STAGE...      (make targets, in order)
 #
-# Takes as long as its stages (all of `make test`: ≈ 20 min on 2 cores
-# from a fresh clone; 17–24 min with another process keeping a core busy).
+# Takes as long as its stages (all of `make test`: ≈ 19 min on 2 cores
+# from a fresh clone; ≈ 13 min again in the same clone, its builds done,
+# with another process keeping a core busy).
 # MAKE names the make command (default: make).
 set -uo pipefail
 
