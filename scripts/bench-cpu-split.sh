@@ -35,12 +35,7 @@ fi
 source scripts/server.sh
 work=$(mktemp -d)
 pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null
-  rm -rf "$work"
-}
-trap cleanup EXIT
+trap stop_started EXIT
 
 # start NAME COMMAND: starts the server, waits until it answers, creates its sessions.
 start() {
@@ -51,11 +46,7 @@ start() {
   ${2//\{port\}/$port} >"$work/$name.log" 2>&1 &
   pids+=($!)
   echo "$! http://127.0.0.1:$port" >"$work/$name.server"
-  for _ in $(seq 500); do
-    case $(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/readyz") in 200 | 404) break ;; esac
-    kill -0 "$!" 2>/dev/null || { cat "$work/$name.log" >&2; exit 1; }
-    sleep 0.02
-  done
+  wait_answering "http://127.0.0.1:$port" "$!" "$work/$name.log" || exit 1
   create_sessions "http://127.0.0.1:$port" "$SESSIONS" "$work/$name.ids"
 }
 
@@ -81,8 +72,10 @@ echo "#                    B: $command_b"
 echo "# wrk -t1 -c$WRK_CONNS -d$DURATION, $ROUNDS rounds a workload, $SESSIONS sessions; µs per request, medians"
 : >"$work/runs"
 for workload in $WORKLOADS; do
-  for name in A B; do IDS_FILE="$work/$name.ids" wrk -t1 -c"$WRK_CONNS" -d1s -s "$BENCH_LUA_DIR/$workload.lua" \
-    "$(cut -d' ' -f2 "$work/$name.server")" >/dev/null; done
+  for name in A B; do
+    read -r _ base <"$work/$name.server"
+    IDS_FILE="$work/$name.ids" wrk -t1 -c"$WRK_CONNS" -d1s -s "$BENCH_LUA_DIR/$workload.lua" "$base" >/dev/null
+  done
   for round in $(seq "$ROUNDS"); do
     if (( round % 2 )); then order="A B"; else order="B A"; fi
     for name in $order; do measure "$name" "$workload" "$round"; done

@@ -74,12 +74,7 @@ count() {
   valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$work/callgrind.%p" \
     "${command[@]}" >"$work/server.log" 2>&1 &
   pid=$!
-  for _ in $(seq 600); do  # valgrind takes seconds to start the server
-    # Ready: a Redis store has connected (200); a server with no /readyz (404), such as the C yardstick, once it answers.
-    case $(curl -s -o /dev/null -w '%{http_code}' "$base/readyz") in 200 | 404) break ;; esac
-    kill -0 "$pid" 2>/dev/null || { cat "$work/server.log" >&2; exit 1; }
-    sleep 0.1
-  done
+  wait_answering "$base" "$pid" "$work/server.log" || exit 1
   create_sessions "$base" "$SESSIONS" "$work/ids" ${BEHAVIOR:-}
   export BENCH_LUA_DIR="$PWD/Benchmarks/wrk" IDS_FILE="$work/ids"
   if [ -n "${MINT:-}" ]; then

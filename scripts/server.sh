@@ -57,6 +57,22 @@ with open(path, "w") as out:
 PY
 }
 
+# wait_answering BASE PID LOG: waits until the server at BASE answers /readyz
+# (200: ready, a Redis store connected; 404: a server without it, such as the
+# C yardstick). Returns 1, with LOG on stderr, if PID exits first or a
+# minute passes (valgrind takes seconds to start a server).
+wait_answering() {
+  local _
+  for _ in $(seq 600); do
+    case $(curl -s -o /dev/null -w '%{http_code}' "$1/readyz") in 200 | 404) return 0 ;; esac
+    kill -0 "$2" 2>/dev/null || break
+    sleep 0.1
+  done
+  echo "the server at $1 did not answer:" >&2
+  cat "$3" >&2
+  return 1
+}
+
 # stop_started: stops every process in the array `pids` (a script adds each
 # one it starts) and removes the folder `$work`; scripts trap it on EXIT.
 stop_started() {
