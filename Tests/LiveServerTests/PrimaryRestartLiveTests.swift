@@ -50,21 +50,3 @@ import TopChromeTesting
         #expect(try later.json["inset"] as? Int == 10, "\(later.text)")
     }
 }
-
-/// Bytes waiting unread in the receive queues of the established TCP
-/// connections to `port` on this machine (Linux's `/proc/net/tcp`): what a
-/// stopped server has been sent and not yet read.
-private func unreadBytes(atPort port: Int) -> Int {
-    ["/proc/net/tcp", "/proc/net/tcp6"].reduce(0) { total, table in
-        // Read to the end: /proc's files say they are empty.
-        let text = FileHandle(forReadingAtPath: table).map { String(decoding: $0.readDataToEndOfFile(), as: UTF8.self) } ?? ""
-        return total + text.split(separator: "\n").dropFirst().reduce(0) { sum, line in
-            // sl local_address rem_address st tx_queue:rx_queue …
-            let fields = line.split(separator: " ")
-            guard fields.count > 4, fields[3] == "01",
-                  let localPort = fields[1].split(separator: ":").last.flatMap({ Int($0, radix: 16) }), localPort == port,
-                  let unread = fields[4].split(separator: ":").last.flatMap({ Int($0, radix: 16) }) else { return sum }
-            return sum + unread
-        }
-    }
-}

@@ -139,7 +139,7 @@ import TopChromeTesting
     @Test func longPollTimesOutWith304() throws {
         let id = try server.createSession()
         let response = try server.client().request("GET", "/v1/sessions/\(id)",
-                                                   headers: [("If-None-Match", try server.etag(id)), ("Prefer", "wait=1")])
+                                                   headers: [("If-None-Match", try server.etag(id)), ("Prefer", "wait=5")])
         #expect(response.status == 304)
         #expect(response.etagVersion == 1)
         #expect(response.header("Preference-Applied") == "wait=1")
@@ -151,7 +151,7 @@ import TopChromeTesting
     @Test func requestAfterALongPollOnTheSameConnectionIsAnsweredForItself() throws {
         let id = try server.createSession()
         let client = try server.client()
-        let waited = try client.request("GET", "/v1/sessions/\(id)", headers: [("If-None-Match", try server.etag(id)), ("Prefer", "wait=1")])
+        let waited = try client.request("GET", "/v1/sessions/\(id)", headers: [("If-None-Match", try server.etag(id)), ("Prefer", "wait=5")])
         #expect(waited.status == 304)
         let scrolled = try client.json("POST", "/v1/sessions/\(id)/scroll", #"{"contentOffsetY": 300}"#)
         #expect(scrolled.status == 200)
@@ -165,7 +165,7 @@ import TopChromeTesting
         let id = try server.createSession()
         let server = self.server
         let waiting = BackgroundRequest {
-            try server.client().request("GET", "/v1/sessions/\(id)", headers: [("If-None-Match", "\"1.\(epoch)\", \"2.\(epoch)\""), ("Prefer", "wait=1")])
+            try server.client().request("GET", "/v1/sessions/\(id)", headers: [("If-None-Match", "\"1.\(epoch)\", \"2.\(epoch)\""), ("Prefer", "wait=5")])
         }
         #expect(eventually { server.service.watcherCount == 1 })
         try server.client().json("PUT", "/v1/sessions/\(id)/inset", #"{"inset": 3}"#)

@@ -20,20 +20,26 @@ struct LateChangeTests {
         defer { client.close() }
         let plain = ChromeFunctions(client: client, keyPrefix: "late:")
         let waiting = ChromeFunctions(client: client, keyPrefix: "late:",
-                                      replicaAcknowledgement: ReplicaAcknowledgement(replicas: 1, timeout: .seconds(3)))
+                                      replicaAcknowledgement: ReplicaAcknowledgement(replicas: 1, timeout: .seconds(600)))
         let id = SessionID.random()
         _ = try await plain.create(id, inset: 0)
 
         replica.signal(SIGSTOP)
         defer { replica.signal(SIGCONT) }
         // The first change runs and its WAIT holds the changes' connection
-        // for 3 s; the second, sent once that WAIT blocks (a loaded machine
-        // may be slow to send the first), waits behind it past its 0.3 s deadline.
+        // until the test ends it (a timeout of its own could pass while a
+        // busy run holds the test up); the second, sent once that WAIT blocks
+        // (a loaded machine may be slow to send the first), waits behind it
+        // past its 0.3 s deadline.
         async let first = outcome { () async throws(ChromeFunctionError) in try await waiting.apply([.setInset(10)], to: id, if: .always) }
         #expect(await eventually { (try? redisCLI(port: primary.port, "INFO", "clients"))?.contains("blocked_clients:1") == true },
                 "the first change's WAIT blocks")
         let second = await outcome { () async throws(ChromeFunctionError) in try await waiting.apply([.setInset(20)], to: id, if: .always) }
         #expect(second == ChromeFunctionError.redis(.timeout), "\(String(describing: second))")
+        // The WAIT ends as if timed out: no replica acknowledged.
+        let waiter = try redisCLI(port: primary.port, "CLIENT", "LIST").split(separator: "\n").first { $0.contains("cmd=wait") }
+        let waiterID = try #require(waiter?.split(separator: " ").first?.dropFirst("id=".count), "the WAIT's client")
+        #expect(try redisCLI(port: primary.port, "CLIENT", "UNBLOCK", String(waiterID), "TIMEOUT").contains("1"))
         #expect(await first == ChromeFunctionError.notReplicated(wanted: 1, acknowledged: 0))
         // The second change reached Redis once the WAIT ended, past its
         // deadline: read after Redis ran it (the create, the first, the second).

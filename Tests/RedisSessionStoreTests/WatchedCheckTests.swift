@@ -54,9 +54,11 @@ struct WatchedCheckTests {
             ids.append(id)
         }
         let key = { (id: SessionID) in String(decoding: functions.key(for: id), as: UTF8.self) }
-        // A change whose message was lost, a session about to expire, and one gone without a word.
+        // A change whose message was lost, a session nearer its expiry than
+        // the idle timeout (by minutes: a busy run may hold the test up for
+        // seconds), and one gone without a word.
         _ = try await client.send(["HSET", key(ids[0]), "i", "7", "v", "2", "e", "2.0123456789ab"])
-        _ = try await client.send(["PEXPIRE", key(ids[1]), "5000"])
+        _ = try await client.send(["PEXPIRE", key(ids[1]), "600000"])
         _ = try await client.send(["DEL", key(ids[2])])
 
         let before = commands.value
@@ -64,7 +66,7 @@ struct WatchedCheckTests {
         #expect(await eventually { watcher.changes.contains { $0.id == ids[0] && $0.state.version == 2 } },
                 "the missed change reached the watcher")
         #expect(await eventually { watcher.removed.contains(ids[2]) })
-        // Slid from the 5 s left back to (about) the whole idle timeout.
+        // Slid from the 600 s left back to (about) the whole idle timeout.
         #expect(try await client.send(["PTTL", key(ids[1])]) .integerValue.map { $0 > 3_000_000 } == true, "a watched session is kept alive")
         // Two checks of 100 and 50 sessions, one read of the session that
         // differed, and the last use of the one gone as its watcher left.

@@ -7,12 +7,14 @@ import Testing
 /// Redis is back (within its deadline); a write is not, since it may have
 /// run, and its caller hears so.
 struct LostConnectionRetryTests {
-    /// A Redis frozen with the commands in its socket, then killed and
-    /// started again from its snapshot: the connection drops under them.
-    private func dropUnder(_ server: RedisServer, _ send: () -> Void) async throws {
+    /// A Redis frozen with the commands in its socket (`bytes` of them,
+    /// waited for there, not for a time a busy machine may overrun), then
+    /// killed and started again from its snapshot: the connection drops
+    /// under them.
+    private func dropUnder(_ server: RedisServer, bytes: Int, _ send: () -> Void) async throws {
         server.signal(SIGSTOP)
         send()
-        try await Task.sleep(for: .milliseconds(200))
+        #expect(await eventually { unreadBytes(atPort: server.port) >= bytes }, "the commands reached Redis")
         server.stop()
         try server.restart()
     }
@@ -26,9 +28,10 @@ struct LostConnectionRetryTests {
         // The first call also connects: under the thread sanitizer on a loaded machine, more than the default second.
         #expect(try await client.send(["GET", "kept"], deadline: .now + .seconds(10)) == .bulk(Array("before".utf8)))
         let (read, write) = (Outcome(), Outcome())
-        try await dropUnder(server) {
-            client.send([Array("GET".utf8), Array("kept".utf8)], deadline: .now + .seconds(10), idempotent: true) { read.set($0) }
-            client.send([Array("SET".utf8), Array("kept".utf8), Array("after".utf8)], deadline: .now + .seconds(10)) { write.set($0) }
+        let (get, set) = (["GET", "kept"].map { Array($0.utf8) }, ["SET", "kept", "after"].map { Array($0.utf8) })
+        try await dropUnder(server, bytes: RESPRequest(get).bytes.count + RESPRequest(set).bytes.count) {
+            client.send(get, deadline: .now + .seconds(600), idempotent: true) { read.set($0) }
+            client.send(set, deadline: .now + .seconds(600)) { write.set($0) }
         }
         #expect(await eventually { read.value != nil && write.value != nil })
         #expect(try read.value?.get() == .bulk(Array("before".utf8)))

@@ -6,7 +6,7 @@ import enum TopChromeCore.RevealBehavior
 /// Changing a session's behaviour from the library, against the real
 /// server: the service takes the whole choice, refuses a bad one, and a
 /// `RemoteTopChrome` predicts with the new behaviour once the service names it.
-@Suite(.timeLimit(.minutes(1))) struct BehaviorLiveTests {
+@Suite(.timeLimit(.minutes(10))) struct BehaviorLiveTests {
     static let behavior = "/v1/sessions/{id}/behavior"
 
     @Test func setBehaviorTakesTheWholeChoice() async throws {

@@ -4,7 +4,7 @@ import TopChromeClient
 
 /// The library against the real server: the README's walkthrough, bursts,
 /// retries and refusals.
-@Suite(.timeLimit(.minutes(1))) struct ChromeSessionLiveTests {
+@Suite(.timeLimit(.minutes(10))) struct ChromeSessionLiveTests {
     static let scroll = "/v1/sessions/{id}/scroll"
 
     @Test func walkthrough() async throws {

@@ -7,7 +7,7 @@ import Testing
 
 /// Both ways of reading an event stream, side by side in one process:
 /// libcurl (Linux's) and URLSession (Apple's platforms').
-@Suite(.timeLimit(.minutes(1))) struct EventStreamTransportTests {
+@Suite(.timeLimit(.minutes(10))) struct EventStreamTransportTests {
     static var transports: [EventStreamTransport] {
         #if os(Linux)
         [.urlSession, .curl]

@@ -5,7 +5,7 @@ import TopChromeCore
 /// `RemoteTopChrome.local(_:)`: the object an app's views observe, driven in
 /// memory with no service, for SwiftUI previews and an app's unit tests
 /// (issue 37 item 11).
-@Suite(.timeLimit(.minutes(1))) @MainActor struct LocalChromeTests {
+@Suite(.timeLimit(.minutes(10))) @MainActor struct LocalChromeTests {
     static let id = String(repeating: "c", count: 32)
 
     @Test func showsAHiddenIslandAndFollowsWithoutANetwork() async throws {

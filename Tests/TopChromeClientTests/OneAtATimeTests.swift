@@ -3,7 +3,7 @@ import Testing
 
 /// How `ReportOutbox`'s drains take turns: one waiting for another is woken
 /// when that one ends, in the order they came.
-@Suite(.timeLimit(.minutes(1))) struct OneAtATimeTests {
+@Suite(.timeLimit(.minutes(10))) struct OneAtATimeTests {
     @Test @MainActor func aWaiterRunsWhenTheTurnIsHandedOverInTheOrderItAsked() async {
         let turns = OneAtATime()
         await turns.begin()

@@ -7,7 +7,7 @@ import struct TopChromeTesting.SplitMix
 /// `RemoteTopChrome`'s prediction against the real server: what it shows
 /// the moment a report is made equals what the service answers once it has
 /// the report, and where the service says otherwise, the service wins.
-@Suite(.timeLimit(.minutes(2))) struct PredictionLiveTests {
+@Suite(.timeLimit(.minutes(10))) struct PredictionLiveTests {
     /// What a view shows of the chrome; the height offset as the service
     /// keeps it (a Float), so a decimal written and read back compares equal.
     struct Shown: Equatable, CustomStringConvertible {

@@ -4,7 +4,7 @@ import Testing
 import TopChromeClient
 
 /// `RemoteTopChrome` on the main actor, watched as SwiftUI watches it.
-@Suite(.timeLimit(.minutes(1))) struct RemoteTopChromeTests {
+@Suite(.timeLimit(.minutes(10))) struct RemoteTopChromeTests {
     /// Counts the changes of one property that Observation reports, as a
     /// view's body would be invalidated.
     final class ChangeCounter: @unchecked Sendable {

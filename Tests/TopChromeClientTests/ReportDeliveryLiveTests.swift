@@ -7,7 +7,7 @@ import struct TopChromeCore.ScrollReport
 /// offsets with a phase (some 90 bytes a report), bodies over the service's
 /// limit, outages, and failures that must show and then clear. Live against
 /// the real server.
-@Suite(.timeLimit(.minutes(2))) struct ReportDeliveryLiveTests {
+@Suite(.timeLimit(.minutes(10))) struct ReportDeliveryLiveTests {
     static let scroll = "/v1/sessions/{id}/scroll"
 
     /// A finger's path as a scroll view reports it: fractional offsets,

@@ -6,7 +6,7 @@ import class TopChromeTesting.LoopbackListener
 import TopChromeClient
 
 /// `states()`: the event stream through the library, across a restart of the service.
-@Suite(.timeLimit(.minutes(1))) struct StatesLiveTests {
+@Suite(.timeLimit(.minutes(10))) struct StatesLiveTests {
     @Test func followsChangesAndEndsWhenDeleted() async throws {
         let server = try TestServer()
         let session = try await server.client().createSession(inset: 59)

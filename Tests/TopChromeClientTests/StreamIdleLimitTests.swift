@@ -8,7 +8,7 @@ import Testing
 /// The event stream's idle limit learned from the service (issue 37 item 4):
 /// the service names its heartbeat on the stream, and the client takes
 /// twice it, unless the app chose its own.
-@Suite(.timeLimit(.minutes(1))) struct StreamIdleLimitTests {
+@Suite(.timeLimit(.minutes(10))) struct StreamIdleLimitTests {
     @Test func twiceTheNamedHeartbeatUnlessTheAppChoseOne() {
         #expect(StreamIdleLimit.seconds(configured: nil, heartbeat: 4) == 8)
         #expect(StreamIdleLimit.seconds(configured: nil, heartbeat: nil) == 30, "twice the service's default until it names one")

@@ -4,7 +4,7 @@ import Testing
 
 /// `topchrome watch URL ID` as operators run it: the server executable hands
 /// over to `topchrome-watch`, built on the library.
-@Suite(.timeLimit(.minutes(1))) struct WatchCommandTests {
+@Suite(.timeLimit(.minutes(10))) struct WatchCommandTests {
     /// The executables built beside this test bundle.
     static let buildFolder: URL = URL(fileURLWithPath: CommandLine.arguments.first { $0.hasSuffix(".xctest") }
         ?? (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? "")

@@ -4,7 +4,7 @@ import TopChromeClient
 
 /// A followed session on the service's WebSocket: states in and changes out
 /// on one connection, and HTTP with the event stream where no socket can be had.
-@Suite(.timeLimit(.minutes(1))) struct WebSocketChannelTests {
+@Suite(.timeLimit(.minutes(10))) struct WebSocketChannelTests {
     static func client(_ server: TestServer, _ opener: LoopbackChromeSocket.Opener) -> ChromeService {
         server.client {
             $0.usesWebSocket = true
