@@ -137,9 +137,16 @@ private final class Backend: @unchecked Sendable {
         }
     }
 
-    /// A token for `sessionID` good for 2 s, minted at each ask.
+    /// A token for `sessionID`, minted at each ask: good for 2 s the first
+    /// time, the expiry the test waits for; then for an hour, so that no
+    /// later expiry comes while a busy run holds the test up (a change made
+    /// between two sockets goes over HTTP).
     convenience init(minting signer: TokenSigner, sessionID: String) {
-        self.init { _ in signer.token(sessionID: sessionID, scope: "write", now: Int64(Date().timeIntervalSince1970), lifetime: 2) }
+        var lifetime: Int64 = 2
+        self.init { _ in
+            defer { lifetime = 3600 }
+            return signer.token(sessionID: sessionID, scope: "write", now: Int64(Date().timeIntervalSince1970), lifetime: lifetime)
+        }
     }
 
     var refusals: [String] { lock.withLock { refused } }
