@@ -10,7 +10,8 @@ import TopChromeTesting
 /// connections serve all the same.
 @Suite struct RedisConnectionNameLiveTests {
     static func serve(_ arguments: [String]) throws -> (ProcessLifecycleTests.RunningServer, TestHTTPClient) {
-        let server = try ProcessLifecycleTests.RunningServer(["--port", "0", "--threads", "1"] + arguments)
+        // Redis's timeout as LiveServer's: these are about names, not speed.
+        let server = try ProcessLifecycleTests.RunningServer(["--port", "0", "--threads", "1", "--redis-timeout", "5"] + arguments)
         _ = try server.waitUntilListening()
         return (server, try TestHTTPClient(port: server.port))
     }

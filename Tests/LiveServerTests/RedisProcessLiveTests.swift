@@ -73,11 +73,14 @@ import TopChromeTesting
     /// may print anything but log lines, or a JSON log stream breaks.
     @Test func watchingPrintsOnlyLogLines() throws {
         let redis = try RedisServer()
+        // Redis's timeout as LiveServer's (5 s): this is about the log, and
+        // a sanitizer's server on a busy machine missed the default second
+        // for over half a minute, never ready.
         let server = try ProcessLifecycleTests.RunningServer(
-            ["--port", "0", "--threads", "1", "--log-format", "json", "--store", "redis://127.0.0.1:\(redis.port)"])
+            ["--port", "0", "--threads", "1", "--log-format", "json", "--store", "redis://127.0.0.1:\(redis.port)", "--redis-timeout", "5"])
         _ = try server.waitUntilListening()
         let client = try TestHTTPClient(port: server.port)
-        #expect(eventually(within: 10) { (try? client.request("GET", "/readyz").status) == 200 })
+        #expect(eventually(within: 10) { (try? client.request("GET", "/readyz").status) == 200 }, "\(server.standardOutput)")
         let created = try client.json("POST", "/v1/sessions", "")
         let id = try #require(try created.json["id"] as? String)
         let stream = try EventStreamClient(port: server.port, sessionID: id)
